@@ -1,0 +1,86 @@
+"""RunBudget: the hard limits of one run and what has been spent against them.
+
+Budgets are checked before work, never after: a model round that would exceed a limit is refused
+before it reaches the chat generator, and the exhausted budget is named in the result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agent.contracts import StopReason, Usage
+from agent.settings import BudgetSettings
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+@dataclass
+class RunBudget:
+    limits: BudgetSettings
+    clock: Callable[[], float] = time.monotonic
+    started: float = field(init=False)
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    run_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def remaining_model_calls(self) -> int:
+        return self.limits.max_model_calls - self.model_calls
+
+    def elapsed_s(self) -> float:
+        return self.clock() - self.started
+
+    def remaining_s(self) -> float:
+        return self.limits.deadline_s - self.elapsed_s()
+
+    def exhausted_before_round(self) -> StopReason | None:
+        """Which budget, if any, forbids starting another model round."""
+        if self.remaining_s() <= 0:
+            return StopReason.DEADLINE_EXCEEDED
+        if self.model_calls >= self.limits.max_model_calls:
+            return StopReason.MODEL_CALLS_EXHAUSTED
+        if self.total_tokens >= self.limits.max_total_tokens:
+            return StopReason.TOKENS_EXHAUSTED
+        if self.run_bytes >= self.limits.max_run_bytes:
+            return StopReason.RUN_BYTES_EXHAUSTED
+        return None
+
+    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self.prompt_tokens += max(0, prompt_tokens)
+        self.completion_tokens += max(0, completion_tokens)
+
+    def try_charge_bytes(self, n: int) -> bool:
+        """Charge model-facing bytes; refuse (and charge nothing) if the run capacity would be exceeded."""
+        if self.run_bytes + n > self.limits.max_run_bytes:
+            return False
+        self.run_bytes += n
+        return True
+
+    def usage(self) -> Usage:
+        return Usage(
+            model_calls=self.model_calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            total_tokens=self.total_tokens,
+        )
+
+    def gauge(self) -> dict[str, object]:
+        """Operator-facing view for `budget_changed` events (never shown to the model)."""
+        return {
+            "model_calls": {"used": self.model_calls, "limit": self.limits.max_model_calls},
+            "tokens": {"used": self.total_tokens, "limit": self.limits.max_total_tokens},
+            "run_bytes": {"used": self.run_bytes, "limit": self.limits.max_run_bytes},
+            "deadline": {"elapsed_s": round(self.elapsed_s(), 3), "limit_s": self.limits.deadline_s},
+        }

@@ -1,0 +1,199 @@
+"""The frozen contracts of a diagnosis run (DESIGN 3.3-3.5): input, Draft, snapshot, result.
+
+All models are strict and forbid unknown keys: anything the model or a caller sends that does not
+match exactly is an error, never silently coerced.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+
+
+class Contract(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+NonBlank = Annotated[str, Field(min_length=1)]
+
+
+class Limitations(Contract):
+    checked_scope: list[str]
+    missing_info: list[str]
+
+
+class PreviousTurn(Contract):
+    """The only memory a follow-up carries: the last query, its conclusion and its honest limits."""
+
+    query: NonBlank
+    conclusion: str | None
+    limitations: Limitations
+
+
+class AgentInput(Contract):
+    """The user message, exactly `{"query", "previous_turn"}` (DESIGN 3.4)."""
+
+    query: str
+    previous_turn: PreviousTurn | None
+
+
+class AnalysisItem(Contract):
+    kind: Literal["FINDING", "NEGATIVE_OBSERVATION"]
+    statement: NonBlank
+    evidence: list[NonBlank] | Literal["NO_EVIDENCE"]
+    scope: NonBlank | None = None
+
+    @model_validator(mode="after")
+    def _evidence_matches_kind(self) -> AnalysisItem:
+        if self.kind == "FINDING":
+            if not isinstance(self.evidence, list) or not self.evidence:
+                raise ValueError("FINDING needs a non-empty list of tool call IDs")
+        elif self.evidence == "NO_EVIDENCE":
+            if self.scope is None:
+                raise ValueError("NO_EVIDENCE needs a non-empty scope")
+        elif not self.evidence:
+            raise ValueError("evidence must be a non-empty list of tool call IDs or NO_EVIDENCE")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_scope(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("scope") is None:
+            data.pop("scope", None)
+        return data
+
+
+class DiagnosisDraft(Contract):
+    conclusion: str | None
+    analysis: list[AnalysisItem]
+    action_plan: list[str]
+    recommendations: list[str]
+    limitations: Limitations
+
+    def cited_ids(self) -> list[str]:
+        ids: list[str] = []
+        for item in self.analysis:
+            if isinstance(item.evidence, list):
+                ids.extend(item.evidence)
+        return ids
+
+
+def draft_json_schema() -> dict[str, Any]:
+    """The schema the agent is given in its prompt, generated from the model so they never drift."""
+    return DiagnosisDraft.model_json_schema()
+
+
+class Outcome(StrEnum):
+    DRAFT = "DRAFT"
+    CONTROLLED_STOP = "CONTROLLED_STOP"
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
+    CANCELLED = "CANCELLED"
+    FAILED = "FAILED"
+    REJECTED = "REJECTED"
+
+
+class StopReason(StrEnum):
+    COMPLETED = "COMPLETED"
+    COMPLETED_AFTER_STOP_REQUIRED = "COMPLETED_AFTER_STOP_REQUIRED"
+    INFORMATION_SATURATED = "INFORMATION_SATURATED"
+    PROGRESS_PROTOCOL_VIOLATED = "PROGRESS_PROTOCOL_VIOLATED"
+    MODEL_CALLS_EXHAUSTED = "MODEL_CALLS_EXHAUSTED"
+    TOKENS_EXHAUSTED = "TOKENS_EXHAUSTED"
+    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
+    RUN_BYTES_EXHAUSTED = "RUN_BYTES_EXHAUSTED"
+    CANCELLED = "CANCELLED"
+    INVALID_DRAFT = "INVALID_DRAFT"
+    DRAFT_TOO_LARGE = "DRAFT_TOO_LARGE"
+    MODEL_ERROR = "MODEL_ERROR"
+    AGENT_ERROR = "AGENT_ERROR"
+    QUERY_BLANK = "QUERY_BLANK"
+    QUERY_TOO_LARGE = "QUERY_TOO_LARGE"
+    PREVIOUS_TURN_INVALID = "PREVIOUS_TURN_INVALID"
+    PREVIOUS_TURN_TOO_LARGE = "PREVIOUS_TURN_TOO_LARGE"
+    INPUT_TOO_LARGE = "INPUT_TOO_LARGE"
+
+
+OUTCOME_OF: dict[StopReason, Outcome] = {
+    StopReason.COMPLETED: Outcome.DRAFT,
+    StopReason.COMPLETED_AFTER_STOP_REQUIRED: Outcome.DRAFT,
+    StopReason.INFORMATION_SATURATED: Outcome.CONTROLLED_STOP,
+    StopReason.PROGRESS_PROTOCOL_VIOLATED: Outcome.CONTROLLED_STOP,
+    StopReason.MODEL_CALLS_EXHAUSTED: Outcome.BUDGET_EXHAUSTED,
+    StopReason.TOKENS_EXHAUSTED: Outcome.BUDGET_EXHAUSTED,
+    StopReason.DEADLINE_EXCEEDED: Outcome.BUDGET_EXHAUSTED,
+    StopReason.RUN_BYTES_EXHAUSTED: Outcome.BUDGET_EXHAUSTED,
+    StopReason.CANCELLED: Outcome.CANCELLED,
+    StopReason.INVALID_DRAFT: Outcome.FAILED,
+    StopReason.DRAFT_TOO_LARGE: Outcome.FAILED,
+    StopReason.MODEL_ERROR: Outcome.FAILED,
+    StopReason.AGENT_ERROR: Outcome.FAILED,
+    StopReason.QUERY_BLANK: Outcome.REJECTED,
+    StopReason.QUERY_TOO_LARGE: Outcome.REJECTED,
+    StopReason.PREVIOUS_TURN_INVALID: Outcome.REJECTED,
+    StopReason.PREVIOUS_TURN_TOO_LARGE: Outcome.REJECTED,
+    StopReason.INPUT_TOO_LARGE: Outcome.REJECTED,
+}
+
+EXIT_CODE_OF: dict[Outcome, int] = {
+    Outcome.DRAFT: 0,
+    Outcome.CONTROLLED_STOP: 10,
+    Outcome.BUDGET_EXHAUSTED: 11,
+    Outcome.CANCELLED: 12,
+    Outcome.FAILED: 1,
+    Outcome.REJECTED: 2,
+}
+
+SaturationReason = Literal["INFORMATION_SATURATED", "PROGRESS_PROTOCOL_VIOLATED"]
+
+
+class ProgressCheck(Contract):
+    tool_call_id: str
+    tool: str
+    evidence_status: Literal["FOUND", "EMPTY", "ERROR", "NOT_EXECUTED"]
+    evaluation: Literal["GAINED", "NO_GAIN"] | None
+
+
+class ProgressSnapshot(Contract):
+    """What was checked so far, bounded: the only progress a failed or stopped run may publish."""
+
+    checks: list[ProgressCheck]
+    stop_required: bool
+    saturation: SaturationReason | None
+
+
+class Usage(Contract):
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class Failure(Contract):
+    """Safe failure metadata: a stable code and, at most, a stable violation or budget name."""
+
+    code: str
+    violation: str | None = None
+    detail: str | None = None
+
+
+class ExecutionResult(Contract):
+    run_id: str
+    session_id: str
+    outcome: Outcome
+    stop_reason: StopReason
+    draft: DiagnosisDraft | None
+    progress: ProgressSnapshot | None
+    usage: Usage
+    failure: Failure | None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODE_OF[self.outcome]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        if self.failure is not None:
+            data["failure"] = self.failure.model_dump(mode="json", exclude_none=True)
+        return data

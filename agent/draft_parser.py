@@ -1,0 +1,74 @@
+"""Strict DiagnosisDraft parsing (DESIGN 3.3): the whole text is the JSON object, or the run fails.
+
+There is no repair and no loose extraction: a fenced, prefixed, blank, malformed, oversized or
+schema-incompatible answer is discarded, because a "fixed" answer is an answer the model never gave.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent.budget import utf8_len
+from agent.contracts import DiagnosisDraft
+
+
+class DraftRejected(Exception):
+    """The final text is not an acceptable Draft. `violation` is a stable code, safe to show anyone."""
+
+    def __init__(self, violation: str, too_large: bool = False) -> None:
+        super().__init__(violation)
+        self.violation = violation
+        self.too_large = too_large
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise DraftRejected("DUPLICATE_KEY")
+    return dict(pairs)
+
+
+def parse_draft(
+    text: str | None,
+    max_bytes: int,
+    status_of: Callable[[str], str | None],
+) -> DiagnosisDraft:
+    """Parse and verify a Draft against this run's canonical invocations.
+
+    `status_of(tool_call_id)` returns the evidence status of a canonical invocation of this run, or
+    None when the ID is not one.
+    """
+    if text is None or not text.strip():
+        raise DraftRejected("EMPTY_OUTPUT")
+    if utf8_len(text) > max_bytes:
+        raise DraftRejected("DRAFT_TOO_LARGE", too_large=True)
+    if not text.lstrip().startswith("{"):
+        raise DraftRejected("NOT_A_JSON_OBJECT")
+    try:
+        raw = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+    except json.JSONDecodeError:
+        raise DraftRejected("MALFORMED_JSON") from None
+    if not isinstance(raw, dict):
+        raise DraftRejected("NOT_A_JSON_OBJECT")
+    try:
+        draft = DiagnosisDraft.model_validate(raw)
+    except ValidationError:
+        raise DraftRejected("SCHEMA_MISMATCH") from None
+
+    for cited in draft.cited_ids():
+        if status_of(cited) is None:
+            raise DraftRejected("UNKNOWN_CITATION")
+    if draft.conclusion is not None:
+        supported = any(
+            item.kind == "FINDING"
+            and isinstance(item.evidence, list)
+            and any(status_of(i) == "FOUND" for i in item.evidence)
+            for item in draft.analysis
+        )
+        if not draft.conclusion.strip() or not supported:
+            raise DraftRejected("CONCLUSION_WITHOUT_FOUND_EVIDENCE")
+    return draft

@@ -1,0 +1,53 @@
+"""Model factory: the scripted replay model or any OpenAI-compatible server.
+
+No retry anywhere: the OpenAI client is built with `max_retries=0`, because a retried model call is
+a second model call the budget did not authorize.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from agent.scenarios import Scenario, resolve_scenario
+from agent.settings import ConfigError, ModelSettings
+
+DEFAULT_SCENARIO = "evidence-backed-diagnosis"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    generator: Any
+    label: str
+
+
+def build_model(settings: ModelSettings, scenario: Scenario | None) -> ModelChoice:
+    if settings.provider == "scripted":
+        from agent.scripted import ScriptedChatGenerator
+
+        chosen = scenario or resolve_scenario(settings.scenario or DEFAULT_SCENARIO)
+        return ModelChoice(ScriptedChatGenerator(chosen.rounds), f"scripted: {chosen.name}")
+    return _openai(settings)
+
+
+def _openai(settings: ModelSettings) -> ModelChoice:
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.utils import Secret
+
+    if os.environ.get(settings.api_key_env):
+        api_key = Secret.from_env_var(settings.api_key_env)
+    elif settings.base_url:
+        # Local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) accept any key.
+        api_key = Secret.from_token("not-needed")
+    else:
+        raise ConfigError(f"model.provider is openai but env var {settings.api_key_env} is not set")
+    generator = OpenAIChatGenerator(
+        api_key=api_key,
+        model=settings.name,
+        api_base_url=settings.base_url,
+        timeout=settings.timeout_s,
+        max_retries=0,
+    )
+    where = settings.base_url or "api.openai.com"
+    return ModelChoice(generator, f"openai: {settings.name} @ {where}")

@@ -1,0 +1,59 @@
+"""A deterministic chat generator that replays a scenario's rounds (DESIGN 3.6).
+
+It is how trainers show the harness without a model server, and how tests drive the real Haystack
+Agent. It never wraps around: asking for a round past the script is a model error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from haystack import component
+from haystack.dataclasses import ChatMessage, ToolCall
+
+from agent.scenarios import ScriptedRound
+
+
+class ScriptExhausted(RuntimeError):
+    """The agent asked for a model round the script does not have."""
+
+
+@component
+class ScriptedChatGenerator:
+    def __init__(self, rounds: list[ScriptedRound], model_label: str = "scripted") -> None:
+        self.rounds = list(rounds)
+        self.model_label = model_label
+        self.calls = 0
+        self.received: list[list[ChatMessage]] = []
+
+    def _reply(self, messages: list[ChatMessage]) -> dict[str, list[ChatMessage]]:
+        self.received.append(list(messages))
+        if self.calls >= len(self.rounds):
+            raise ScriptExhausted(f"script has {len(self.rounds)} rounds; round {self.calls + 1} was requested")
+        scripted = self.rounds[self.calls]
+        self.calls += 1
+        tool_calls = [ToolCall(tool_name=c.name, arguments=c.arguments, id=c.id) for c in scripted.tool_calls]
+        usage = {
+            "prompt_tokens": scripted.usage.prompt_tokens,
+            "completion_tokens": scripted.usage.completion_tokens,
+            "total_tokens": scripted.usage.prompt_tokens + scripted.usage.completion_tokens,
+        }
+        reply = ChatMessage.from_assistant(
+            text=scripted.text,
+            tool_calls=tool_calls or None,
+            meta={"model": self.model_label, "usage": usage, "finish_reason": "tool_calls" if tool_calls else "stop"},
+        )
+        return {"replies": [reply]}
+
+    @component.output_types(replies=list[ChatMessage])
+    def run(self, messages: list[ChatMessage], tools: Any = None, **_: Any) -> dict[str, list[ChatMessage]]:
+        return self._reply(messages)
+
+    @component.output_types(replies=list[ChatMessage])
+    async def run_async(
+        self, messages: list[ChatMessage], tools: Any = None, **_: Any
+    ) -> dict[str, list[ChatMessage]]:
+        if self.calls < len(self.rounds) and self.rounds[self.calls].delay_ms:
+            await asyncio.sleep(self.rounds[self.calls].delay_ms / 1000)  # honours cancellation
+        return self._reply(messages)

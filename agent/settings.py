@@ -1,0 +1,127 @@
+"""Configuration (DESIGN 3.7): a TOML file, overridden by `DIAGNOSE_<SECTION>__<KEY>` env vars.
+
+With no file and no env, everything runs on embedded defaults: the scripted model, the bundled demo
+runbooks and log file, MySQL unconfigured and the audit in the user state dir. Secrets are never
+values here, only the *names* of env vars that hold them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+CONFIG_ENV = "DIAGNOSE_CONFIG"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSettings(Section):
+    provider: Literal["scripted", "openai"] = "scripted"
+    scenario: str | None = None
+    base_url: str | None = None
+    name: str = "gpt-4o-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(default=60.0, gt=0)
+
+
+class BudgetSettings(Section):
+    max_model_calls: int = Field(default=8, ge=1)
+    max_total_tokens: int = Field(default=64_000, ge=1)
+    deadline_s: float = Field(default=300.0, gt=0)
+    max_query_bytes: int = Field(default=4_096, ge=1)
+    max_previous_turn_bytes: int = Field(default=8_192, ge=1)
+    max_input_bytes: int = Field(default=12_288, ge=1)
+    max_draft_bytes: int = Field(default=16_384, ge=1)
+    max_run_bytes: int = Field(default=262_144, ge=1)
+
+
+class ProtocolSettings(Section):
+    max_consecutive_no_gain: int = Field(default=3, ge=1)
+    max_protocol_violations: int = Field(default=3, ge=1)
+
+
+class KnowledgeSettings(Section):
+    path: Path | None = None
+
+
+class LogsSettings(Section):
+    source: Literal["file", "loki"] = "file"
+    path: Path | None = None
+    url: str | None = None
+    max_window_minutes: int = Field(default=360, ge=1)
+    max_lines: int = Field(default=200, ge=1, le=5000)
+
+
+class MysqlSettings(Section):
+    dsn: str | None = None
+    password_env: str | None = None
+    statement_timeout_ms: int = Field(default=5_000, ge=1)
+    max_rows: int = Field(default=100, ge=1)
+    allowed_schemas: list[str] = Field(default_factory=list)
+
+
+class AuditSettings(Section):
+    path: Path | None = None
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="DIAGNOSE_", env_nested_delimiter="__", extra="forbid")
+
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    protocol: ProtocolSettings = Field(default_factory=ProtocolSettings)
+    knowledge: KnowledgeSettings = Field(default_factory=KnowledgeSettings)
+    logs: LogsSettings = Field(default_factory=LogsSettings)
+    mysql: MysqlSettings = Field(default_factory=MysqlSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if settings_cls.model_config.get("toml_file"):
+            sources.append(TomlConfigSettingsSource(settings_cls))
+        return tuple(sources)
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says which file/key and why (no secret values)."""
+
+
+def load_settings(config_file: Path | str | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Load settings: defaults < TOML file < env vars < `overrides` (a scenario's own settings)."""
+    path = config_file or os.environ.get(CONFIG_ENV) or None
+    toml_path = Path(path) if path else None
+    if toml_path is not None and not toml_path.is_file():
+        raise ConfigError(f"config file not found: {toml_path}")
+    settings_cls: type[Settings] = Settings
+    if toml_path is not None:
+        # A per-call subclass carries the file, so concurrent loads never share a global.
+        config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml_path})  # type: ignore[typeddict-item]
+        settings_cls = type("FileSettings", (Settings,), {"model_config": config})
+    try:
+        return settings_cls(**(overrides or {}))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors(include_input=False)
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from None
+    except ValueError as exc:  # TOML syntax errors surface as ValueError subclasses
+        raise ConfigError(f"cannot read config file {toml_path}: {exc}") from None

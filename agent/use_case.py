@@ -1,0 +1,280 @@
+"""DiagnosisUseCase: one call = one Agent invocation = one run, always ending in a typed result.
+
+Input is validated before any model call (rejected, never truncated). The Agent runs once, under a
+deadline, with the harness hooks; no retry of the Agent or of a model call ever happens. Whatever
+happens inside (a budget, a saturation, an invalid Draft, a crash, a cancel) is classified into the
+ExecutionResult of DESIGN 3.5 and announced as the `run_finished` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent.budget import RunBudget, utf8_len
+from agent.contracts import (
+    OUTCOME_OF,
+    AgentInput,
+    DiagnosisDraft,
+    ExecutionResult,
+    Failure,
+    Outcome,
+    PreviousTurn,
+    ProgressSnapshot,
+    StopReason,
+)
+from agent.draft_parser import DraftRejected, parse_draft
+from agent.events import EventSink, RunEventEmitter
+from agent.harness import DiagnosisHarnessCore
+from agent.hooks import HARNESS_KEY, harness_hooks
+from agent.progress import ProgressLedger
+from agent.prompt import system_prompt
+from agent.run_context import RunContext, new_id
+from agent.settings import Settings
+from tools.boundary import ToolBoundary
+from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
+
+log = logging.getLogger(__name__)
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: StopReason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+def _never_runs(**_: Any) -> str:
+    """Registered so the schemas reach the model; the before_tool interceptor answers every call."""
+    raise RuntimeError("evidence tools execute only through the harness ToolBoundary")
+
+
+def frozen_tools() -> list[Any]:
+    from haystack.tools import Tool
+
+    return [
+        Tool(name=name, description=DESCRIPTIONS[name], parameters=envelope_schema(name), function=_never_runs)
+        for name in TOOL_NAMES
+    ]
+
+
+def agent_input_text(query: str, previous_turn: PreviousTurn | None) -> str:
+    payload = AgentInput(query=query, previous_turn=previous_turn).model_dump(mode="json")
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+class DiagnosisUseCase:
+    def __init__(
+        self,
+        settings: Settings,
+        chat_generator: Any,
+        boundary: ToolBoundary,
+        *,
+        model_label: str = "",
+        session_id: str | None = None,
+        sinks: list[EventSink] | None = None,
+        required_sinks: list[EventSink] | None = None,
+        extra_hooks: dict[str, list[Any]] | None = None,
+        run_id_factory: Callable[[], str] = lambda: new_id("run"),
+    ) -> None:
+        self.settings = settings
+        self.chat_generator = chat_generator
+        self.boundary = boundary
+        self.model_label = model_label
+        self.session_id = session_id or new_id("session")
+        self.sinks = list(sinks or [])
+        self.required_sinks = list(required_sinks or [])
+        self.extra_hooks = extra_hooks or {}
+        self._run_id_factory = run_id_factory
+        self._current: RunContext | None = None
+
+    def cancel(self) -> None:
+        """Cancel the run in progress, if any (safe to call from a signal handler on the loop)."""
+        if self._current is not None:
+            self._current.cancel()
+
+    async def execute(self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None = None) -> ExecutionResult:
+        run_id = self._run_id_factory()
+        emitter = RunEventEmitter(run_id, self.session_id, self.sinks, self.required_sinks)
+        budget = RunBudget(self.settings.budget)
+        ctx = RunContext(self.session_id, run_id, budget)
+        try:
+            turn = self._validate_input(query, previous_turn)
+            user_text = agent_input_text(query, turn)
+            if utf8_len(user_text) > self.settings.budget.max_input_bytes or not budget.try_charge_bytes(
+                utf8_len(user_text)
+            ):
+                raise _Rejected(StopReason.INPUT_TOO_LARGE, "query and previous turn exceed the input limit")
+        except _Rejected as rejected:
+            result = self._result(ctx, rejected.reason, None, None, Failure(code=rejected.reason.value,
+                                                                               detail=rejected.detail))
+            emitter.emit("run_finished", outcome=result.outcome.value, stop_reason=result.stop_reason.value,
+                         result=result.to_json_dict())
+            return result
+
+        ledger = ProgressLedger(self.settings.protocol)
+        core = DiagnosisHarnessCore(ctx, ledger, self.boundary, emitter)
+        emitter.emit(
+            "run_started",
+            query=query,
+            previous_turn=turn.model_dump(mode="json") if turn else None,
+            model=self.model_label,
+            limits={
+                "max_model_calls": self.settings.budget.max_model_calls,
+                "max_total_tokens": self.settings.budget.max_total_tokens,
+                "deadline_s": self.settings.budget.deadline_s,
+                "max_run_bytes": self.settings.budget.max_run_bytes,
+            },
+            protocol=self.settings.protocol.model_dump(),
+        )
+        self._current = ctx
+        try:
+            result = await self._run_agent(ctx, core, user_text)
+        except asyncio.CancelledError:
+            # The caller itself was cancelled (e.g. the console's worker): record it, then obey.
+            result = self._result(ctx, StopReason.CANCELLED, None, ledger.snapshot(), None)
+            emitter.emit("run_finished", outcome=result.outcome.value, stop_reason=result.stop_reason.value,
+                         result=result.to_json_dict())
+            raise
+        finally:
+            self._current = None
+        emitter.emit("run_finished", outcome=result.outcome.value, stop_reason=result.stop_reason.value,
+                     result=result.to_json_dict())
+        return result
+
+    # ------------------------------------------------------------------ internals
+    def _validate_input(self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None) -> PreviousTurn | None:
+        limits = self.settings.budget
+        if not isinstance(query, str) or not query.strip():
+            raise _Rejected(StopReason.QUERY_BLANK, "the query is blank")
+        size = utf8_len(query)
+        if size > limits.max_query_bytes:
+            raise _Rejected(StopReason.QUERY_TOO_LARGE,
+                            f"the query is {size} UTF-8 bytes; the limit is {limits.max_query_bytes}")
+        if previous_turn is None:
+            return None
+        if isinstance(previous_turn, PreviousTurn):
+            turn = previous_turn
+        else:
+            try:
+                turn = PreviousTurn.model_validate(previous_turn)
+            except ValidationError:
+                raise _Rejected(StopReason.PREVIOUS_TURN_INVALID,
+                                "the previous turn is not a valid PreviousTurn") from None
+        turn_size = utf8_len(turn.model_dump_json())
+        if turn_size > limits.max_previous_turn_bytes:
+            raise _Rejected(StopReason.PREVIOUS_TURN_TOO_LARGE,
+                            f"the previous turn is {turn_size} UTF-8 bytes; "
+                            f"the limit is {limits.max_previous_turn_bytes}")
+        return turn
+
+    def _build_agent(self) -> Any:
+        from haystack.components.agents import Agent
+
+        hooks = harness_hooks()
+        for point, extra in self.extra_hooks.items():
+            hooks.setdefault(point, []).extend(extra)
+        return Agent(
+            chat_generator=self.chat_generator,
+            tools=frozen_tools(),
+            exit_conditions=["text"],
+            # The harness budget is the real limit; this only guards against a harness bug looping.
+            max_agent_steps=self.settings.budget.max_model_calls + 2,
+            hooks=hooks,
+        )
+
+    async def _run_agent(self, ctx: RunContext, core: DiagnosisHarnessCore, user_text: str) -> ExecutionResult:
+        from haystack.dataclasses import ChatMessage
+
+        ledger = core.ledger
+        agent = self._build_agent()
+        messages = [ChatMessage.from_system(system_prompt()), ChatMessage.from_user(user_text)]
+        hook_context = {HARNESS_KEY: core, "run_context": ctx}
+        inner: asyncio.Task[dict[str, Any]] = asyncio.create_task(
+            agent.run_async(messages=messages, hook_context=hook_context)
+        )
+        ctx.attach(inner)  # type: ignore[arg-type]
+        try:
+            async with asyncio.timeout(max(ctx.budget.remaining_s(), 0)):
+                output = await asyncio.shield(inner)
+        except TimeoutError:
+            await _cancel_and_wait(inner)
+            return self._result(ctx, StopReason.DEADLINE_EXCEEDED, None, ledger.snapshot(), None)
+        except asyncio.CancelledError:
+            if inner.cancelled() and ctx.cancel_requested and not _outer_cancelled():
+                return self._result(ctx, StopReason.CANCELLED, None, ledger.snapshot(), None)
+            await _cancel_and_wait(inner)
+            raise
+        except Exception as exc:
+            code = StopReason.MODEL_ERROR if core.round_in_flight else StopReason.AGENT_ERROR
+            log.warning("agent run %s failed: %s", ctx.run_id, type(exc).__name__)
+            progress = ledger.snapshot() if code == StopReason.MODEL_ERROR and ledger.completed_checks else None
+            return self._result(ctx, code, None, progress, Failure(code=code.value, detail=type(exc).__name__))
+
+        if core.stop_reason is not None:
+            return self._result(ctx, core.stop_reason, None, ledger.snapshot(), None)
+        return self._finish_with_draft(ctx, core, output)
+
+    def _finish_with_draft(self, ctx: RunContext, core: DiagnosisHarnessCore, output: dict[str, Any]) -> ExecutionResult:
+        ledger = core.ledger
+        if output.get("exit_reason") == "max_agent_steps":
+            return self._result(ctx, StopReason.AGENT_ERROR, None, None, Failure(code="AGENT_ERROR"))
+        text = _final_assistant_text(output.get("messages") or [])
+        try:
+            draft = parse_draft(text, self.settings.budget.max_draft_bytes, ledger.status_of)
+        except DraftRejected as rejected:
+            reason = StopReason.DRAFT_TOO_LARGE if rejected.too_large else StopReason.INVALID_DRAFT
+            progress = ledger.snapshot() if ledger.completed_checks else None
+            return self._result(ctx, reason, None, progress, Failure(code=reason.value, violation=rejected.violation))
+        if not ctx.budget.try_charge_bytes(utf8_len(text or "")):
+            return self._result(ctx, StopReason.RUN_BYTES_EXHAUSTED, None, ledger.snapshot(), None)
+        reason = StopReason.COMPLETED_AFTER_STOP_REQUIRED if ledger.stop_required else StopReason.COMPLETED
+        return self._result(ctx, reason, draft, ledger.snapshot(), None)
+
+    @staticmethod
+    def _result(
+        ctx: RunContext,
+        reason: StopReason,
+        draft: DiagnosisDraft | None,
+        progress: ProgressSnapshot | None,
+        failure: Failure | None,
+    ) -> ExecutionResult:
+        outcome = OUTCOME_OF[reason]
+        if outcome not in (Outcome.FAILED, Outcome.REJECTED):
+            failure = None
+        return ExecutionResult(
+            run_id=ctx.run_id,
+            session_id=ctx.session_id,
+            outcome=outcome,
+            stop_reason=reason,
+            draft=draft,
+            progress=progress,
+            usage=ctx.budget.usage(),
+            failure=failure,
+        )
+
+
+def _final_assistant_text(messages: list[Any]) -> str | None:
+    for message in reversed(messages):
+        if message.role.value == "assistant":
+            return message.text
+    return None
+
+
+def _outer_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    """Cancel the agent task and wait until it has really finished (tools recorded CANCELLED)."""
+    if not task.done():
+        task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("agent task ended with %s after cancel", type(task.exception()).__name__)

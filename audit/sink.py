@@ -1,0 +1,168 @@
+"""The audit sink: turns run events (DESIGN 3.10, plain dicts) into audit rows (DESIGN 3.9).
+
+It takes events as mappings so `audit` never imports `agent`. Each event is written in its own
+committed transaction before the emitter moves on, which is what makes a STARTED invocation durable
+before the tool runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from audit.store import AuditStore, AuditStoreError
+
+Event = Mapping[str, Any]
+
+EVALUATION_RECORDED = "EVALUATION_RECORDED"
+
+
+def _json(value: Any) -> str | None:
+    """Stable text (sorted keys, readable non-ASCII) so equal inputs compare equal in SQL."""
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+class AuditSink:
+    """A required run-event sink: a write failure raises `AuditStoreError` and so stops the run.
+
+    Invocation rows are strict (a finish must match a STARTED row, and a finished row is never
+    rewritten), because they prove what was executed. Run and model-round rows are upserted, so a run
+    that finishes without ever starting (e.g. rejected input) or a round seen only by its finish is
+    still recorded.
+    """
+
+    def __init__(self, store: AuditStore) -> None:
+        self._store = store
+        self._handlers: dict[str, Callable[[Event], None]] = {
+            "run_started": self._run_started,
+            "model_round_started": self._model_round_started,
+            "model_round_finished": self._model_round_finished,
+            "tool_started": self._tool_started,
+            "tool_finished": self._tool_finished,
+            "protocol_changed": self._protocol_changed,
+            "run_finished": self._run_finished,
+        }
+
+    def __call__(self, event: Event) -> None:
+        handler = self._handlers.get(event.get("type", ""))
+        if handler is None:  # budget_changed and unknown types carry nothing the audit keeps
+            return
+        try:
+            handler(event)
+        except KeyError as exc:
+            raise AuditStoreError(f"malformed {event['type']} event: missing field {exc}") from exc
+
+    def _run_started(self, event: Event) -> None:
+        row = {
+            "run_id": event["run_id"],
+            "session_id": event["session_id"],
+            "query": event["query"],
+            "started_at": event["at"],
+            "pid": os.getpid(),  # lets a reader tell a crashed run from one still being written
+        }
+        with self._store.write() as db:
+            db.table("runs").insert(row)
+
+    def _model_round_started(self, event: Event) -> None:
+        row = {"run_id": event["run_id"], "round": event["round"], "started_at": event["at"]}
+        with self._store.write() as db:
+            db.table("model_rounds").upsert(row, pk=("run_id", "round"))
+
+    def _model_round_finished(self, event: Event) -> None:
+        row = {
+            "run_id": event["run_id"],
+            "round": event["round"],
+            "finished_at": event["at"],
+            "prompt_tokens": event.get("prompt_tokens"),
+            "completion_tokens": event.get("completion_tokens"),
+            "tool_call_ids": json.dumps(list(event.get("tool_call_ids") or []), ensure_ascii=False),
+            "has_text": event.get("has_text"),
+            "duration_ms": event.get("duration_ms"),
+        }
+        with self._store.write() as db:
+            db.table("model_rounds").upsert(row, pk=("run_id", "round"))
+
+    def _tool_started(self, event: Event) -> None:
+        row = {
+            "run_id": event["run_id"],
+            "tool_call_id": event["tool_call_id"],
+            "session_id": event["session_id"],
+            "tool": event["tool"],
+            "round": event.get("round"),
+            "status": "STARTED",
+            "input_json": _json(event["input"]),
+            "started_at": event["at"],
+        }
+        with self._store.write() as db:
+            db.table("invocations").insert(row)
+
+    def _tool_finished(self, event: Event) -> None:
+        params = (
+            event["status"],
+            event.get("error_code"),
+            event.get("reason"),
+            _json(event.get("projection")),
+            event["at"],
+            event.get("duration_ms"),
+            event["run_id"],
+            event["tool_call_id"],
+        )
+        with self._store.write() as db:
+            cursor = db.execute(
+                "UPDATE invocations SET status = ?, error_code = ?, reason = ?, projection_json = ?,"
+                " finished_at = ?, duration_ms = ?"
+                " WHERE run_id = ? AND tool_call_id = ? AND status = 'STARTED'",
+                params,
+            )
+            if cursor.rowcount != 1:
+                raise AuditStoreError(
+                    f"tool_finished for {event['tool_call_id']!r} of run {event['run_id']!r} "
+                    "matches no STARTED invocation"
+                )
+
+    def _protocol_changed(self, event: Event) -> None:
+        detail = event.get("detail") or {}
+        with self._store.write() as db:
+            if event["code"] == EVALUATION_RECORDED:
+                db.execute(
+                    "UPDATE invocations SET evaluation = ? WHERE run_id = ? AND tool_call_id = ?",
+                    (detail["evaluation"], event["run_id"], detail["evaluated_tool_call_id"]),
+                )
+                return
+            db.table("protocol_events").insert(
+                {
+                    "run_id": event["run_id"],
+                    "tool_call_id": event.get("tool_call_id"),
+                    "code": event["code"],
+                    "detail_json": _json(detail),
+                    "at": event["at"],
+                }
+            )
+
+    def _run_finished(self, event: Event) -> None:
+        result: Mapping[str, Any] = event.get("result") or {}
+        usage: Mapping[str, Any] = result.get("usage") or {}
+        outcome = event["outcome"]
+        row = {
+            "run_id": event["run_id"],
+            "session_id": event["session_id"],
+            "outcome": outcome,
+            "stop_reason": event["stop_reason"],
+            "finished_at": event["at"],
+            "model_calls": usage.get("model_calls"),
+            "prompt_tokens": usage.get("prompt_tokens"),
+            "completion_tokens": usage.get("completion_tokens"),
+            "total_tokens": usage.get("total_tokens"),
+            "result_json": _json(result) if result else None,
+            "failure_json": _json(result.get("failure")),
+        }
+        # A finished run never leaves an invocation looking as if it were still executing.
+        closed_status = "CANCELLED" if outcome == "CANCELLED" else "INTERRUPTED"
+        with self._store.write() as db:
+            db.table("runs").upsert(row, pk="run_id")
+            db.execute(
+                "UPDATE invocations SET status = ?, finished_at = ? WHERE run_id = ? AND status = 'STARTED'",
+                (closed_status, event["at"], event["run_id"]),
+            )

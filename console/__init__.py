@@ -1,0 +1,1 @@
+"""The `diagnose` command line and (later) the Textual console."""

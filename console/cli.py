@@ -1,0 +1,156 @@
+"""`diagnose`: headless runs, scenario listing and the console entry point (DESIGN 3.8).
+
+Exit codes follow DESIGN 3.5 (0 Draft, 10 controlled stop, 11 budget, 12 cancelled, 1 failed,
+2 rejected); 3 means the run could not be set up (bad config, unknown scenario, unusable audit file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from console.wiring import SetupError
+
+SETUP_ERROR = 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="diagnose", description="Evidence-bound incident diagnosis console.")
+    sub = parser.add_subparsers(dest="command")
+
+    console = sub.add_parser("console", help="open the console (default)")
+    console.add_argument("--config", type=Path)
+    console.add_argument("--scenario")
+
+    run = sub.add_parser("run", help="one headless diagnosis run")
+    query = run.add_mutually_exclusive_group()
+    query.add_argument("--query")
+    query.add_argument("--query-file", type=Path, help="file holding the query ('-' for stdin)")
+    run.add_argument("--previous-turn", type=Path, help="JSON file with a PreviousTurn")
+    run.add_argument("--scenario", help="built-in scenario name or scenario file")
+    run.add_argument("--config", type=Path)
+    run.add_argument("--audit-db", type=Path)
+    run.add_argument("--events", help="write NDJSON run events to this file ('-' for stdout)")
+    run.add_argument("--json", action="store_true", help="print the execution result as JSON")
+
+    scenarios = sub.add_parser("scenarios", help="list built-in scenarios")
+    scenarios.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    command = args.command or "console"
+    try:
+        if command == "scenarios":
+            return _scenarios(args.json)
+        if command == "console":
+            return _console(args)
+        return asyncio.run(_run(args))
+    except SetupError as exc:
+        print(f"diagnose: {exc}", file=sys.stderr)
+        return SETUP_ERROR
+
+
+def _scenarios(as_json: bool) -> int:
+    from agent.scenarios import builtin_scenarios
+
+    items = [{"name": s.name, "title": s.title, "description": s.description} for s in builtin_scenarios()]
+    if as_json:
+        print(json.dumps(items, ensure_ascii=False, indent=2))
+    else:
+        width = max(len(i["name"]) for i in items)
+        for item in items:
+            print(f"{item['name']:<{width}}  {item['title']}")
+    return 0
+
+
+def _console(args: argparse.Namespace) -> int:
+    """Until the Textual console lands, run the chosen (or default) scenario and show its result."""
+    ns = argparse.Namespace(
+        query=None, query_file=None, previous_turn=None, scenario=args.scenario, config=args.config,
+        audit_db=None, events=None, json=False,
+    )
+    return asyncio.run(_run(ns))
+
+
+def _read_query(args: argparse.Namespace, scenario: Any) -> str:
+    if args.query is not None:
+        return str(args.query)
+    if args.query_file is not None:
+        if str(args.query_file) == "-":
+            return sys.stdin.read()
+        try:
+            return Path(args.query_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SetupError(f"cannot read query file {args.query_file}: {exc}") from None
+    if scenario is not None:
+        return str(scenario.query)
+    raise SetupError("no query: pass --query, --query-file or a --scenario with a query")
+
+
+def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
+    if path is None:
+        return scenario.previous_turn if scenario is not None else None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SetupError(f"cannot read previous turn file {path}: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # not JSON: the use case rejects it as PREVIOUS_TURN_INVALID
+
+
+class _NdjsonSink:
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def __call__(self, event: Any) -> None:
+        self.stream.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.stream.flush()
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from console.wiring import open_run_environment
+
+    env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)
+    query = _read_query(args, env.scenario)
+    previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
+
+    events_stream: TextIO | None = None
+    sinks = []
+    if args.events:
+        if args.events == "-":
+            events_stream = sys.stdout
+        else:
+            try:
+                events_stream = open(args.events, "w", encoding="utf-8")  # noqa: SIM115
+            except OSError as exc:
+                raise SetupError(f"cannot write events file {args.events}: {exc.strerror}") from None
+        sinks.append(_NdjsonSink(events_stream))
+
+    use_case = env.use_case(sinks=sinks)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, use_case.cancel)
+    try:
+        result = await use_case.execute(query, previous_turn)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        env.close()
+        if events_stream is not None and events_stream is not sys.stdout:
+            events_stream.close()
+
+    if args.json:
+        print(json.dumps(result.to_json_dict(), ensure_ascii=False, indent=2))
+    else:
+        from console.render_text import render_result
+
+        print(render_result(result, model_label=env.model_label))
+    return result.exit_code

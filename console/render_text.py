@@ -1,0 +1,47 @@
+"""Plain-text rendering of an ExecutionResult for terminals without the console."""
+
+from __future__ import annotations
+
+from agent.contracts import EXIT_CODE_OF, ExecutionResult
+
+OUTCOME_MEANING = {
+    "DRAFT": "a Draft was produced",
+    "CONTROLLED_STOP": "the harness stopped evidence collection",
+    "BUDGET_EXHAUSTED": "a run budget ran out",
+    "CANCELLED": "the run was cancelled",
+    "FAILED": "the run failed closed",
+    "REJECTED": "the input was rejected before any model call",
+}
+
+
+def render_result(result: ExecutionResult, model_label: str = "") -> str:
+    lines = [
+        f"run {result.run_id}  ({model_label})" if model_label else f"run {result.run_id}",
+        f"outcome: {result.outcome.value} / {result.stop_reason.value} "
+        f"(exit {EXIT_CODE_OF[result.outcome]}: {OUTCOME_MEANING[result.outcome.value]})",
+        f"usage: {result.usage.model_calls} model calls, {result.usage.total_tokens} tokens",
+    ]
+    if result.failure is not None:
+        extra = result.failure.violation or result.failure.detail
+        lines.append(f"failure: {result.failure.code}" + (f" ({extra})" if extra else ""))
+    draft = result.draft
+    if draft is not None:
+        lines.append("")
+        lines.append(f"conclusion: {draft.conclusion if draft.conclusion is not None else '(no conclusion)'}")
+        for item in draft.analysis:
+            evidence = item.evidence if isinstance(item.evidence, str) else ", ".join(item.evidence)
+            scope = f" [scope: {item.scope}]" if item.scope else ""
+            lines.append(f"  - {item.kind}: {item.statement} <- {evidence}{scope}")
+        for title, entries in (("action plan", draft.action_plan), ("recommendations", draft.recommendations),
+                               ("checked scope", draft.limitations.checked_scope),
+                               ("missing info", draft.limitations.missing_info)):
+            if entries:
+                lines.append(f"{title}:")
+                lines.extend(f"  - {e}" for e in entries)
+    if result.progress is not None and draft is None:
+        lines.append("")
+        sat = f", saturation {result.progress.saturation}" if result.progress.saturation else ""
+        lines.append(f"progress: {len(result.progress.checks)} checks, stop_required={result.progress.stop_required}{sat}")
+        for check in result.progress.checks:
+            lines.append(f"  - {check.tool_call_id} {check.tool}: {check.evidence_status} {check.evaluation or ''}")
+    return "\n".join(lines)

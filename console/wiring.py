@@ -1,0 +1,80 @@
+"""Wires one run together: settings, scenario, model, evidence boundary and the audit sink.
+
+This is the only place (with the console) that imports `audit`, so the engine stays testable
+without a file. The audit is a required sink: if it cannot be written, the run does not pretend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.events import EventSink
+from agent.evidence import build_boundary
+from agent.models import build_model
+from agent.scenarios import Scenario, ScenarioError, resolve_scenario
+from agent.settings import ConfigError, Settings, load_settings
+from agent.use_case import DiagnosisUseCase
+from audit import AuditSink, AuditStore, AuditStoreError, default_audit_path
+from tools.boundary import ToolBoundary
+
+
+class SetupError(Exception):
+    """The run cannot start; the message tells the operator what to fix."""
+
+
+@dataclass
+class RunEnvironment:
+    settings: Settings
+    scenario: Scenario | None
+    boundary: ToolBoundary
+    audit: AuditStore
+
+    @property
+    def model_label(self) -> str:
+        return build_model(self.settings.model, self.scenario).label
+
+    def use_case(self, sinks: list[EventSink] | None = None, session_id: str | None = None,
+                 extra_hooks: dict[str, list[Any]] | None = None) -> DiagnosisUseCase:
+        """A fresh use case per run: a scripted model replays its script from the first round."""
+        try:
+            model = build_model(self.settings.model, self.scenario)
+        except (ConfigError, ScenarioError) as exc:
+            raise SetupError(str(exc)) from None
+        return DiagnosisUseCase(
+            self.settings,
+            model.generator,
+            self.boundary,
+            model_label=model.label,
+            session_id=session_id,
+            sinks=sinks,
+            required_sinks=[AuditSink(self.audit)],
+            extra_hooks=extra_hooks,
+        )
+
+    def close(self) -> None:
+        self.audit.close()
+
+
+def open_run_environment(
+    config: Path | None = None, scenario: str | None = None, audit_db: Path | None = None
+) -> RunEnvironment:
+    try:
+        base = load_settings(config)
+        chosen = resolve_scenario(scenario or base.model.scenario) if (scenario or base.model.scenario) else None
+        settings = load_settings(config, overrides=chosen.settings) if chosen and chosen.settings else base
+        if chosen is None and settings.model.provider == "scripted":
+            from agent.models import DEFAULT_SCENARIO
+
+            chosen = resolve_scenario(DEFAULT_SCENARIO)
+            if chosen.settings:
+                settings = load_settings(config, overrides=chosen.settings)
+        build_model(settings.model, chosen)  # fail early on a bad model configuration
+    except (ConfigError, ScenarioError) as exc:
+        raise SetupError(str(exc)) from None
+    try:
+        store = AuditStore(audit_db or settings.audit.path or default_audit_path())
+    except AuditStoreError as exc:
+        raise SetupError(f"audit unavailable: {exc}") from None
+    return RunEnvironment(settings, chosen, build_boundary(settings), store)

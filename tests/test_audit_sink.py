@@ -1,0 +1,436 @@
+"""The audit write side: run events in, durable rows out (DESIGN 3.9, 3.10)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit import store as store_module
+from audit.sink import AuditSink
+from audit.store import AuditStore, AuditStoreError
+
+RUN = "run-1"
+SESSION = "session-1"
+
+
+class Events:
+    """Builds events shaped like agent/events.py: numbered, timestamped, one run."""
+
+    def __init__(self, run_id: str = RUN, session_id: str = SESSION) -> None:
+        self.run_id = run_id
+        self.session_id = session_id
+        self.seq = 0
+
+    def __call__(self, type_: str, **fields: Any) -> dict[str, Any]:
+        self.seq += 1
+        return {
+            "type": type_,
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "seq": self.seq,
+            "at": f"2025-01-01T00:00:{self.seq:02d}.000000Z",
+            **fields,
+        }
+
+    def run_started(self, query: str = "订单服务 5xx 升高") -> dict[str, Any]:
+        return self(
+            "run_started",
+            query=query,
+            previous_turn=None,
+            model="scripted:demo",
+            limits={"max_model_calls": 6, "max_total_tokens": 20000, "deadline_s": 60, "max_run_bytes": 1000},
+            protocol={"max_consecutive_no_gain": 2, "max_protocol_violations": 2},
+        )
+
+    def round_started(self, round_: int) -> dict[str, Any]:
+        return self("model_round_started", round=round_)
+
+    def round_finished(self, round_: int, tool_call_ids: list[str], has_text: bool = False) -> dict[str, Any]:
+        return self(
+            "model_round_finished",
+            round=round_,
+            duration_ms=12,
+            prompt_tokens=800,
+            completion_tokens=60,
+            tool_call_ids=tool_call_ids,
+            has_text=has_text,
+        )
+
+    def tool_started(
+        self, call_id: str, tool: str, input_: dict[str, Any], round_: int = 1
+    ) -> dict[str, Any]:
+        return self("tool_started", round=round_, tool_call_id=call_id, tool=tool, input=input_)
+
+    def tool_finished(
+        self,
+        call_id: str,
+        tool: str,
+        status: str,
+        projection: dict[str, Any] | None = None,
+        error_code: str | None = None,
+        reason: str | None = None,
+        round_: int = 1,
+    ) -> dict[str, Any]:
+        return self(
+            "tool_finished",
+            round=round_,
+            tool_call_id=call_id,
+            tool=tool,
+            status=status,
+            error_code=error_code,
+            reason=reason,
+            projection=projection,
+            duration_ms=34,
+            observation={"tool_call_id": call_id, "tool": tool, "evidence_status": status},
+        )
+
+    def protocol(self, code: str, tool_call_id: str | None = None, **detail: Any) -> dict[str, Any]:
+        return self(
+            "protocol_changed",
+            code=code,
+            tool_call_id=tool_call_id,
+            detail=detail,
+            observation=None,
+            state={
+                "pending_tool_call_id": None,
+                "consecutive_no_gain": 0,
+                "max_consecutive_no_gain": 2,
+                "protocol_violations": 0,
+                "max_protocol_violations": 2,
+                "stop_required": False,
+                "final_opportunity": False,
+                "saturation": None,
+            },
+        )
+
+    def budget(self) -> dict[str, Any]:
+        return self(
+            "budget_changed",
+            model_calls={"used": 1, "limit": 6},
+            tokens={"used": 860, "limit": 20000},
+            run_bytes={"used": 10, "limit": 1000},
+            deadline={"elapsed_s": 0.1, "limit_s": 60},
+            exhausted=None,
+        )
+
+    def run_finished(
+        self, outcome: str, stop_reason: str, failure: dict[str, Any] | None = None, model_calls: int = 2
+    ) -> dict[str, Any]:
+        result = {
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "outcome": outcome,
+            "stop_reason": stop_reason,
+            "draft": None,
+            "progress": None,
+            "usage": {
+                "model_calls": model_calls,
+                "prompt_tokens": 1600,
+                "completion_tokens": 120,
+                "total_tokens": 1720,
+            },
+            "failure": failure,
+        }
+        return self("run_finished", outcome=outcome, stop_reason=stop_reason, result=result)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "audit.db"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[AuditStore]:
+    with AuditStore(db_path) as opened:
+        yield opened
+
+
+def on_disk(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Reads through a separate connection: what another process (or a post-crash reader) would see."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+KNOWLEDGE_INPUT = {"query": "连接池 耗尽", "top_k": 3}
+LOGS_INPUT = {
+    "service": "orders",
+    "start": "2025-01-01T00:00:00Z",
+    "end": "2025-01-01T01:00:00Z",
+    "limit": 50,
+}
+
+
+def test_started_invocation_is_on_disk_before_the_tool_finishes(store: AuditStore, db_path: Path) -> None:
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    sink(ev.round_started(1))
+    sink(ev.round_finished(1, ["call-1"]))
+    sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
+
+    rows = on_disk(db_path, "SELECT status, tool, session_id, round, input_json FROM invocations")
+    assert rows == [
+        (
+            "STARTED",
+            "lookup_knowledge",
+            SESSION,
+            1,
+            json.dumps(KNOWLEDGE_INPUT, ensure_ascii=False, sort_keys=True),
+        )
+    ]
+    assert "连接池" in rows[0][4]  # readable, not \u-escaped
+
+    sink(ev.tool_finished("call-1", "lookup_knowledge", "FOUND", projection={"hits": [{"title": "连接池"}]}))
+    sink(ev.protocol("EVALUATION_RECORDED", "call-2", evaluated_tool_call_id="call-1", evaluation="GAINED"))
+
+    (inv,) = store.list_invocations(RUN)
+    assert inv["status"] == "FOUND"
+    assert inv["evaluation"] == "GAINED"
+    assert json.loads(inv["projection_json"]) == {"hits": [{"title": "连接池"}]}
+    assert inv["finished_at"] == "2025-01-01T00:00:05.000000Z"
+    assert inv["duration_ms"] == 34
+    assert store.list_protocol_events(RUN) == []  # evaluations live on the invocation
+
+
+def test_full_run_is_recorded(store: AuditStore) -> None:
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    sink(ev.round_started(1))
+    sink(ev.budget())
+    sink(ev.round_finished(1, ["call-1", "call-2"]))
+    sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
+    sink(ev.tool_finished("call-1", "query_logs", "EMPTY"))
+    sink(ev.tool_started("call-2", "query_mysql", {"sql": "DELETE FROM t", "database": None}))
+    sink(
+        ev.tool_finished(
+            "call-2", "query_mysql", "ERROR", error_code="POLICY_REJECTED", reason="WRITE_STATEMENT"
+        )
+    )
+    sink(ev.protocol("DUPLICATE_CALL", "call-3", tool="query_logs"))
+    sink(ev.protocol("STOP_REQUIRED", None))
+    sink(ev("something_new", payload=1))  # unknown types are ignored
+    sink(ev.round_started(2))
+    sink(ev.round_finished(2, [], has_text=True))
+    sink(ev.run_finished("DRAFT", "COMPLETED"))
+
+    run = store.get_run(RUN)
+    assert run is not None
+    assert run["session_id"] == SESSION
+    assert run["query"] == "订单服务 5xx 升高"
+    assert (run["outcome"], run["stop_reason"]) == ("DRAFT", "COMPLETED")
+    assert run["started_at"] == "2025-01-01T00:00:01.000000Z"
+    assert run["finished_at"] == "2025-01-01T00:00:14.000000Z"
+    assert (run["model_calls"], run["prompt_tokens"], run["completion_tokens"], run["total_tokens"]) == (
+        2,
+        1600,
+        120,
+        1720,
+    )
+    assert json.loads(run["result_json"])["outcome"] == "DRAFT"
+    assert run["failure_json"] is None
+    assert run["pid"] == os.getpid()
+
+    invocations = store.list_invocations(RUN)
+    assert [(i["tool_call_id"], i["status"], i["error_code"], i["reason"]) for i in invocations] == [
+        ("call-1", "EMPTY", None, None),
+        ("call-2", "ERROR", "POLICY_REJECTED", "WRITE_STATEMENT"),
+    ]
+    assert invocations[0]["projection_json"] is None
+
+    rounds = store.list_model_rounds(RUN)
+    assert [(r["round"], json.loads(r["tool_call_ids"]), r["has_text"]) for r in rounds] == [
+        (1, ["call-1", "call-2"], 0),
+        (2, [], 1),
+    ]
+    assert rounds[0]["started_at"] == "2025-01-01T00:00:02.000000Z"
+    assert rounds[0]["finished_at"] == "2025-01-01T00:00:04.000000Z"
+    assert (rounds[0]["prompt_tokens"], rounds[0]["completion_tokens"], rounds[0]["duration_ms"]) == (
+        800,
+        60,
+        12,
+    )
+
+    events = store.list_protocol_events(RUN)
+    assert [(e["code"], e["tool_call_id"]) for e in events] == [
+        ("DUPLICATE_CALL", "call-3"),
+        ("STOP_REQUIRED", None),
+    ]
+    assert json.loads(events[0]["detail_json"]) == {"tool": "query_logs"}
+    assert events[0]["at"] == "2025-01-01T00:00:09.000000Z"
+
+
+@pytest.mark.parametrize(
+    ("outcome", "stop_reason", "closed"),
+    [
+        ("CANCELLED", "CANCELLED", "CANCELLED"),
+        ("FAILED", "AGENT_ERROR", "INTERRUPTED"),
+        ("BUDGET_EXHAUSTED", "DEADLINE_EXCEEDED", "INTERRUPTED"),
+    ],
+)
+def test_finished_run_closes_started_invocations(
+    store: AuditStore, outcome: str, stop_reason: str, closed: str
+) -> None:
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
+    sink(ev.tool_finished("call-1", "query_logs", "FOUND", projection={"lines": []}))
+    sink(ev.tool_started("call-2", "lookup_knowledge", KNOWLEDGE_INPUT))
+    sink(ev.run_finished(outcome, stop_reason, failure={"code": stop_reason}))
+
+    statuses = {i["tool_call_id"]: (i["status"], i["finished_at"]) for i in store.list_invocations(RUN)}
+    assert statuses == {
+        "call-1": ("FOUND", "2025-01-01T00:00:03.000000Z"),
+        "call-2": (closed, "2025-01-01T00:00:05.000000Z"),
+    }
+    run = store.get_run(RUN)
+    assert run is not None
+    assert json.loads(run["failure_json"]) == {"code": stop_reason}
+
+
+def test_run_finished_without_run_started_still_records_the_run(store: AuditStore) -> None:
+    ev = Events()
+    AuditSink(store)(
+        ev.run_finished("REJECTED", "QUERY_BLANK", failure={"code": "QUERY_BLANK"}, model_calls=0)
+    )
+    run = store.get_run(RUN)
+    assert run is not None
+    assert (run["outcome"], run["session_id"], run["model_calls"], run["started_at"]) == (
+        "REJECTED",
+        SESSION,
+        0,
+        None,
+    )
+
+
+def test_list_runs_is_newest_first(store: AuditStore) -> None:
+    for n in range(3):
+        AuditSink(store)(Events(run_id=f"run-{n}").run_started() | {"at": f"2025-01-0{n + 1}T00:00:00Z"})
+    assert [r["run_id"] for r in store.list_runs()] == ["run-2", "run-1", "run-0"]
+    assert [r["run_id"] for r in store.list_runs(limit=1)] == ["run-2"]
+
+
+def test_finish_without_started_invocation_is_an_audit_error(store: AuditStore) -> None:
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    with pytest.raises(AuditStoreError, match="no STARTED invocation"):
+        sink(ev.tool_finished("call-9", "query_logs", "FOUND"))
+
+
+def test_finished_invocation_is_never_rewritten(store: AuditStore) -> None:
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
+    sink(ev.tool_finished("call-1", "query_logs", "EMPTY"))
+    with pytest.raises(AuditStoreError):
+        sink(ev.tool_finished("call-1", "query_logs", "FOUND"))
+    assert store.list_invocations(RUN)[0]["status"] == "EMPTY"
+
+
+def test_write_failures_are_audit_errors(store: AuditStore) -> None:
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    with pytest.raises(AuditStoreError):
+        sink(ev.run_started())  # duplicate run_id
+    with pytest.raises(AuditStoreError, match="missing field"):
+        sink({"type": "tool_started", "run_id": RUN, "session_id": SESSION, "seq": 9, "at": "x"})
+    store.close()
+    with pytest.raises(AuditStoreError):
+        sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
+
+
+def test_file_is_private_wal_and_versioned(store: AuditStore, db_path: Path) -> None:
+    AuditSink(store)(Events().run_started())
+    assert stat.S_IMODE(db_path.stat().st_mode) == 0o600
+    wal = db_path.with_name(db_path.name + "-wal")
+    assert wal.exists()
+    assert stat.S_IMODE(wal.stat().st_mode) == 0o600
+    assert on_disk(db_path, "PRAGMA journal_mode") == [("wal",)]
+    assert on_disk(db_path, "PRAGMA user_version") == [(1,)]
+    assert store.schema_version == 1
+    indexes = {row[0] for row in on_disk(db_path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {
+        "idx_invocations_run",
+        "idx_invocations_tool_status_started",
+        "idx_invocations_started",
+        "idx_runs_started",
+        "idx_protocol_events_run",
+    } <= indexes
+
+
+def test_contract_columns_exist(store: AuditStore, db_path: Path) -> None:
+    expected = {
+        "runs": "run_id session_id query outcome stop_reason started_at finished_at model_calls total_tokens",
+        "model_rounds": "run_id round started_at finished_at prompt_tokens completion_tokens tool_call_ids",
+        "invocations": "run_id tool_call_id session_id tool status error_code input_json projection_json"
+        " evaluation started_at finished_at duration_ms",
+        "protocol_events": "run_id tool_call_id code detail_json at",
+    }
+    for table, columns in expected.items():
+        assert set(columns.split()) <= {row[1] for row in on_disk(db_path, f"PRAGMA table_info({table})")}
+
+
+def test_invalid_status_is_rejected_by_the_schema(store: AuditStore) -> None:
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
+    with pytest.raises(AuditStoreError):
+        sink(ev.tool_finished("call-1", "query_logs", "NOT_EXECUTED"))
+    assert store.list_invocations(RUN)[0]["status"] == "STARTED"
+
+
+def test_reopening_keeps_rows(db_path: Path) -> None:
+    with AuditStore(db_path) as first:
+        AuditSink(first)(Events().run_started())
+    with AuditStore(db_path) as second:
+        run = second.get_run(RUN)
+        assert run is not None and run["query"] == "订单服务 5xx 升高"
+        assert second.schema_version == 1
+
+
+def test_corrupt_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "audit.db"
+    path.write_bytes(os.urandom(4096))
+    with pytest.raises(AuditStoreError, match="unusable"):
+        AuditStore(path)
+
+
+def test_unwritable_location_is_refused(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(AuditStoreError, match="cannot create"):
+        AuditStore(blocker / "audit.db")
+    with pytest.raises(AuditStoreError, match="not a regular file"):
+        AuditStore(tmp_path)
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    AuditStore(db_path).close()
+    on_disk(db_path, "PRAGMA user_version = 7")
+    with pytest.raises(AuditStoreError, match="newer"):
+        AuditStore(db_path)
+
+
+def test_migrations_apply_forward_once(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    AuditStore(db_path).close()
+    applied: list[int] = []
+
+    def v2_add_note(db: Any) -> None:
+        applied.append(2)
+        db.execute("ALTER TABLE runs ADD COLUMN note TEXT")
+
+    monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, v2_add_note])
+    with AuditStore(db_path) as upgraded:
+        assert upgraded.schema_version == 2
+    with AuditStore(db_path) as reopened:
+        assert reopened.schema_version == 2
+    assert applied == [2]
+    assert "note" in {row[1] for row in on_disk(db_path, "PRAGMA table_info(runs)")}

@@ -1,0 +1,93 @@
+"""ToolBoundary: the only way evidence is collected.
+
+It authorizes (only the three frozen tools with a configured adapter), validates the business input,
+runs the adapter exactly once under a time limit with the exact framework tool call ID, and maps every
+failure to a stable error code. No retry happens here or anywhere: a failed check is reported, not
+repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from tools.adapter import EvidenceAdapter, ToolError, ToolRequest
+from tools.definitions import BUSINESS_INPUTS, TOOL_NAMES
+from tools.observation import ErrorCode
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOOL_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class InvocationOutcome:
+    status: Literal["FOUND", "EMPTY", "ERROR"]
+    data: dict[str, Any] | None
+    error_code: ErrorCode | None
+    reason: str | None
+    duration_ms: int
+
+
+def canonical_input(model: BaseModel) -> str:
+    """The equivalence key of a business input: same tool + same canonical input = same call."""
+    return json.dumps(model.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+class ToolBoundary:
+    def __init__(
+        self,
+        adapters: Mapping[str, EvidenceAdapter],
+        timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+    ) -> None:
+        unknown = set(adapters) - set(TOOL_NAMES)
+        if unknown:
+            raise ValueError(f"adapters for unknown tools: {sorted(unknown)}")
+        self._adapters = dict(adapters)
+        self._timeout_s = timeout_s
+
+    @staticmethod
+    def is_registered(tool: str) -> bool:
+        return tool in TOOL_NAMES
+
+    @staticmethod
+    def validate_input(tool: str, raw: Any) -> BaseModel:
+        """Parse the unwrapped business input; a bad one is INVALID_INPUT, naming no internals."""
+        try:
+            return BUSINESS_INPUTS[tool].model_validate(raw)
+        except ValidationError:
+            raise ToolError("INVALID_INPUT") from None
+
+    async def invoke(self, request: ToolRequest) -> InvocationOutcome:
+        """Run one authorized invocation. Cancellation propagates (the caller records CANCELLED)."""
+        started = time.perf_counter()
+
+        def done(status: Literal["FOUND", "EMPTY", "ERROR"], data: dict[str, Any] | None = None,
+                 code: ErrorCode | None = None, reason: str | None = None) -> InvocationOutcome:
+            return InvocationOutcome(status, data, code, reason, int((time.perf_counter() - started) * 1000))
+
+        adapter = self._adapters.get(request.tool)
+        if adapter is None:
+            return done("ERROR", code="UNAVAILABLE")
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                result = await adapter.execute(request)
+        except ToolError as exc:
+            return done("ERROR", code=exc.code, reason=exc.reason)
+        except TimeoutError:
+            return done("ERROR", code="TIMEOUT")
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("adapter %s failed on %s", request.tool, request.tool_call_id)
+            return done("ERROR", code="BACKEND_ERROR")
+        if result.status == "FOUND":
+            return done("FOUND", data=result.data)
+        return done("EMPTY", data=result.data)

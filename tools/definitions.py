@@ -1,0 +1,112 @@
+"""The three frozen evidence tools: names, business inputs and the envelope the model fills.
+
+These definitions are the whole tool surface the model ever sees. Business inputs are bounded and
+strict so an adapter never has to defend against shapes it did not ask for.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+LOOKUP_KNOWLEDGE = "lookup_knowledge"
+QUERY_LOGS = "query_logs"
+QUERY_MYSQL = "query_mysql"
+TOOL_NAMES: tuple[str, ...] = (LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL)
+
+MAX_SQL_BYTES = 4000
+
+
+class StrictModel(BaseModel):
+    """Base for every contract model: unknown keys are errors, values are never coerced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _rfc3339(value: str) -> str:
+    """Accept only timezone-qualified RFC3339 timestamps; a naive time is ambiguous at 3 a.m."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ValueError("must be an RFC3339 timestamp") from exc
+    if parsed.tzinfo is None:
+        raise ValueError("must carry a timezone (e.g. Z or +08:00)")
+    return value
+
+
+def _within_bytes(limit: int):
+    def check(value: str) -> str:
+        if len(value.encode("utf-8")) > limit:
+            raise ValueError(f"must be at most {limit} UTF-8 bytes")
+        return value
+
+    return check
+
+
+def _no_control_characters(value: str | None) -> str | None:
+    if value is not None and any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+Rfc3339 = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_rfc3339)]
+
+
+class LookupKnowledgeInput(StrictModel):
+    query: Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_no_control_characters)]
+    top_k: int = Field(default=3, ge=1, le=5)
+
+
+class QueryLogsInput(StrictModel):
+    service: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control_characters)]
+    start: Rfc3339
+    end: Rfc3339
+    level: Literal["ERROR", "WARN", "INFO", "DEBUG"] | None = None
+    contains: Annotated[str | None, Field(default=None, min_length=1, max_length=200),
+                        AfterValidator(_no_control_characters)] = None
+    limit: int = Field(default=50, ge=1, le=200)
+
+
+class QueryMysqlInput(StrictModel):
+    sql: Annotated[str, Field(min_length=1), AfterValidator(_within_bytes(MAX_SQL_BYTES))]
+    database: Annotated[str | None, Field(default=None, min_length=1, max_length=64)] = None
+
+
+BUSINESS_INPUTS: dict[str, type[StrictModel]] = {
+    LOOKUP_KNOWLEDGE: LookupKnowledgeInput,
+    QUERY_LOGS: QueryLogsInput,
+    QUERY_MYSQL: QueryMysqlInput,
+}
+
+DESCRIPTIONS: dict[str, str] = {
+    LOOKUP_KNOWLEDGE: "检索内部运维知识库（runbook、故障手册），返回标题、来源、片段和相关度分数。",
+    QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志，返回有界的日志条目。",
+    QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN），返回有界的结果行。",
+}
+
+
+class PreviousObservation(StrictModel):
+    """The model's judgement of the last FOUND observation: did it move the diagnosis forward?"""
+
+    tool_call_id: str = Field(min_length=1, max_length=200)
+    evaluation: Literal["GAINED", "NO_GAIN"]
+
+
+def envelope_schema(tool: str) -> dict[str, Any]:
+    """JSON schema of a tool's envelope as the model sees it (the contract of DESIGN 3.1)."""
+    business = BUSINESS_INPUTS[tool].model_json_schema()
+    previous = PreviousObservation.model_json_schema()
+    return {
+        "type": "object",
+        "properties": {
+            "previous_observation": {
+                "anyOf": [previous, {"type": "null"}],
+                "description": "对上一条 FOUND 观察的评估；没有待评估的观察时为 null。",
+            },
+            "input": business,
+        },
+        "required": ["previous_observation", "input"],
+        "additionalProperties": False,
+    }

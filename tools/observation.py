@@ -1,0 +1,50 @@
+"""The observation the model sees after each tool call (DESIGN 3.2).
+
+Only stable, safe semantics: a status, a bounded projection, a stable error code, or a control code.
+Never raw backend text, exception messages, counters, thresholds or remaining budget.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+EvidenceStatus = Literal["FOUND", "EMPTY", "ERROR", "NOT_EXECUTED"]
+ErrorCode = Literal[
+    "TIMEOUT", "UNAVAILABLE", "INVALID_INPUT", "POLICY_REJECTED", "RESULT_TOO_LARGE", "BACKEND_ERROR", "CANCELLED"
+]
+ERROR_CODES: tuple[str, ...] = ErrorCode.__args__  # type: ignore[attr-defined]
+
+
+class Observation(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool_call_id: str
+    tool: str
+    evidence_status: EvidenceStatus
+    data: dict[str, Any] | None = None
+    error_code: ErrorCode | None = None
+    reason: str | None = None
+    control: dict[str, Any] | None = None
+
+    def to_model_dict(self) -> dict[str, Any]:
+        """The exact JSON object sent to the model: optional fields appear only where they mean something."""
+        out: dict[str, Any] = {
+            "tool_call_id": self.tool_call_id,
+            "tool": self.tool,
+            "evidence_status": self.evidence_status,
+        }
+        if self.evidence_status == "FOUND":
+            out["data"] = self.data
+            out["evaluation_required"] = True
+        if self.evidence_status == "ERROR":
+            out["error_code"] = self.error_code
+            if self.reason is not None:
+                out["reason"] = self.reason
+        out["control"] = self.control
+        return out
+
+    def to_model_text(self) -> str:
+        return json.dumps(self.to_model_dict(), ensure_ascii=False, separators=(",", ":"))
