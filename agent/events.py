@@ -11,10 +11,12 @@ run) and `at` (ISO-8601 UTC), plus the fields of its type:
 - tool_started: round, tool_call_id, tool, input (the business input object)
 - tool_finished: round, tool_call_id, tool, status (FOUND|EMPTY|ERROR|CANCELLED), error_code|null,
   reason|null, projection (object|null), duration_ms, observation (what the model saw, or null)
-- protocol_changed: code (INVALID_PROGRESS_PROTOCOL|UNKNOWN_TOOL|DUPLICATE_CALL|STOP_REQUIRED|
-  COLLECTION_STOPPED|SATURATED|EVALUATION_RECORDED), tool_call_id|null, detail (object),
-  observation (object|null), state {pending_tool_call_id, consecutive_no_gain, max_consecutive_no_gain,
-  protocol_violations, max_protocol_violations, stop_required, final_opportunity, saturation}
+- protocol_changed: code, tool_call_id|null, detail (object), state {pending_tool_call_id,
+  consecutive_no_gain, max_consecutive_no_gain, protocol_violations, max_protocol_violations,
+  stop_required, final_opportunity, saturation}. Codes: the audited protocol events
+  (INVALID_PROGRESS_PROTOCOL, UNKNOWN_TOOL, DUPLICATE_CALL, STOP_REQUIRED, COLLECTION_STOPPED,
+  SATURATED) plus two operator-only codes: EVALUATION_RECORDED (detail {evaluated_tool_call_id,
+  evaluation}) and INVALID_INPUT (a call answered ERROR/INVALID_INPUT without any invocation).
 - budget_changed: model_calls {used, limit}, tokens {used, limit}, run_bytes {used, limit},
   deadline {elapsed_s, limit_s}, exhausted (str|null)
 - run_finished: outcome, stop_reason, result (the ExecutionResult object of DESIGN 3.5)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from agent.settings import Settings
 from tools.adapter import EvidenceAdapter
 from tools.boundary import ToolBoundary
 from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path
 from tools.logs_file import LogFileAdapter, bundled_logs_path
-
-from agent.settings import Settings
 
 
 def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:

@@ -155,7 +155,9 @@ class DiagnosisHarnessCore:
         if all(c.id for c in assistant.tool_calls):
             return assistant
         calls = [
-            c if c.id else ToolCall(tool_name=c.tool_name, arguments=c.arguments, id=f"call-r{self.round}-{i + 1}")
+            c
+            if c.id
+            else ToolCall(tool_name=c.tool_name, arguments=c.arguments, id=f"call-r{self.round}-{i + 1}")
             for i, c in enumerate(assistant.tool_calls)
         ]
         fixed = ChatMessage.from_assistant(text=assistant.text, meta=assistant.meta, tool_calls=calls)
@@ -203,7 +205,9 @@ class DiagnosisHarnessCore:
             return self._not_executed(call, {"code": "DUPLICATE_CALL"}), None
         return await self._execute(call, business, key)
 
-    async def _execute(self, call: ToolCall, business: Any, key: str) -> tuple[Observation, CheckRecord | None]:
+    async def _execute(
+        self, call: ToolCall, business: Any, key: str
+    ) -> tuple[Observation, CheckRecord | None]:
         assert call.id is not None
         self.ledger.record_invocation(call.id, call.tool_name, key)
         self.emitter.emit(
@@ -219,9 +223,16 @@ class DiagnosisHarnessCore:
             outcome = await self.boundary.invoke(request)
         except asyncio.CancelledError:
             self.emitter.emit(
-                "tool_finished", round=self.round, tool_call_id=call.id, tool=call.tool_name,
-                status="CANCELLED", error_code="CANCELLED", reason=None, projection=None,
-                duration_ms=int((time.perf_counter() - started) * 1000), observation=None,
+                "tool_finished",
+                round=self.round,
+                tool_call_id=call.id,
+                tool=call.tool_name,
+                status="CANCELLED",
+                error_code="CANCELLED",
+                reason=None,
+                projection=None,
+                duration_ms=int((time.perf_counter() - started) * 1000),
+                observation=None,
             )
             raise
         self.ledger.finish_invocation(call.id, outcome.status)
@@ -240,9 +251,16 @@ class DiagnosisHarnessCore:
             control=control,
         )
         self.emitter.emit(
-            "tool_finished", round=self.round, tool_call_id=call.id, tool=call.tool_name,
-            status=outcome.status, error_code=outcome.error_code, reason=outcome.reason,
-            projection=outcome.data, duration_ms=outcome.duration_ms, observation=obs.to_model_dict(),
+            "tool_finished",
+            round=self.round,
+            tool_call_id=call.id,
+            tool=call.tool_name,
+            status=outcome.status,
+            error_code=outcome.error_code,
+            reason=outcome.reason,
+            projection=outcome.data,
+            duration_ms=outcome.duration_ms,
+            observation=obs.to_model_dict(),
         )
         if control is not None:
             self._emit_saturation(call.id)
@@ -259,7 +277,9 @@ class DiagnosisHarnessCore:
             else StopReason.MODEL_CALLS_EXHAUSTED
         )
         self._stop(state, reason)
-        replies = [ChatMessage.from_tool(self._not_executed(c, STOP_REQUIRED).to_model_text(), c) for c in calls]
+        replies = [
+            ChatMessage.from_tool(self._not_executed(c, STOP_REQUIRED).to_model_text(), c) for c in calls
+        ]
         state.set("messages", replies)
 
     # ------------------------------------------------------------------ helpers
@@ -292,9 +312,9 @@ class DiagnosisHarnessCore:
             tool_call_id=call.id, tool=call.tool_name, evidence_status="NOT_EXECUTED", control=control
         )
 
-    @staticmethod
-    def _invalid_input(call: ToolCall) -> Observation:
+    def _invalid_input(self, call: ToolCall) -> Observation:
         assert call.id is not None
+        self._protocol("INVALID_INPUT", call.id, {})
         return Observation(
             tool_call_id=call.id, tool=call.tool_name, evidence_status="ERROR", error_code="INVALID_INPUT"
         )

@@ -30,7 +30,9 @@ class ScriptedChatGenerator:
     def _reply(self, messages: list[ChatMessage]) -> dict[str, list[ChatMessage]]:
         self.received.append(list(messages))
         if self.calls >= len(self.rounds):
-            raise ScriptExhausted(f"script has {len(self.rounds)} rounds; round {self.calls + 1} was requested")
+            raise ScriptExhausted(
+                f"script has {len(self.rounds)} rounds; round {self.calls + 1} was requested"
+            )
         scripted = self.rounds[self.calls]
         self.calls += 1
         tool_calls = [ToolCall(tool_name=c.name, arguments=c.arguments, id=c.id) for c in scripted.tool_calls]
@@ -42,7 +44,11 @@ class ScriptedChatGenerator:
         reply = ChatMessage.from_assistant(
             text=scripted.text,
             tool_calls=tool_calls or None,
-            meta={"model": self.model_label, "usage": usage, "finish_reason": "tool_calls" if tool_calls else "stop"},
+            meta={
+                "model": self.model_label,
+                "usage": usage,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            },
         )
         return {"replies": [reply]}
 

@@ -58,7 +58,9 @@ def frozen_tools() -> list[Any]:
     from haystack.tools import Tool
 
     return [
-        Tool(name=name, description=DESCRIPTIONS[name], parameters=envelope_schema(name), function=_never_runs)
+        Tool(
+            name=name, description=DESCRIPTIONS[name], parameters=envelope_schema(name), function=_never_runs
+        )
         for name in TOOL_NAMES
     ]
 
@@ -98,7 +100,9 @@ class DiagnosisUseCase:
         if self._current is not None:
             self._current.cancel()
 
-    async def execute(self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None = None) -> ExecutionResult:
+    async def execute(
+        self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None = None
+    ) -> ExecutionResult:
         run_id = self._run_id_factory()
         emitter = RunEventEmitter(run_id, self.session_id, self.sinks, self.required_sinks)
         budget = RunBudget(self.settings.budget)
@@ -111,10 +115,15 @@ class DiagnosisUseCase:
             ):
                 raise _Rejected(StopReason.INPUT_TOO_LARGE, "query and previous turn exceed the input limit")
         except _Rejected as rejected:
-            result = self._result(ctx, rejected.reason, None, None, Failure(code=rejected.reason.value,
-                                                                               detail=rejected.detail))
-            emitter.emit("run_finished", outcome=result.outcome.value, stop_reason=result.stop_reason.value,
-                         result=result.to_json_dict())
+            result = self._result(
+                ctx, rejected.reason, None, None, Failure(code=rejected.reason.value, detail=rejected.detail)
+            )
+            emitter.emit(
+                "run_finished",
+                outcome=result.outcome.value,
+                stop_reason=result.stop_reason.value,
+                result=result.to_json_dict(),
+            )
             return result
 
         ledger = ProgressLedger(self.settings.protocol)
@@ -138,24 +147,36 @@ class DiagnosisUseCase:
         except asyncio.CancelledError:
             # The caller itself was cancelled (e.g. the console's worker): record it, then obey.
             result = self._result(ctx, StopReason.CANCELLED, None, ledger.snapshot(), None)
-            emitter.emit("run_finished", outcome=result.outcome.value, stop_reason=result.stop_reason.value,
-                         result=result.to_json_dict())
+            emitter.emit(
+                "run_finished",
+                outcome=result.outcome.value,
+                stop_reason=result.stop_reason.value,
+                result=result.to_json_dict(),
+            )
             raise
         finally:
             self._current = None
-        emitter.emit("run_finished", outcome=result.outcome.value, stop_reason=result.stop_reason.value,
-                     result=result.to_json_dict())
+        emitter.emit(
+            "run_finished",
+            outcome=result.outcome.value,
+            stop_reason=result.stop_reason.value,
+            result=result.to_json_dict(),
+        )
         return result
 
     # ------------------------------------------------------------------ internals
-    def _validate_input(self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None) -> PreviousTurn | None:
+    def _validate_input(
+        self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None
+    ) -> PreviousTurn | None:
         limits = self.settings.budget
         if not isinstance(query, str) or not query.strip():
             raise _Rejected(StopReason.QUERY_BLANK, "the query is blank")
         size = utf8_len(query)
         if size > limits.max_query_bytes:
-            raise _Rejected(StopReason.QUERY_TOO_LARGE,
-                            f"the query is {size} UTF-8 bytes; the limit is {limits.max_query_bytes}")
+            raise _Rejected(
+                StopReason.QUERY_TOO_LARGE,
+                f"the query is {size} UTF-8 bytes; the limit is {limits.max_query_bytes}",
+            )
         if previous_turn is None:
             return None
         if isinstance(previous_turn, PreviousTurn):
@@ -164,13 +185,16 @@ class DiagnosisUseCase:
             try:
                 turn = PreviousTurn.model_validate(previous_turn)
             except ValidationError:
-                raise _Rejected(StopReason.PREVIOUS_TURN_INVALID,
-                                "the previous turn is not a valid PreviousTurn") from None
+                raise _Rejected(
+                    StopReason.PREVIOUS_TURN_INVALID, "the previous turn is not a valid PreviousTurn"
+                ) from None
         turn_size = utf8_len(turn.model_dump_json())
         if turn_size > limits.max_previous_turn_bytes:
-            raise _Rejected(StopReason.PREVIOUS_TURN_TOO_LARGE,
-                            f"the previous turn is {turn_size} UTF-8 bytes; "
-                            f"the limit is {limits.max_previous_turn_bytes}")
+            raise _Rejected(
+                StopReason.PREVIOUS_TURN_TOO_LARGE,
+                f"the previous turn is {turn_size} UTF-8 bytes; "
+                f"the limit is {limits.max_previous_turn_bytes}",
+            )
         return turn
 
     def _build_agent(self) -> Any:
@@ -188,7 +212,9 @@ class DiagnosisUseCase:
             hooks=hooks,
         )
 
-    async def _run_agent(self, ctx: RunContext, core: DiagnosisHarnessCore, user_text: str) -> ExecutionResult:
+    async def _run_agent(
+        self, ctx: RunContext, core: DiagnosisHarnessCore, user_text: str
+    ) -> ExecutionResult:
         from haystack.dataclasses import ChatMessage
 
         ledger = core.ledger
@@ -213,14 +239,20 @@ class DiagnosisUseCase:
         except Exception as exc:
             code = StopReason.MODEL_ERROR if core.round_in_flight else StopReason.AGENT_ERROR
             log.warning("agent run %s failed: %s", ctx.run_id, type(exc).__name__)
-            progress = ledger.snapshot() if code == StopReason.MODEL_ERROR and ledger.completed_checks else None
-            return self._result(ctx, code, None, progress, Failure(code=code.value, detail=type(exc).__name__))
+            progress = (
+                ledger.snapshot() if code == StopReason.MODEL_ERROR and ledger.completed_checks else None
+            )
+            return self._result(
+                ctx, code, None, progress, Failure(code=code.value, detail=type(exc).__name__)
+            )
 
         if core.stop_reason is not None:
             return self._result(ctx, core.stop_reason, None, ledger.snapshot(), None)
         return self._finish_with_draft(ctx, core, output)
 
-    def _finish_with_draft(self, ctx: RunContext, core: DiagnosisHarnessCore, output: dict[str, Any]) -> ExecutionResult:
+    def _finish_with_draft(
+        self, ctx: RunContext, core: DiagnosisHarnessCore, output: dict[str, Any]
+    ) -> ExecutionResult:
         ledger = core.ledger
         if output.get("exit_reason") == "max_agent_steps":
             return self._result(ctx, StopReason.AGENT_ERROR, None, None, Failure(code="AGENT_ERROR"))
@@ -230,7 +262,9 @@ class DiagnosisUseCase:
         except DraftRejected as rejected:
             reason = StopReason.DRAFT_TOO_LARGE if rejected.too_large else StopReason.INVALID_DRAFT
             progress = ledger.snapshot() if ledger.completed_checks else None
-            return self._result(ctx, reason, None, progress, Failure(code=reason.value, violation=rejected.violation))
+            return self._result(
+                ctx, reason, None, progress, Failure(code=reason.value, violation=rejected.violation)
+            )
         if not ctx.budget.try_charge_bytes(utf8_len(text or "")):
             return self._result(ctx, StopReason.RUN_BYTES_EXHAUSTED, None, ledger.snapshot(), None)
         reason = StopReason.COMPLETED_AFTER_STOP_REQUIRED if ledger.stop_required else StopReason.COMPLETED

@@ -17,6 +17,17 @@ from audit.store import AuditStore, AuditStoreError
 Event = Mapping[str, Any]
 
 EVALUATION_RECORDED = "EVALUATION_RECORDED"
+# Only these protocol codes are audit rows (DESIGN 3.9); other codes are operator-only events.
+AUDITED_PROTOCOL_CODES = frozenset(
+    {
+        "INVALID_PROGRESS_PROTOCOL",
+        "UNKNOWN_TOOL",
+        "DUPLICATE_CALL",
+        "STOP_REQUIRED",
+        "COLLECTION_STOPPED",
+        "SATURATED",
+    }
+)
 
 
 def _json(value: Any) -> str | None:
@@ -130,6 +141,8 @@ class AuditSink:
                     "UPDATE invocations SET evaluation = ? WHERE run_id = ? AND tool_call_id = ?",
                     (detail["evaluation"], event["run_id"], detail["evaluated_tool_call_id"]),
                 )
+                return
+            if event["code"] not in AUDITED_PROTOCOL_CODES:
                 return
             db.table("protocol_events").insert(
                 {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import signal
 import sys
 from collections.abc import Sequence
@@ -21,7 +22,9 @@ SETUP_ERROR = 3
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="diagnose", description="Evidence-bound incident diagnosis console.")
+    parser = argparse.ArgumentParser(
+        prog="diagnose", description="Evidence-bound incident diagnosis console."
+    )
     sub = parser.add_subparsers(dest="command")
 
     console = sub.add_parser("console", help="open the console (default)")
@@ -44,9 +47,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_to_file() -> None:
+    """Library logging (haystack, httpx, adapters) goes to a file, never over the terminal output."""
+    import platformdirs
+
+    log_dir = platformdirs.user_state_path("diagnosis-console")
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(log_dir / "diagnose.log", encoding="utf-8")
+    except OSError:
+        handler = logging.NullHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "console"
+    _log_to_file()
     try:
         if command == "scenarios":
             return _scenarios(args.json)
@@ -74,8 +94,14 @@ def _scenarios(as_json: bool) -> int:
 def _console(args: argparse.Namespace) -> int:
     """Until the Textual console lands, run the chosen (or default) scenario and show its result."""
     ns = argparse.Namespace(
-        query=None, query_file=None, previous_turn=None, scenario=args.scenario, config=args.config,
-        audit_db=None, events=None, json=False,
+        query=None,
+        query_file=None,
+        previous_turn=None,
+        scenario=args.scenario,
+        config=args.config,
+        audit_db=None,
+        events=None,
+        json=False,
     )
     return asyncio.run(_run(ns))
 
@@ -131,7 +157,7 @@ async def _run(args: argparse.Namespace) -> int:
             events_stream = sys.stdout
         else:
             try:
-                events_stream = open(args.events, "w", encoding="utf-8")  # noqa: SIM115
+                events_stream = open(args.events, "w", encoding="utf-8")  # noqa: ASYNC230 - opened once before the run
             except OSError as exc:
                 raise SetupError(f"cannot write events file {args.events}: {exc.strerror}") from None
         sinks.append(_NdjsonSink(events_stream))

@@ -32,16 +32,22 @@ def render_result(result: ExecutionResult, model_label: str = "") -> str:
             evidence = item.evidence if isinstance(item.evidence, str) else ", ".join(item.evidence)
             scope = f" [scope: {item.scope}]" if item.scope else ""
             lines.append(f"  - {item.kind}: {item.statement} <- {evidence}{scope}")
-        for title, entries in (("action plan", draft.action_plan), ("recommendations", draft.recommendations),
-                               ("checked scope", draft.limitations.checked_scope),
-                               ("missing info", draft.limitations.missing_info)):
+        for title, entries in (
+            ("action plan", draft.action_plan),
+            ("recommendations", draft.recommendations),
+            ("checked scope", draft.limitations.checked_scope),
+            ("missing info", draft.limitations.missing_info),
+        ):
             if entries:
                 lines.append(f"{title}:")
                 lines.extend(f"  - {e}" for e in entries)
     if result.progress is not None and draft is None:
         lines.append("")
         sat = f", saturation {result.progress.saturation}" if result.progress.saturation else ""
-        lines.append(f"progress: {len(result.progress.checks)} checks, stop_required={result.progress.stop_required}{sat}")
+        checks = len(result.progress.checks)
+        lines.append(f"progress: {checks} checks, stop_required={result.progress.stop_required}{sat}")
         for check in result.progress.checks:
-            lines.append(f"  - {check.tool_call_id} {check.tool}: {check.evidence_status} {check.evaluation or ''}")
+            lines.append(
+                f"  - {check.tool_call_id} {check.tool}: {check.evidence_status} {check.evaluation or ''}"
+            )
     return "\n".join(lines)

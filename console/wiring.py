@@ -35,8 +35,12 @@ class RunEnvironment:
     def model_label(self) -> str:
         return build_model(self.settings.model, self.scenario).label
 
-    def use_case(self, sinks: list[EventSink] | None = None, session_id: str | None = None,
-                 extra_hooks: dict[str, list[Any]] | None = None) -> DiagnosisUseCase:
+    def use_case(
+        self,
+        sinks: list[EventSink] | None = None,
+        session_id: str | None = None,
+        extra_hooks: dict[str, list[Any]] | None = None,
+    ) -> DiagnosisUseCase:
         """A fresh use case per run: a scripted model replays its script from the first round."""
         try:
             model = build_model(self.settings.model, self.scenario)
@@ -62,7 +66,9 @@ def open_run_environment(
 ) -> RunEnvironment:
     try:
         base = load_settings(config)
-        chosen = resolve_scenario(scenario or base.model.scenario) if (scenario or base.model.scenario) else None
+        chosen = (
+            resolve_scenario(scenario or base.model.scenario) if (scenario or base.model.scenario) else None
+        )
         settings = load_settings(config, overrides=chosen.settings) if chosen and chosen.settings else base
         if chosen is None and settings.model.provider == "scripted":
             from agent.models import DEFAULT_SCENARIO

@@ -38,7 +38,9 @@ class InvocationOutcome:
 
 def canonical_input(model: BaseModel) -> str:
     """The equivalence key of a business input: same tool + same canonical input = same call."""
-    return json.dumps(model.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        model.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
 
 
 class ToolBoundary:
@@ -69,8 +71,12 @@ class ToolBoundary:
         """Run one authorized invocation. Cancellation propagates (the caller records CANCELLED)."""
         started = time.perf_counter()
 
-        def done(status: Literal["FOUND", "EMPTY", "ERROR"], data: dict[str, Any] | None = None,
-                 code: ErrorCode | None = None, reason: str | None = None) -> InvocationOutcome:
+        def done(
+            status: Literal["FOUND", "EMPTY", "ERROR"],
+            data: dict[str, Any] | None = None,
+            code: ErrorCode | None = None,
+            reason: str | None = None,
+        ) -> InvocationOutcome:
             return InvocationOutcome(status, data, code, reason, int((time.perf_counter() - started) * 1000))
 
         adapter = self._adapters.get(request.tool)

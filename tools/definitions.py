@@ -64,8 +64,9 @@ class QueryLogsInput(StrictModel):
     start: Rfc3339
     end: Rfc3339
     level: Literal["ERROR", "WARN", "INFO", "DEBUG"] | None = None
-    contains: Annotated[str | None, Field(default=None, min_length=1, max_length=200),
-                        AfterValidator(_no_control_characters)] = None
+    contains: Annotated[
+        str | None, Field(default=None, min_length=1, max_length=200), AfterValidator(_no_control_characters)
+    ] = None
     limit: int = Field(default=50, ge=1, le=200)
 
 

@@ -13,7 +13,13 @@ from pydantic import BaseModel, ConfigDict
 
 EvidenceStatus = Literal["FOUND", "EMPTY", "ERROR", "NOT_EXECUTED"]
 ErrorCode = Literal[
-    "TIMEOUT", "UNAVAILABLE", "INVALID_INPUT", "POLICY_REJECTED", "RESULT_TOO_LARGE", "BACKEND_ERROR", "CANCELLED"
+    "TIMEOUT",
+    "UNAVAILABLE",
+    "INVALID_INPUT",
+    "POLICY_REJECTED",
+    "RESULT_TOO_LARGE",
+    "BACKEND_ERROR",
+    "CANCELLED",
 ]
 ERROR_CODES: tuple[str, ...] = ErrorCode.__args__  # type: ignore[attr-defined]
 
