@@ -209,7 +209,7 @@ class DiagnosisUseCase:
             exit_conditions=["text"],
             # The harness budget is the real limit; this only guards against a harness bug looping.
             max_agent_steps=self.settings.budget.max_model_calls + 2,
-            hooks=hooks,
+            hooks=hooks,  # type: ignore[arg-type]
         )
 
     async def _run_agent(

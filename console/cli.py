@@ -144,6 +144,7 @@ class _NdjsonSink:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from agent.events import EventSink
     from console.wiring import open_run_environment
 
     env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)
@@ -151,7 +152,7 @@ async def _run(args: argparse.Namespace) -> int:
     previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
 
     events_stream: TextIO | None = None
-    sinks = []
+    sinks: list[EventSink] = []
     if args.events:
         if args.events == "-":
             events_stream = sys.stdout

@@ -12,7 +12,7 @@ from typing import Any
 
 from agent.events import EventSink
 from agent.evidence import build_boundary
-from agent.models import build_model
+from agent.models import DEFAULT_SCENARIO, build_model
 from agent.scenarios import Scenario, ScenarioError, resolve_scenario
 from agent.settings import ConfigError, Settings, load_settings
 from agent.use_case import DiagnosisUseCase
@@ -66,16 +66,11 @@ def open_run_environment(
 ) -> RunEnvironment:
     try:
         base = load_settings(config)
-        chosen = (
-            resolve_scenario(scenario or base.model.scenario) if (scenario or base.model.scenario) else None
-        )
+        wanted = scenario or base.model.scenario
+        if wanted is None and base.model.provider == "scripted":
+            wanted = DEFAULT_SCENARIO
+        chosen = resolve_scenario(wanted) if wanted else None
         settings = load_settings(config, overrides=chosen.settings) if chosen and chosen.settings else base
-        if chosen is None and settings.model.provider == "scripted":
-            from agent.models import DEFAULT_SCENARIO
-
-            chosen = resolve_scenario(DEFAULT_SCENARIO)
-            if chosen.settings:
-                settings = load_settings(config, overrides=chosen.settings)
         build_model(settings.model, chosen)  # fail early on a bad model configuration
     except (ConfigError, ScenarioError) as exc:
         raise SetupError(str(exc)) from None

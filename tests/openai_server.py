@@ -1,0 +1,89 @@
+"""A local HTTP server on 127.0.0.1 shaped like the OpenAI chat-completions API, for model-path tests.
+
+Each request is answered by the next scripted reply: a chat-completion dict, or (status, raw body).
+Every request body is recorded so tests can count model calls and inspect what the model was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = dict[str, Any] | tuple[int, str]
+
+
+def completion(
+    text: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 20,
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"], ensure_ascii=False)},
+            }
+            for c in tool_calls
+        ]
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1764460800,
+        "model": "test-model",
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class FakeOpenAI:
+    def __init__(self, replies: list[Reply]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        self.url = ""
+
+
+@contextmanager
+def fake_openai(replies: list[Reply]) -> Iterator[FakeOpenAI]:
+    state = FakeOpenAI(replies)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            state.requests.append(json.loads(self.rfile.read(length) or b"{}"))
+            if not state.replies:
+                status, body = 500, '{"error": {"message": "script exhausted"}}'
+            else:
+                reply = state.replies.pop(0)
+                status, body = reply if isinstance(reply, tuple) else (200, json.dumps(reply))
+            data = body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
