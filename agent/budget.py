@@ -15,7 +15,16 @@ from agent.settings import BudgetSettings
 
 
 def utf8_len(text: str) -> int:
+    """UTF-8 size of `text`; raises UnicodeEncodeError for text that is not valid Unicode (lone surrogates)."""
     return len(text.encode("utf-8"))
+
+
+def is_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass

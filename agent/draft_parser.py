@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.budget import utf8_len
+from agent.budget import is_encodable, utf8_len
 from agent.contracts import DiagnosisDraft
 
 
@@ -44,13 +44,15 @@ def parse_draft(
     """
     if text is None or not text.strip():
         raise DraftRejected("EMPTY_OUTPUT")
+    if not is_encodable(text):
+        raise DraftRejected("INVALID_ENCODING")
     if utf8_len(text) > max_bytes:
         raise DraftRejected("DRAFT_TOO_LARGE", too_large=True)
     if not text.lstrip().startswith("{"):
         raise DraftRejected("NOT_A_JSON_OBJECT")
     try:
         raw = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         raise DraftRejected("MALFORMED_JSON") from None
     if not isinstance(raw, dict):
         raise DraftRejected("NOT_A_JSON_OBJECT")

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.budget import RunBudget, utf8_len
+from agent.budget import RunBudget, is_encodable, utf8_len
 from agent.contracts import (
     OUTCOME_OF,
     AgentInput,
@@ -32,6 +32,7 @@ from agent.draft_parser import DraftRejected, parse_draft
 from agent.events import EventSink, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
+from agent.model_call import GuardedChatGenerator, ModelCallError
 from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
 from agent.run_context import RunContext, new_id
@@ -171,6 +172,9 @@ class DiagnosisUseCase:
         limits = self.settings.budget
         if not isinstance(query, str) or not query.strip():
             raise _Rejected(StopReason.QUERY_BLANK, "the query is blank")
+        if not is_encodable(query):
+            # No text the model could read: there is no more specific reason in the contract.
+            raise _Rejected(StopReason.QUERY_BLANK, "the query is not valid Unicode text")
         size = utf8_len(query)
         if size > limits.max_query_bytes:
             raise _Rejected(
@@ -188,6 +192,8 @@ class DiagnosisUseCase:
                 raise _Rejected(
                     StopReason.PREVIOUS_TURN_INVALID, "the previous turn is not a valid PreviousTurn"
                 ) from None
+        if not is_encodable(turn.model_dump_json()):
+            raise _Rejected(StopReason.PREVIOUS_TURN_INVALID, "the previous turn is not valid Unicode text")
         turn_size = utf8_len(turn.model_dump_json())
         if turn_size > limits.max_previous_turn_bytes:
             raise _Rejected(
@@ -200,11 +206,13 @@ class DiagnosisUseCase:
     def _build_agent(self) -> Any:
         from haystack.components.agents import Agent
 
-        hooks = harness_hooks()
-        for point, extra in self.extra_hooks.items():
-            hooks.setdefault(point, []).extend(extra)
+        # Injected observers run first: the harness gate must be the last step before the generator,
+        # and the tool interceptor must see the round before it answers every call.
+        hooks: dict[str, list[Any]] = {point: list(extra) for point, extra in self.extra_hooks.items()}
+        for point, own in harness_hooks().items():
+            hooks.setdefault(point, []).extend(own)
         return Agent(
-            chat_generator=self.chat_generator,
+            chat_generator=GuardedChatGenerator(self.chat_generator),
             tools=frozen_tools(),
             exit_conditions=["text"],
             # The harness budget is the real limit; this only guards against a harness bug looping.
@@ -236,15 +244,16 @@ class DiagnosisUseCase:
                 return self._result(ctx, StopReason.CANCELLED, None, ledger.snapshot(), None)
             await _cancel_and_wait(inner)
             raise
+        except ModelCallError as exc:
+            log.warning("model call of run %s failed: %s", ctx.run_id, exc.cause_type)
+            progress = ledger.snapshot() if ledger.completed_checks else None
+            failure = Failure(code=StopReason.MODEL_ERROR.value, detail=exc.cause_type)
+            return self._result(ctx, StopReason.MODEL_ERROR, None, progress, failure)
         except Exception as exc:
-            code = StopReason.MODEL_ERROR if core.round_in_flight else StopReason.AGENT_ERROR
+            # Unclassified framework failure: fail closed and publish no progress at all.
             log.warning("agent run %s failed: %s", ctx.run_id, type(exc).__name__)
-            progress = (
-                ledger.snapshot() if code == StopReason.MODEL_ERROR and ledger.completed_checks else None
-            )
-            return self._result(
-                ctx, code, None, progress, Failure(code=code.value, detail=type(exc).__name__)
-            )
+            failure = Failure(code=StopReason.AGENT_ERROR.value, detail=type(exc).__name__)
+            return self._result(ctx, StopReason.AGENT_ERROR, None, None, failure)
 
         if core.stop_reason is not None:
             return self._result(ctx, core.stop_reason, None, ledger.snapshot(), None)
