@@ -1,0 +1,86 @@
+"""LogQL for query_logs, built only from structured input: the model picks values, it never writes a query.
+
+The stream selector is a fixed matcher the config author wrote, chosen by service name; the level becomes
+a fixed label filter from a table; `contains` is the only model text and it is emitted as exactly one
+double-quoted LogQL string literal (Go `strconv.Unquote` rules, which Loki's lexer applies), so whatever
+it holds it can only ever be the substring a `|=` line filter looks for.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+
+from tools.adapter import ToolError
+
+MAX_CONTAINS_CHARS = 200
+# Case-insensitive and alias-tolerant like the file source (which upper-cases and maps WARNING to WARN):
+# appenders and Loki's own `detected_level` write `error`, `ERROR` or `warning`; an exact `="ERROR"`
+# would silently answer EMPTY for them, and EMPTY reads as "no errors happened". Label regexes are anchored.
+_LEVEL_PATTERNS = {
+    "ERROR": "(?i)error",
+    "WARN": "(?i)warn(ing)?",
+    "INFO": "(?i)info",
+    "DEBUG": "(?i)debug",
+}
+# Control, format, surrogate, private use, unassigned; line and paragraph separators.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def build_logql(
+    service_matchers: Mapping[str, str],
+    service: str,
+    level: str | None,
+    contains: str | None,
+    level_label: str = "level",
+) -> str:
+    """`<configured selector> [| level=~"<fixed>"] [|= "<escaped contains>"]`."""
+    selector = service_matchers.get(service)
+    if selector is None:
+        raise ToolError("INVALID_INPUT", "UNKNOWN_SERVICE")
+    parts = [selector]
+    if level is not None:
+        pattern = _LEVEL_PATTERNS.get(level)
+        if pattern is None:
+            raise ToolError("INVALID_INPUT")
+        parts.append(f"| {level_label}=~{quote(pattern)}")
+    if contains is not None:
+        parts.append(f"|= {quote(_checked_contains(contains))}")
+    return " ".join(parts)
+
+
+def quote(text: str) -> str:
+    """A LogQL double-quoted literal. Only `\\` and `"` need escaping once line breaks are excluded."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def validate_config(service_matchers: Mapping[str, str], level_label: str) -> None:
+    """Fail at wiring time, not on the model's first call: a broken matcher would 400 on every query."""
+    if not service_matchers:
+        raise ValueError("at least one service matcher is required")
+    for service, selector in service_matchers.items():
+        text = selector.strip()
+        if not (text.startswith("{") and text.endswith("}") and len(text) > 2) or not _printable(text):
+            raise ValueError(f"matcher for service {service!r} is not a LogQL stream selector {{...}}")
+    if not _LABEL_NAME.fullmatch(level_label):
+        raise ValueError(f"level label {level_label!r} is not a LogQL label name")
+
+
+def _checked_contains(contains: str) -> str:
+    """The input model already rejects these; checked again because this is the injection boundary."""
+    if len(contains) > MAX_CONTAINS_CHARS:
+        raise ToolError("INVALID_INPUT", "CONTAINS_TOO_LONG")
+    if not _printable(contains):
+        raise ToolError("INVALID_INPUT", "CONTAINS_NOT_PRINTABLE")
+    return contains
+
+
+def _printable(text: str) -> bool:
+    """No control, format (bidi overrides), surrogate, private or unassigned code points, no line breaks.
+
+    Lone surrogates would also fail UTF-8 encoding of the request; bidi controls would make the
+    audited query read differently from what Loki runs.
+    """
+    return all(unicodedata.category(ch) not in _UNPRINTABLE for ch in text)

@@ -1,0 +1,228 @@
+"""query_logs over Grafana Loki's `query_range` HTTP API (`[logs] source = "loki"`).
+
+Same input and same projection as the NDJSON file source, so the model cannot tell which one answered.
+Everything the backend can do wrong is bounded here: explicit timeouts, no redirects (a redirect could
+carry the tenant header elsewhere), a byte cap enforced while streaming, and failures reduced to stable
+codes. Backend text never reaches a ToolError: Loki error bodies echo the query and internal addresses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+from typing import Any
+
+import httpx
+
+from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.definitions import QueryLogsInput
+from tools.logql import build_logql, validate_config
+from tools.logs_file import MAX_LABEL_CHARS, MAX_LABELS
+
+QUERY_RANGE_PATH = "/loki/api/v1/query_range"
+DEFAULT_LABEL_WHITELIST = (
+    "service",
+    "level",
+    "namespace",
+    "pod",
+    "container",
+    "instance",
+    "version",
+    "enterprise_id",
+    "trace_id",
+)
+_LEVEL_ALIASES = {"WARNING": "WARN"}  # as the file source normalises levels
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NS_PER_S = 1_000_000_000
+_MAX_NS = 2**63 - 1  # Loki timestamps are int64 nanoseconds
+
+
+class LokiLogAdapter:
+    """Answers query_logs with one bounded `query_range` request per invocation."""
+
+    def __init__(
+        self,
+        base_url: str,
+        service_matchers: Mapping[str, str],
+        *,
+        tenant: str | None = None,
+        max_window_minutes: int = 360,
+        max_lines: int = 200,
+        message_chars: int = 500,
+        label_whitelist: Sequence[str] = DEFAULT_LABEL_WHITELIST,
+        connect_timeout_s: float = 3.0,
+        read_timeout_s: float = 10.0,
+        max_body_bytes: int = 2_000_000,
+        level_label: str = "level",
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        validate_config(service_matchers, level_label)
+        self._service_matchers = dict(service_matchers)
+        self._max_window_ns = max_window_minutes * 60 * _NS_PER_S
+        self._max_lines = max_lines
+        self._message_chars = message_chars
+        self._label_whitelist = tuple(label_whitelist)
+        self._max_body_bytes = max_body_bytes
+        self._level_label = level_label
+        # identity: the byte cap must bound memory, and one compressed chunk can inflate a thousandfold.
+        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
+        if tenant:
+            headers["X-Scope-OrgID"] = tenant
+        self._client = httpx.AsyncClient(
+            base_url=base_url,
+            headers=headers,
+            follow_redirects=False,
+            timeout=httpx.Timeout(
+                connect=connect_timeout_s, read=read_timeout_s, write=read_timeout_s, pool=connect_timeout_s
+            ),
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def execute(self, request: ToolRequest) -> AdapterResult:
+        """Cancellation propagates untouched: leaving the stream context closes the connection."""
+        params = request.input
+        assert isinstance(params, QueryLogsInput)
+        query = build_logql(
+            self._service_matchers, params.service, params.level, params.contains, self._level_label
+        )
+        start_ns, end_ns = self._window(params)
+        limit = min(params.limit, self._max_lines)
+        body = await self._fetch(
+            {
+                "query": query,
+                "start": str(start_ns),
+                "end": str(end_ns + 1),  # Loki's end is exclusive; the tool's window includes `end`
+                "limit": str(limit),
+                "direction": "backward",
+            }
+        )
+        lines = _parse_streams(body)
+        # Stable sort: Loki already returns each stream newest first, ties keep that order.
+        lines.sort(key=lambda line: line[0], reverse=True)
+        entries = [self._project(params.service, *line) for line in lines[:limit]]
+        cut = any(len(text) > self._message_chars for _, _, text in lines[:limit])
+        data = {
+            "entries": entries,
+            "returned": len(entries),
+            # Loki cannot say whether more lines matched: a full page may hide older ones.
+            "truncated": len(entries) >= limit or cut,
+            "window": {"start": format_ns(start_ns), "end": format_ns(end_ns)},
+        }
+        return AdapterResult("FOUND" if entries else "EMPTY", data)
+
+    def _window(self, params: QueryLogsInput) -> tuple[int, int]:
+        """Clamp to the configured maximum, keeping `end`: the latest minutes matter most in an incident."""
+        start, end = _to_ns(params.start), _to_ns(params.end)
+        if end < start:
+            raise ToolError("INVALID_INPUT", "WINDOW_INVERTED")
+        return max(start, end - self._max_window_ns), end
+
+    async def _fetch(self, query_params: dict[str, str]) -> bytes:
+        try:
+            async with self._client.stream("GET", QUERY_RANGE_PATH, params=query_params) as response:
+                _raise_for_status(response.status_code)
+                if response.headers.get("content-encoding", "identity").lower() != "identity":
+                    raise ToolError("BACKEND_ERROR")
+                body = bytearray()
+                async for chunk in response.aiter_raw():
+                    body += chunk
+                    if len(body) > self._max_body_bytes:
+                        raise ToolError("RESULT_TOO_LARGE")
+                return bytes(body)
+        except httpx.TimeoutException as exc:
+            raise ToolError("TIMEOUT") from exc
+        except httpx.NetworkError as exc:  # connect refused, reset, DNS failure
+            raise ToolError("UNAVAILABLE") from exc
+        except httpx.HTTPError as exc:  # protocol violations, unsupported scheme
+            raise ToolError("BACKEND_ERROR") from exc
+
+    def _project(self, service: str, ns: int, stream: dict[str, str], text: str) -> dict[str, Any]:
+        level = stream.get(self._level_label, "").upper()
+        present = (key for key in self._label_whitelist if key in stream)
+        return {
+            "ts": format_ns(ns),
+            "service": service,
+            "level": _LEVEL_ALIASES.get(level, level),
+            "message": text[: self._message_chars],
+            "labels": {key: stream[key][:MAX_LABEL_CHARS] for key in islice(present, MAX_LABELS)},
+        }
+
+
+def _raise_for_status(status: int) -> None:
+    if 200 <= status < 300:
+        return
+    if status == 400:
+        raise ToolError("INVALID_INPUT", "BACKEND_REJECTED_QUERY")
+    if status == 413:
+        raise ToolError("RESULT_TOO_LARGE")
+    if status == 429:
+        raise ToolError("UNAVAILABLE", "RATE_LIMITED")
+    if status == 504:  # the query frontend gave up: a narrower window may succeed
+        raise ToolError("TIMEOUT")
+    if status >= 500:
+        raise ToolError("UNAVAILABLE")
+    raise ToolError("BACKEND_ERROR")  # redirects (never followed), auth failures, wrong path
+
+
+def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
+    """(ns, stream labels, line) for every value, or BACKEND_ERROR for anything not Loki's streams shape."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ToolError("BACKEND_ERROR") from None
+    if not isinstance(document, dict):
+        raise ToolError("BACKEND_ERROR")
+    data = document.get("data")
+    if (
+        document.get("status") != "success"
+        or not isinstance(data, dict)
+        or data.get("resultType") != "streams"
+        or not isinstance(data.get("result"), list)
+    ):
+        raise ToolError("BACKEND_ERROR")
+    lines: list[tuple[int, dict[str, str], str]] = []
+    for item in data["result"]:
+        stream = item.get("stream") if isinstance(item, dict) else None
+        values = item.get("values") if isinstance(item, dict) else None
+        if not (
+            isinstance(stream, dict)
+            and all(isinstance(value, str) for value in stream.values())
+            and isinstance(values, list)
+        ):
+            raise ToolError("BACKEND_ERROR")
+        for value in values:
+            # A third element (structured metadata) appears when label categorisation is requested.
+            if not (isinstance(value, list) and len(value) in (2, 3)):
+                raise ToolError("BACKEND_ERROR")
+            ts, text = value[0], value[1]
+            if not (isinstance(ts, str) and ts.isascii() and ts.isdigit() and isinstance(text, str)):
+                raise ToolError("BACKEND_ERROR")
+            ns = int(ts)
+            if ns > _MAX_NS:
+                raise ToolError("BACKEND_ERROR")
+            lines.append((ns, stream, text))
+    return lines
+
+
+def _to_ns(value: str) -> int:
+    """Exact integer nanoseconds (the input model already guarantees an aware RFC3339 time)."""
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def format_ns(ns: int) -> str:
+    """RFC3339 UTC with `Z`, keeping Loki's nanoseconds; 0/3/6/9 digits like the file source's window."""
+    seconds, fraction = divmod(ns, _NS_PER_S)
+    base = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None).isoformat()
+    if fraction == 0:
+        return base + "Z"
+    if fraction % 1_000_000 == 0:
+        return f"{base}.{fraction // 1_000_000:03d}Z"
+    if fraction % 1000 == 0:
+        return f"{base}.{fraction // 1000:06d}Z"
+    return f"{base}.{fraction:09d}Z"

@@ -1,0 +1,328 @@
+"""One redaction step for every path out of the process: projections, error details, run events, audit
+columns, log records and the screen.
+
+Three layers, applied in this order so the most precise one wins:
+1. exact configured secret values (the DSN password, API keys read from env), with their URL- and
+   JSON-escaped spellings, because a secret we were told about must never depend on a pattern;
+2. value patterns for well-known credential shapes (cloud keys, GitHub/Slack/Stripe/OpenAI tokens, JWTs,
+   PEM private keys, ``scheme://user:pass@``, ``Authorization:`` headers, ``password=...`` pairs);
+3. key-name rules for structured data (dict keys, table columns, labels), because a value under
+   ``"password"`` is secret whatever it looks like.
+
+Every pattern starts at a literal anchor and uses bounded or possessive quantifiers, so the cost stays
+linear in the input: redaction runs on untrusted backend text and must not become a denial of service.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+REDACTED = "[REDACTED]"
+
+_MARK = re.escape(REDACTED)
+_NOT_MARK = rf"(?!{_MARK})"  # never re-redact the marker: keeps redaction idempotent
+
+# --- key-name rules -------------------------------------------------------------------------------------
+
+# A name is split into words (snake, kebab, dotted, camel); its last word, after dropping qualifiers that
+# only say how the value is encoded, is the noun that says what the value IS. Matching that head noun,
+# not any word, is what keeps `password_expired`, `token_count` and `secret_name` (facts ABOUT a secret,
+# useful in a diagnosis) visible while `db_password`, `access_token` and `passwordHash` are hidden.
+_HEAD_SUFFIXES = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "secrets",
+    "token",  # access_token, id_token, authtoken, csrftoken; never `tokens` (usage counters)
+    "credential",
+    "credentials",
+    "authorization",
+    "cookie",
+    "cookies",
+    "apikey",
+    "privatekey",
+    "accesskey",
+    "secretkey",
+    # Chinese is head-final too: 登录密码 is a password, 密码过期时间 is a time.
+    "密码",
+    "口令",
+    "密钥",
+    "私钥",
+    "令牌",
+    "凭证",
+)
+_HEAD_WORDS = frozenset({"pwd", "pass", "auth", "bearer"})  # too short to match as a suffix
+_KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "signing", "encryption", "client", "app"})
+_ENCODING_QUALIFIERS = frozenset(
+    {"value", "hash", "hashed", "digest", "plain", "plaintext", "raw", "encrypted", "enc", "b64", "base64"}
+    | {"str", "string", "text", "bytes", "header"}
+)
+_SENSITIVE_NAMES = frozenset({"authentication_string"})  # MySQL's mysql.user password hash column
+
+_CHUNK = re.compile(r"[^\W_]+")
+_CAMEL_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def _words(name: str) -> list[str]:
+    words: list[str] = []
+    for chunk in _CHUNK.findall(name):
+        words.extend(_CAMEL_WORD.findall(chunk) if chunk.isascii() else [chunk])
+    return [word.lower() for word in words]
+
+
+def _names_secret(name: object) -> bool:
+    return isinstance(name, str) and _is_sensitive_name(name)
+
+
+@lru_cache(maxsize=4096)
+def _is_sensitive_name(name: str) -> bool:
+    words = _words(name)
+    if "_".join(words) in _SENSITIVE_NAMES:
+        return True
+    while len(words) > 1 and (words[-1] in _ENCODING_QUALIFIERS or words[-1].isdigit()):
+        words.pop()
+    if not words:
+        return False
+    head = words[-1]
+    if head in _HEAD_WORDS or head.endswith(_HEAD_SUFFIXES):
+        return True
+    return head == "key" and len(words) > 1 and words[-2] in _KEY_QUALIFIERS
+
+
+# --- value patterns -------------------------------------------------------------------------------------
+
+_Replace = Callable[[re.Match[str]], str]
+
+
+def _keep_group(group: int) -> _Replace:
+    """Keep the non-secret prefix (group `group`) and redact the rest of the match."""
+    return lambda match: match.group(group) + REDACTED
+
+
+def _url_credentials(match: re.Match[str]) -> str:
+    return match.group(1) + REDACTED + "@"
+
+
+def _pem(match: re.Match[str]) -> str:
+    return match.group("begin") + REDACTED + (match.group("end") or "")
+
+
+def _quoted_pair(match: re.Match[str]) -> str:
+    """`password="..."`: keep key, separator and quotes; empty values stay empty (they hide nothing)."""
+    start, end = match.span(match.lastgroup or 0)  # the one value group (dq, eq, sq or uq) that matched
+    if start == end:
+        return match.group(0)
+    return match.string[match.start() : start] + REDACTED + match.string[end : match.end()]
+
+
+_TOKEN_CHARS = r"A-Za-z0-9_-"
+_PAIR_KEY = r"pass(?:word|wd|phrase)|pwd|secret|token|(?:api|access|secret|private|client|signing)[_-]?key"
+_PAIR_SEP = r"(?:\\?[\"'])?+[ \t]{0,3}+[:=]>?[ \t]{0,3}+"
+
+_PATTERNS: tuple[tuple[re.Pattern[str], _Replace | str], ...] = (
+    # PEM private keys; the body stops at the next "-----" so a missing END cannot make it quadratic,
+    # and a truncated key (error text cut short) is still hidden.
+    (
+        re.compile(
+            r"(?P<begin>-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----)(?:[^-]++|-(?!----))*+"
+            r"(?P<end>-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----)?"
+        ),
+        _pem,
+    ),
+    # scheme://user:pass@host — anchored on "://"; the password may contain '@' (sloppy DSNs), so it is
+    # bounded rather than possessive and backtracks to the last '@' before the path.
+    (re.compile(rf"(://[^\s:/@?#\"'<>]{{0,256}}+:){_NOT_MARK}[^\s/?#\"'<>]{{1,256}}@"), _url_credentials),
+    # Authorization / Proxy-Authorization headers, in header, key=value or JSON form; the scheme is kept.
+    (
+        re.compile(
+            rf"(?i)((?<![\w-])(?:proxy-)?authorization{_PAIR_SEP}(?:\\?[\"'])?+"
+            rf"(?:(?:bearer|basic|digest|token|negotiate|ntlm|apikey)[ \t]+)?+){_NOT_MARK}[^\s\"'\\,;]++"
+        ),
+        _keep_group(1),
+    ),
+    (re.compile(rf"(?i)((?<![\w-])bearer[ \t]+){_NOT_MARK}[A-Za-z0-9._~+/=-]{{16,}}+"), _keep_group(1)),
+    (re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"), REDACTED),
+    (re.compile(rf"(?<![{_TOKEN_CHARS}])AIza[{_TOKEN_CHARS}]{{35}}(?![{_TOKEN_CHARS}])"), REDACTED),
+    (re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}+|github_pat_[A-Za-z0-9_]{22,}+)"), REDACTED),
+    (re.compile(r"(?<![A-Za-z0-9-])xox[abprs]-[A-Za-z0-9-]{10,}+"), REDACTED),
+    (re.compile(r"(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]{8,}+"), _keep_group(1)),
+    (re.compile(r"(?<![A-Za-z0-9_])[sr]k_(?:live|test)_[A-Za-z0-9]{10,}+"), REDACTED),
+    # OpenAI-style keys: 20 alphanumerics right after the prefix, so pod names such as
+    # `sk-worker-5d6f7c8b9-p2z6h` (hyphen-separated short words) are left alone.
+    (
+        re.compile(
+            r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-|ant-api\d\d-)?+[A-Za-z0-9]{20}[A-Za-z0-9_-]*+"
+        ),
+        REDACTED,
+    ),
+    (
+        re.compile(
+            rf"(?<![{_TOKEN_CHARS}])eyJ[{_TOKEN_CHARS}]{{7,}}+\.[{_TOKEN_CHARS}]{{10,}}+\.[{_TOKEN_CHARS}]*+"
+        ),
+        REDACTED,
+    ),
+    # key=value / key: value / "key": "value" (also JSON-in-JSON \"key\": \"value\"). The key must be
+    # followed directly by the separator, so `tokens=`, `token_count:` and prose ("password rotation",
+    # "检查 password 是否过期") never match; the prefix of the key (db_, aws_secret_, X-) is left as is.
+    (
+        re.compile(
+            rf"(?i)(?:{_PAIR_KEY}){_PAIR_SEP}"
+            r"(?:\"(?P<dq>(?:[^\"\\\n]++|\\.)*+)\"?"
+            r"|\\\"(?P<eq>(?:[^\"\\\n]++|\\[^\"\n])*+)(?:\\\")?"
+            r"|'(?P<sq>(?:[^'\\\n]++|\\.)*+)'?"
+            rf"|{_NOT_MARK}(?P<uq>[^\s\"'\\,;&<>(){{}}\]]++))"
+        ),
+        _quoted_pair,
+    ),
+)
+
+
+# --- the redactor ---------------------------------------------------------------------------------------
+
+
+class Redactor:
+    """Immutable, shareable redaction policy: configured secret values plus the built-in rules."""
+
+    def __init__(self, secret_values: Iterable[str] = (), *, min_secret_len: int = 4) -> None:
+        """Values shorter than `min_secret_len` are ignored: replacing every "abc" would shred normal text."""
+        self._secret_values = tuple(value for value in secret_values if isinstance(value, str))
+        self._min_secret_len = min_secret_len
+        spellings = {
+            spelling
+            for value in self._secret_values
+            for spelling in _spellings(value)
+            if len(spelling.strip()) >= min_secret_len
+        }
+        # Longest first so a secret that contains another is replaced whole; the marker comes first so a
+        # secret can never match inside an earlier replacement.
+        ordered = sorted(spellings, key=lambda s: (-len(s), s))
+        self._exact = re.compile("|".join([_MARK, *map(re.escape, ordered)])) if ordered else None
+
+    def with_secrets(self, *values: str) -> Redactor:
+        """A new redactor that also hides `values` (secrets learnt after start-up, e.g. a resolved DSN)."""
+        return Redactor((*self._secret_values, *values), min_secret_len=self._min_secret_len)
+
+    def text(self, value: str) -> str:
+        """Exact secrets first, then value patterns; surrounding text is kept."""
+        if self._exact is not None:
+            value = self._exact.sub(REDACTED, value)
+        for pattern, replace in _PATTERNS:
+            value = pattern.sub(replace, value)
+        return value
+
+    def value(self, obj: Any) -> Any:
+        """Redact a JSON-like structure into new objects (the input is never mutated).
+
+        Strings go through `text`; values under a sensitive key (dict key, table column, or the `value`
+        of a `{"name": ..., "value": ...}` pair such as a Kubernetes env entry) are replaced whatever their
+        type; `None` stays `None`, because an unset secret hides nothing and "unset" helps a diagnosis.
+        """
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            return self._mapping(obj)
+        if isinstance(obj, list):
+            return [self.value(item) for item in obj]
+        if isinstance(obj, tuple):
+            return tuple(self.value(item) for item in obj)
+        return obj
+
+    def is_sensitive_key(self, name: str) -> bool:
+        """True when a key, column or label NAMES a secret (the head-noun rule above); case-insensitive."""
+        return _names_secret(name)
+
+    def logging_filter(self) -> logging.Filter:
+        """A filter for log HANDLERS (logger filters miss records propagated from child loggers)."""
+        return _RedactingFilter(self)
+
+    def _field(self, name: Any, value: Any) -> Any:
+        if value is not None and _names_secret(name):
+            return REDACTED
+        return self.value(value)
+
+    def _mapping(self, obj: dict[Any, Any]) -> dict[Any, Any]:
+        pair_name = obj.get("name", obj.get("key"))
+        hide_value = "value" in obj and _names_secret(pair_name)
+        columns = obj.get("columns")
+        is_table = isinstance(columns, list | tuple) and isinstance(obj.get("rows"), list | tuple)
+        out: dict[Any, Any] = {}
+        for key, item in obj.items():
+            new_key = self.text(key) if isinstance(key, str) else key
+            if hide_value and key == "value" and item is not None:
+                out[new_key] = REDACTED
+            elif is_table and key == "rows":
+                out[new_key] = self._table_rows(columns, item)
+            else:
+                out[new_key] = self._field(key, item)
+        return out
+
+    def _table_rows(self, columns: Any, rows: Any) -> Any:
+        """`{"columns": [...], "rows": [[...]]}`: a cell is as secret as its column's name says."""
+        names = [column.get("name") if isinstance(column, dict) else column for column in columns]
+        hidden = {index for index, name in enumerate(names) if _names_secret(name)}
+
+        def row(cells: Any) -> Any:
+            if not isinstance(cells, list | tuple):
+                return self.value(cells)
+            new = [
+                REDACTED if index in hidden and cell is not None else self.value(cell)
+                for index, cell in enumerate(cells)
+            ]
+            return tuple(new) if isinstance(cells, tuple) else new
+
+        redacted = [row(cells) for cells in rows]
+        return tuple(redacted) if isinstance(rows, tuple) else redacted
+
+
+def _spellings(value: str) -> set[str]:
+    """How a configured secret shows up in text: as is, trimmed, URL-encoded, JSON-escaped."""
+    spellings: set[str] = set()
+    for base in {value, value.strip()}:  # env values often carry a trailing newline the backend never saw
+        spellings |= {base, quote(base, safe=""), quote(base), quote_plus(base)}
+        spellings |= {json.dumps(base)[1:-1], json.dumps(base, ensure_ascii=False)[1:-1]}
+    return spellings
+
+
+_STANDARD_RECORD_KEYS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+}
+_EXCEPTION_FORMATTER = logging.Formatter()
+
+
+class _RedactingFilter(logging.Filter):
+    """Redacts a record in place before any handler formats it, so no log sink ever sees a secret."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = self._redactor.text
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken %-format must not let its arguments through unredacted
+            message = f"{record.msg!s} {record.args!r}"
+        record.msg, record.args = text(message), None
+        if record.exc_info:
+            exc_text = record.exc_text or _EXCEPTION_FORMATTER.formatException(record.exc_info)
+            # Drop exc_info so no handler re-renders the raw traceback; Formatter prints exc_text instead.
+            record.exc_text, record.exc_info = text(exc_text), None
+        elif record.exc_text:
+            record.exc_text = text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = text(record.stack_info)
+        for key in vars(record).keys() - _STANDARD_RECORD_KEYS:  # `extra=` fields reach JSON formatters
+            setattr(record, key, self._redactor._field(key, getattr(record, key)))
+        return True
+
+
+NOOP = Redactor()
+"""No configured secrets. Patterns and key-name rules still apply: there is deliberately no "off" switch."""
