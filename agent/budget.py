@@ -15,7 +15,7 @@ from agent.settings import BudgetSettings
 
 
 def utf8_len(text: str) -> int:
-    """UTF-8 size of `text`; raises UnicodeEncodeError for text that is not valid Unicode (lone surrogates)."""
+    """UTF-8 size of `text`; raises UnicodeEncodeError on lone surrogates (not valid Unicode)."""
     return len(text.encode("utf-8"))
 
 
