@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from tools.redaction import NOOP, Redactor
+
 RunEvent = Mapping[str, Any]
 EventSink = Callable[[RunEvent], None]
 
@@ -65,6 +67,7 @@ class RunEventEmitter:
         sinks: list[EventSink] | None = None,
         required_sinks: list[EventSink] | None = None,
         clock: Callable[[], str] = utc_now_iso,
+        redactor: Redactor = NOOP,
     ) -> None:
         self.run_id = run_id
         self.session_id = session_id
@@ -72,17 +75,19 @@ class RunEventEmitter:
         self._required = list(required_sinks or [])
         self._seq = itertools.count(1)
         self._clock = clock
+        self._redactor = redactor
 
     def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
         if type_ not in EVENT_TYPES:
             raise ValueError(f"unknown run event type {type_!r}")
+        # One redaction step for every event: the console, --events and the audit all read this copy.
         event: dict[str, Any] = {
             "type": type_,
             "run_id": self.run_id,
             "session_id": self.session_id,
             "seq": next(self._seq),
             "at": self._clock(),
-            **fields,
+            **self._redactor.value(fields),
         }
         for sink in self._required:
             sink(event)

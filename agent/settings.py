@@ -61,6 +61,10 @@ class LogsSettings(Section):
     url: str | None = None
     max_window_minutes: int = Field(default=360, ge=1)
     max_lines: int = Field(default=200, ge=1, le=5000)
+    # Loki only: the model picks a service name; each maps to a fixed stream selector written here.
+    services: dict[str, str] = Field(default_factory=dict)
+    tenant: str | None = None
+    level_label: str = "level"
 
 
 class MysqlSettings(Section):

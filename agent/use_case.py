@@ -39,6 +39,7 @@ from agent.run_context import RunContext, new_id
 from agent.settings import Settings
 from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
+from tools.redaction import NOOP, Redactor
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class DiagnosisUseCase:
         required_sinks: list[EventSink] | None = None,
         extra_hooks: dict[str, list[Any]] | None = None,
         run_id_factory: Callable[[], str] = lambda: new_id("run"),
+        redactor: Redactor = NOOP,
     ) -> None:
         self.settings = settings
         self.chat_generator = chat_generator
@@ -94,6 +96,7 @@ class DiagnosisUseCase:
         self.required_sinks = list(required_sinks or [])
         self.extra_hooks = extra_hooks or {}
         self._run_id_factory = run_id_factory
+        self.redactor = redactor
         self._current: RunContext | None = None
 
     def cancel(self) -> None:
@@ -105,7 +108,9 @@ class DiagnosisUseCase:
         self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None = None
     ) -> ExecutionResult:
         run_id = self._run_id_factory()
-        emitter = RunEventEmitter(run_id, self.session_id, self.sinks, self.required_sinks)
+        emitter = RunEventEmitter(
+            run_id, self.session_id, self.sinks, self.required_sinks, redactor=self.redactor
+        )
         budget = RunBudget(self.settings.budget)
         ctx = RunContext(self.session_id, run_id, budget)
         try:

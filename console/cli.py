@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from console.wiring import SetupError
+from tools.redaction import NOOP
 
 SETUP_ERROR = 3
 
@@ -58,6 +59,7 @@ def _log_to_file() -> None:
     except OSError:
         handler = logging.NullHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(NOOP.logging_filter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
@@ -74,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _console(args)
         return asyncio.run(_run(args))
     except SetupError as exc:
-        print(f"diagnose: {exc}", file=sys.stderr)
+        print(f"diagnose: {NOOP.text(str(exc))}", file=sys.stderr)
         return SETUP_ERROR
 
 
@@ -148,6 +150,8 @@ async def _run(args: argparse.Namespace) -> int:
     from console.wiring import open_run_environment
 
     env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(env.redactor.logging_filter())  # configured secret values, exactly
     query = _read_query(args, env.scenario)
     previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
 
@@ -170,14 +174,14 @@ async def _run(args: argparse.Namespace) -> int:
         result = await use_case.execute(query, previous_turn)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-        env.close()
+        await env.aclose()
         if events_stream is not None and events_stream is not sys.stdout:
             events_stream.close()
 
     if args.json:
-        print(json.dumps(result.to_json_dict(), ensure_ascii=False, indent=2))
+        print(json.dumps(env.redactor.value(result.to_json_dict()), ensure_ascii=False, indent=2))
     else:
         from console.render_text import render_result
 
-        print(render_result(result, model_label=env.model_label))
+        print(env.redactor.text(render_result(result, model_label=env.model_label)))
     return result.exit_code

@@ -14,10 +14,12 @@ from agent.events import EventSink
 from agent.evidence import build_boundary
 from agent.models import DEFAULT_SCENARIO, build_model
 from agent.scenarios import Scenario, ScenarioError, resolve_scenario
+from agent.secrets import build_redactor
 from agent.settings import ConfigError, Settings, load_settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStore, AuditStoreError, default_audit_path
 from tools.boundary import ToolBoundary
+from tools.redaction import Redactor
 
 
 class SetupError(Exception):
@@ -30,6 +32,7 @@ class RunEnvironment:
     scenario: Scenario | None
     boundary: ToolBoundary
     audit: AuditStore
+    redactor: Redactor
 
     @property
     def model_label(self) -> str:
@@ -55,9 +58,11 @@ class RunEnvironment:
             sinks=sinks,
             required_sinks=[AuditSink(self.audit)],
             extra_hooks=extra_hooks,
+            redactor=self.redactor,
         )
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
+        await self.boundary.aclose()
         self.audit.close()
 
 
@@ -72,10 +77,12 @@ def open_run_environment(
         chosen = resolve_scenario(wanted) if wanted else None
         settings = load_settings(config, overrides=chosen.settings) if chosen and chosen.settings else base
         build_model(settings.model, chosen)  # fail early on a bad model configuration
+        redactor = build_redactor(settings)
+        boundary = build_boundary(settings, redactor)
     except (ConfigError, ScenarioError) as exc:
         raise SetupError(str(exc)) from None
     try:
         store = AuditStore(audit_db or settings.audit.path or default_audit_path())
     except AuditStoreError as exc:
         raise SetupError(f"audit unavailable: {exc}") from None
-    return RunEnvironment(settings, chosen, build_boundary(settings), store)
+    return RunEnvironment(settings, chosen, boundary, store, redactor)

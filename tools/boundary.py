@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from tools.adapter import EvidenceAdapter, ToolError, ToolRequest
 from tools.definitions import BUSINESS_INPUTS, TOOL_NAMES
 from tools.observation import ErrorCode
+from tools.redaction import NOOP, Redactor
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +49,21 @@ class ToolBoundary:
         self,
         adapters: Mapping[str, EvidenceAdapter],
         timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+        redactor: Redactor = NOOP,
     ) -> None:
         unknown = set(adapters) - set(TOOL_NAMES)
         if unknown:
             raise ValueError(f"adapters for unknown tools: {sorted(unknown)}")
         self._adapters = dict(adapters)
         self._timeout_s = timeout_s
+        self._redactor = redactor
+
+    async def aclose(self) -> None:
+        """Release adapter resources (HTTP clients, connection pools)."""
+        for adapter in self._adapters.values():
+            close = getattr(adapter, "aclose", None)
+            if close is not None:
+                await close()
 
     @staticmethod
     def is_registered(tool: str) -> bool:
@@ -94,6 +104,6 @@ class ToolBoundary:
         except Exception:
             log.exception("adapter %s failed on %s", request.tool, request.tool_call_id)
             return done("ERROR", code="BACKEND_ERROR")
-        if result.status == "FOUND":
-            return done("FOUND", data=result.data)
-        return done("EMPTY", data=result.data)
+        # Every projection string passes the redaction step before the model, an event or the audit sees it.
+        data = self._redactor.value(result.data)
+        return done(result.status, data=data)
