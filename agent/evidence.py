@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 from agent.settings import ConfigError, Settings
 from tools.adapter import EvidenceAdapter
 from tools.boundary import ToolBoundary
-from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS
+from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path
 from tools.logs_file import LogFileAdapter, bundled_logs_path
 from tools.redaction import NOOP, Redactor
 
 
 def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
-    """query_mysql has no adapter until MySQL is configured, so the boundary answers UNAVAILABLE."""
+    """Embedded sources by default; query_mysql has no adapter (UNAVAILABLE) until `[mysql] dsn` is set."""
     adapters: dict[str, EvidenceAdapter] = {
         LOOKUP_KNOWLEDGE: KnowledgeAdapter(settings.knowledge.path or bundled_knowledge_path()),
     }
@@ -24,7 +26,32 @@ def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
         )
     else:
         adapters[QUERY_LOGS] = _loki(settings)
+    if settings.mysql.dsn:
+        adapters[QUERY_MYSQL] = _mysql(settings)
     return adapters
+
+
+def mysql_password(settings: Settings) -> str | None:
+    name = settings.mysql.password_env
+    return os.environ.get(name) if name else None
+
+
+def _mysql(settings: Settings) -> EvidenceAdapter:
+    from tools.mysql import MysqlAdapter
+
+    mysql = settings.mysql
+    assert mysql.dsn is not None
+    try:
+        return MysqlAdapter(
+            mysql.dsn,
+            password=mysql_password(settings),
+            allowed_schemas=mysql.allowed_schemas,
+            statement_timeout_ms=mysql.statement_timeout_ms,
+            max_rows=mysql.max_rows,
+        )
+    except ValueError:
+        # The message could echo the DSN; name the key instead.
+        raise ConfigError("[mysql] dsn is not a valid mysql://user@host:port/database URL") from None
 
 
 def _loki(settings: Settings) -> EvidenceAdapter:

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from console.wiring import SetupError
+from console.demo_cli import add_demo_parser, run_demo_command
+from console.errors import SetupError
 from tools.redaction import NOOP
 
 SETUP_ERROR = 3
@@ -42,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--audit-db", type=Path)
     run.add_argument("--events", help="write NDJSON run events to this file ('-' for stdout)")
     run.add_argument("--json", action="store_true", help="print the execution result as JSON")
+
+    add_demo_parser(sub)
 
     scenarios = sub.add_parser("scenarios", help="list built-in scenarios")
     scenarios.add_argument("--json", action="store_true")
@@ -72,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command == "scenarios":
             return _scenarios(args.json)
+        if command == "demo":
+            return run_demo_command(args)
         if command == "console":
             return _console(args)
         return asyncio.run(_run(args))

@@ -18,12 +18,9 @@ from agent.secrets import build_redactor
 from agent.settings import ConfigError, Settings, load_settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStore, AuditStoreError, default_audit_path
+from console.errors import SetupError
 from tools.boundary import ToolBoundary
 from tools.redaction import Redactor
-
-
-class SetupError(Exception):
-    """The run cannot start; the message tells the operator what to fix."""
 
 
 @dataclass

@@ -31,6 +31,8 @@ EXPECTED = {
     "unknown-tool": ("DRAFT", "COMPLETED", 0, []),
     "fenced-json-fails-closed": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),
     "oversized-query-rejected": ("REJECTED", "QUERY_TOO_LARGE", 2, []),
+    # Without [mysql] configured both queries answer UNAVAILABLE, so the scripted conclusion is refused.
+    "mysql-stuck-enterprise-orders": ("FAILED", "INVALID_DRAFT", 1, ["call-1", "call-2"]),
 }
 
 

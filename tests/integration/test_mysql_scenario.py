@@ -1,0 +1,47 @@
+"""The built-in MySQL scenario against the demo database loaded into the local MariaDB."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from console.cli import main
+from tests.mysql_support import MysqlTestEnv
+
+pytestmark = pytest.mark.mysql
+
+
+def test_mysql_scenario_cites_found_rows(
+    mysql_env: MysqlTestEnv,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("DIAGNOSE_MYSQL__DSN", mysql_env.dsn(mysql_env.shop))
+    audit_db = tmp_path / "audit.db"
+    code = main(["run", "--scenario", "mysql-stuck-enterprise-orders", "--json", "--audit-db", str(audit_db)])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert (result["outcome"], result["stop_reason"]) == ("DRAFT", "COMPLETED")
+    assert result["draft"]["conclusion"] is not None
+    with sqlite3.connect(audit_db) as db:
+        rows = db.execute("SELECT tool_call_id, status, projection_json FROM invocations ORDER BY started_at")
+        invocations = [(r[0], r[1], json.loads(r[2])) for r in rows]
+    assert [(i, s) for i, s, _ in invocations] == [("call-1", "FOUND"), ("call-2", "FOUND")]
+    by_status = {row[0]: row[1] for row in invocations[0][2]["rows"]}
+    assert by_status["PAYING"] == 22
+    assert [row[0] for row in invocations[1][2]["rows"]] == [
+        "dep-20261130-0205-7f3a",
+        "dep-20261130-0252-c41e",
+    ]
+
+
+def test_demo_loader_refuses_without_dsn(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DIAGNOSE_MYSQL__DSN", raising=False)
+    assert main(["demo", "load-mysql"]) == 3
+    assert "[mysql] dsn is not configured" in capsys.readouterr().err

@@ -1,0 +1,494 @@
+"""query_mysql against a configured MySQL / MariaDB: one guarded, read-only statement per call.
+
+The SQL guard decides what may run; everything here assumes it can be wrong. Connections cannot send two
+statements (aiomysql always sets the multi-statements flag, so connections are opened here with it
+cleared) nor read client files (local infile off). Every statement runs with a server-side time limit in
+a read-only session and a `START TRANSACTION READ ONLY` that is always rolled back. aiomysql has no read
+timeout and leaves a cancelled query running on the server, so every await is bounded and a cancelled or
+timed-out statement is killed from a second, short-lived connection; its connection is never reused.
+The model only ever sees a bounded projection or a stable error code, never server text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.resources
+import json
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import aiomysql
+from pymysql.constants import CLIENT
+from pymysql.err import InterfaceError, MySQLError
+
+from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.definitions import QueryMysqlInput
+from tools.sql_guard import SYSTEM_SCHEMAS, GuardedStatement, SqlPolicyError, guard_sql
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 3306
+# Plain identifiers only: a schema name reaches the server as a protocol argument or inside backticks.
+_SCHEMA_NAME = re.compile(r"[A-Za-z0-9_$]{1,64}")
+# How long past the server-side time limit the client waits before killing the query itself.
+_CLIENT_MARGIN_S = 1.0
+# A pooled connection idle longer than this may have been cut by the server or a proxy: open a new one.
+_IDLE_RECYCLE_S = 120.0
+_FIXTURE_TIMEOUT_S = 60.0
+
+_TIMEOUT_ERRNOS = frozenset({1317, 1969, 3024})  # interrupted, MariaDB / MySQL statement time limit
+_ACCESS_DENIED_ERRNOS = frozenset({1044, 1045, 1142, 1143, 1227, 1370})
+_READ_ONLY_ERRNOS = frozenset({1792})
+_UNAVAILABLE_ERRNOS = frozenset({1040, 1053, 1203})  # too many connections, shutdown, user connection cap
+# Stable hints that let the model fix its own query without seeing the server's text.
+_BACKEND_REASONS = {
+    1049: "UNKNOWN_DATABASE",
+    1054: "UNKNOWN_COLUMN",
+    1064: "SYNTAX_ERROR",
+    1146: "UNKNOWN_TABLE",
+}
+
+
+@dataclass(frozen=True)
+class MysqlTarget:
+    host: str
+    port: int
+    user: str
+    database: str | None
+    password: str | None = field(default=None, repr=False)
+
+
+def parse_dsn(dsn: str) -> MysqlTarget:
+    """`mysql://user@host:port/database`; a password in the DSN works but belongs in an env var.
+
+    Error messages never repeat the DSN, which may carry that password.
+    """
+    shape = "DSN must look like mysql://user@host:3306/database"
+    try:
+        parts = urlsplit(dsn)
+        port = parts.port or DEFAULT_PORT
+    except ValueError:
+        raise ValueError(shape) from None
+    if parts.scheme not in ("mysql", "mariadb") or not parts.hostname or not parts.username:
+        raise ValueError(shape)
+    if parts.query or parts.fragment:
+        raise ValueError("DSN must not carry query parameters or a fragment")
+    database = unquote(parts.path.lstrip("/")) or None
+    if database is not None and not _SCHEMA_NAME.fullmatch(database):
+        raise ValueError("DSN database must be a plain identifier")
+    password = unquote(parts.password) if parts.password is not None else None
+    return MysqlTarget(parts.hostname, port, unquote(parts.username), database, password)
+
+
+class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]
+    """aiomysql answers every server warning with an extra SHOW WARNINGS and a Python warning carrying the
+    server's text (and data); neither belongs in the console's output."""
+
+    async def _show_warnings(self, conn: Any) -> None:
+        return None
+
+
+async def open_connection(target: MysqlTarget, password: str | None, timeout_s: float) -> Any:
+    """Open one connection that can send only one statement per query and never reads client files.
+
+    aiomysql ORs CLIENT.MULTI_STATEMENTS into the flags in `Connection.__init__` whatever the caller
+    passes, and its Pool builds connections itself, so the flag is cleared between construction and
+    the handshake here. A test asserts the server then rejects `SELECT 1; SELECT 2`.
+    """
+    conn = aiomysql.Connection(
+        host=target.host,
+        port=target.port,
+        user=target.user,
+        password=password if password is not None else (target.password or ""),
+        db=None,
+        charset="utf8mb4",
+        autocommit=True,
+        local_infile=False,
+        connect_timeout=timeout_s,
+        program_name="diagnosis-console",
+        cursorclass=_QuietCursor,
+    )
+    conn.client_flag &= ~CLIENT.MULTI_STATEMENTS
+    conn.client_flag &= ~CLIENT.LOCAL_FILES
+    try:
+        async with asyncio.timeout(timeout_s):
+            await conn._connect()
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class _ConnectionPool:
+    """At most `maxsize` connections opened by `open_connection`; a connection goes back only if clean."""
+
+    def __init__(self, open_new: Callable[[], Any], maxsize: int) -> None:
+        self._open_new = open_new
+        self._maxsize = maxsize
+        self._slots = asyncio.Semaphore(maxsize)
+        self._free: list[Any] = []
+        self._in_use: set[Any] = set()
+        self.opened = 0
+
+    async def acquire(self) -> Any:
+        await self._slots.acquire()
+        try:
+            conn = self._take_free()
+            if conn is None:
+                conn = await self._open_new()
+                self.opened += 1
+        except BaseException:
+            self._slots.release()
+            raise
+        self._in_use.add(conn)
+        return conn
+
+    def _take_free(self) -> Any:
+        now = asyncio.get_running_loop().time()
+        while self._free:
+            conn = self._free.pop()
+            if not conn.closed and now - conn.last_usage < _IDLE_RECYCLE_S:
+                return conn
+            conn.close()
+        return None
+
+    def release(self, conn: Any, *, reusable: bool) -> None:
+        """Closing (not returning) is the only safe end for a connection whose state is unknown."""
+        self._in_use.discard(conn)
+        if reusable and not conn.closed:
+            self._free.append(conn)
+        else:
+            conn.close()
+        self._slots.release()
+
+    async def close(self, timeout_s: float) -> None:
+        """Idle connections say goodbye (COM_QUIT) so the server does not count them as aborted."""
+        free, self._free = self._free, []
+        for conn in free:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await conn.ensure_closed()
+            except (MySQLError, OSError, TimeoutError):
+                conn.close()
+        for conn in self._in_use:
+            conn.close()
+        self._in_use.clear()
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "size": len(self._free) + len(self._in_use),
+            "free": len(self._free),
+            "in_use": len(self._in_use),
+            "max": self._maxsize,
+            "opened": self.opened,
+        }
+
+
+@dataclass(frozen=True)
+class _Rows:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+class MysqlAdapter:
+    """Answers query_mysql: guard first (no connection for a rejected statement), then one bounded run."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        password: str | None,
+        allowed_schemas: Sequence[str],
+        statement_timeout_ms: int = 5000,
+        max_rows: int = 100,
+        max_columns: int = 30,
+        cell_chars: int = 200,
+        max_result_bytes: int = 64_000,
+        pool_size: int = 4,
+        connect_timeout_s: float = 5.0,
+    ) -> None:
+        self._target = parse_dsn(dsn)
+        self._password = password
+        # With no list configured, the DSN's database is the one schema the model may read.
+        if not allowed_schemas and self._target.database is not None:
+            allowed_schemas = (self._target.database,)
+        self._allowed_schemas = tuple(allowed_schemas)
+        # The guard matches schema names case-insensitively and executes the configured spelling; so does
+        # the default database, which a case-sensitive server would otherwise resolve differently.
+        self._schema_spelling = {name.lower(): name for name in allowed_schemas}
+        self._statement_timeout_ms = statement_timeout_ms
+        self._max_rows = max_rows
+        self._max_columns = max_columns
+        self._cell_chars = cell_chars
+        self._max_result_bytes = max_result_bytes
+        self._pool_size = pool_size
+        self._connect_timeout_s = connect_timeout_s
+        self._pool: _ConnectionPool | None = None
+        self._kills: set[asyncio.Task[None]] = set()
+
+    def pool_stats(self) -> dict[str, int]:
+        """For tests and operators: connections held, idle, checked out, the cap, and ever opened."""
+        if self._pool is None:
+            return {"size": 0, "free": 0, "in_use": 0, "max": self._pool_size, "opened": 0}
+        return self._pool.stats()
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close(_CLIENT_MARGIN_S)
+        if self._kills:
+            await asyncio.wait(self._kills, timeout=self._connect_timeout_s + _CLIENT_MARGIN_S)
+
+    async def execute(self, request: ToolRequest) -> AdapterResult:
+        params = request.input
+        if not isinstance(params, QueryMysqlInput):
+            raise ToolError("INVALID_INPUT")
+        database = params.database or self._target.database
+        try:
+            guarded = guard_sql(
+                params.sql, database=database, allowed_schemas=self._allowed_schemas, max_rows=self._max_rows
+            )
+        except SqlPolicyError as exc:
+            raise ToolError("POLICY_REJECTED", exc.reason) from None
+        schema = None
+        if database is not None:
+            schema = self._schema_spelling.get(database.lower())
+            if schema is None:  # the guard rejects this first; kept so no other name is ever selected
+                raise ToolError("POLICY_REJECTED", "SCHEMA_NOT_ALLOWED")
+        result = await self._run(guarded, schema)
+        return self._project(result)
+
+    def _pool_or_create(self) -> _ConnectionPool:
+        if self._pool is None:
+            self._pool = _ConnectionPool(
+                lambda: open_connection(self._target, self._password, self._connect_timeout_s),
+                self._pool_size,
+            )
+        return self._pool
+
+    async def _run(self, guarded: GuardedStatement, database: str | None) -> _Rows:
+        pool = self._pool_or_create()
+        try:
+            async with asyncio.timeout(self._connect_timeout_s):
+                conn = await pool.acquire()
+        except TimeoutError:
+            raise ToolError("UNAVAILABLE") from None
+        except (MySQLError, OSError) as exc:
+            raise _tool_error(exc) from None
+        thread_id = conn.thread_id()
+        try:
+            async with asyncio.timeout(self._statement_timeout_ms / 1000 + _CLIENT_MARGIN_S):
+                result = await self._statement(conn, guarded, database)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            # The statement may still be running on the server: drop the connection, then kill it.
+            pool.release(conn, reusable=False)
+            await asyncio.shield(self._kill_in_background(thread_id))
+            if isinstance(exc, TimeoutError):
+                raise ToolError("TIMEOUT") from None
+            raise
+        except MySQLError as exc:
+            pool.release(conn, reusable=await self._rolled_back(conn, exc))
+            raise _tool_error(exc) from None
+        except BaseException:
+            pool.release(conn, reusable=False)
+            raise
+        pool.release(conn, reusable=True)
+        return result
+
+    def _time_limit_sql(self, conn: Any) -> str:
+        """MariaDB and MySQL spell the per-statement time limit differently; the handshake says which."""
+        if "mariadb" in conn.get_server_info().lower():
+            return f"SET SESSION max_statement_time = {self._statement_timeout_ms / 1000:.3f}"
+        return f"SET SESSION MAX_EXECUTION_TIME = {int(self._statement_timeout_ms)}"
+
+    async def _statement(self, conn: Any, guarded: GuardedStatement, database: str | None) -> _Rows:
+        """Session settings on every checkout, so nothing a previous run left behind can matter.
+
+        `SET SESSION TRANSACTION READ ONLY` is what stops DDL: DDL implicitly commits the explicit
+        read-only transaction and would otherwise run outside it.
+        """
+        async with conn.cursor() as cur:
+            await cur.execute(self._time_limit_sql(conn))
+            await cur.execute("SET SESSION TRANSACTION READ ONLY")
+            if database is not None:
+                await conn.select_db(database)
+            await cur.execute("START TRANSACTION READ ONLY")
+            await cur.execute(guarded.sql)
+            columns = [str(column[0]) for column in cur.description or ()]
+            rows = list(await cur.fetchmany(self._max_rows + 1)) if columns else []
+            await cur.execute("ROLLBACK")
+        return _Rows(columns, rows)
+
+    async def _rolled_back(self, conn: Any, exc: MySQLError) -> bool:
+        """After a server-side error the connection is intact: roll back and keep it; otherwise drop it."""
+        errno = _errno(exc)
+        if errno is None or errno >= 2000:
+            return False
+        try:
+            async with asyncio.timeout(_CLIENT_MARGIN_S):
+                await conn.rollback()
+        except (MySQLError, OSError, TimeoutError):
+            return False
+        return True
+
+    def _kill_in_background(self, thread_id: int) -> asyncio.Task[None]:
+        """A task of its own, so a second cancellation of the caller cannot stop the kill."""
+        task = asyncio.get_running_loop().create_task(self._kill_query(thread_id))
+        self._kills.add(task)
+        task.add_done_callback(self._kills.discard)
+        return task
+
+    async def _kill_query(self, thread_id: int) -> None:
+        try:
+            conn = await open_connection(self._target, self._password, self._connect_timeout_s)
+            try:
+                async with asyncio.timeout(_CLIENT_MARGIN_S), conn.cursor() as cur:
+                    await cur.execute(f"KILL QUERY {int(thread_id)}")
+            finally:
+                conn.close()
+        except (MySQLError, OSError, TimeoutError) as exc:
+            # 1094: the query already ended. Anything else leaves it to the server's own time limit.
+            if _errno(exc) != 1094:
+                log.warning("KILL QUERY %d failed (%s %s)", thread_id, type(exc).__name__, _errno(exc))
+
+    def _project(self, result: _Rows) -> AdapterResult:
+        """Whitelisted shape only: names, capped rows and columns, cut cells, and whether anything was cut."""
+        truncated = len(result.columns) > self._max_columns or len(result.rows) > self._max_rows
+        columns: list[str] = []
+        for name in result.columns[: self._max_columns]:
+            cut, was_cut = self._cut(name)
+            columns.append(cut)
+            truncated = truncated or was_cut
+        rows: list[list[Any]] = []
+        for raw in result.rows[: self._max_rows]:
+            row: list[Any] = []
+            for value in raw[: self._max_columns]:
+                cell, was_cut = self._cell(value)
+                row.append(cell)
+                truncated = truncated or was_cut
+            rows.append(row)
+        data: dict[str, Any] = {
+            "columns": columns,
+            "rows": rows,
+            "row_count": len(rows),
+            "truncated": truncated,
+        }
+        size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        if size > self._max_result_bytes:
+            raise ToolError("RESULT_TOO_LARGE", "NARROW_THE_QUERY")
+        return AdapterResult("FOUND" if rows else "EMPTY", data)
+
+    def _cut(self, text: str) -> tuple[str, bool]:
+        if len(text) > self._cell_chars:
+            return text[: self._cell_chars], True
+        return text, False
+
+    def _cell(self, value: Any) -> tuple[Any, bool]:
+        """JSON-safe cells: numbers stay numbers where that loses nothing, binary data is never shown."""
+        if value is None or isinstance(value, bool | int | float):
+            return value, False
+        if isinstance(value, Decimal):
+            if value.is_finite() and Decimal(repr(float(value))) == value:
+                return float(value) if value != value.to_integral_value() else int(value), False
+            return self._cut(str(value))
+        if isinstance(value, bytes | bytearray | memoryview):
+            return f"<{len(value)} bytes>", False
+        if isinstance(value, datetime | date | time):
+            return value.isoformat(), False
+        if isinstance(value, timedelta):
+            return str(value), False
+        if isinstance(value, set | frozenset):
+            return self._cut(",".join(sorted(str(item) for item in value)))
+        return self._cut(str(value))
+
+
+def _errno(exc: BaseException) -> int | None:
+    if isinstance(exc, MySQLError) and exc.args and isinstance(exc.args[0], int):
+        return exc.args[0]
+    return None
+
+
+def _tool_error(exc: BaseException) -> ToolError:
+    """Stable codes by errno; the server's message is logged by number only and never passed on."""
+    errno = _errno(exc)
+    log.warning("query_mysql failed: %s errno=%s", type(exc).__name__, errno)
+    if errno in _TIMEOUT_ERRNOS:
+        return ToolError("TIMEOUT")
+    if errno in _ACCESS_DENIED_ERRNOS:
+        return ToolError("POLICY_REJECTED", "ACCESS_DENIED")
+    if errno in _READ_ONLY_ERRNOS:
+        return ToolError("POLICY_REJECTED", "READ_ONLY")
+    if (
+        errno in _UNAVAILABLE_ERRNOS
+        or (errno is not None and errno >= 2000)
+        or isinstance(exc, InterfaceError | OSError)
+    ):
+        return ToolError("UNAVAILABLE")
+    return ToolError("BACKEND_ERROR", _BACKEND_REASONS.get(errno) if errno is not None else None)
+
+
+def bundled_demo_sql_path() -> Path:
+    """The demo business database of the 2026-11-30 payment incident, shipped with the package."""
+    return Path(str(importlib.resources.files("tools") / "data" / "mysql" / "demo.sql"))
+
+
+def split_sql_script(text: str) -> list[str]:
+    """Split a script on `;` outside quotes and comments: the connection runs one statement per query."""
+    statements: list[str] = []
+    current: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "'\"`":
+            end = i + 1
+            while end < n and text[end] != ch:
+                end += 2 if text[end] == "\\" and ch != "`" else 1
+            current.append(text[i : end + 1])
+            i = end + 1
+        elif ch == "#" or (text.startswith("--", i) and (i + 2 == n or text[i + 2].isspace())):
+            newline = text.find("\n", i)
+            i = n if newline == -1 else newline + 1
+            current.append("\n")
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            i = n if close == -1 else close + 2
+            current.append(" ")
+        elif ch == ";":
+            statements.append("".join(current).strip())
+            current = []
+            i += 1
+        else:
+            current.append(ch)
+            i += 1
+    statements.append("".join(current).strip())
+    return [statement for statement in statements if statement]
+
+
+async def load_demo_fixture(dsn: str, password: str | None, database: str) -> int:
+    """Create `database` if missing and (re)load the demo tables into it; returns the statement count.
+
+    The only write path in the package, for demos and tests: it refuses system schemas and anything
+    that is not a plain identifier, and is never reachable from a model's tool call.
+    """
+    if not _SCHEMA_NAME.fullmatch(database) or database.lower() in SYSTEM_SCHEMAS:
+        raise ValueError("the demo fixture needs a plain, non-system database name")
+    statements = split_sql_script(bundled_demo_sql_path().read_text(encoding="utf-8"))
+    target = parse_dsn(dsn)
+    async with asyncio.timeout(_FIXTURE_TIMEOUT_S):
+        conn = await open_connection(target, password, _FIXTURE_TIMEOUT_S)
+        try:
+            async with conn.cursor() as cur:
+                await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}` CHARACTER SET utf8mb4")
+                await conn.select_db(database)
+                for statement in statements:
+                    await cur.execute(statement)
+        finally:
+            conn.close()
+    return len(statements)

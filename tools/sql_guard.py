@@ -1,0 +1,629 @@
+"""Read-only policy for `query_mysql`: decide what may reach the server and build the exact text to send.
+
+The model writes SQL; a MySQL server executes far more than SELECT (executable comments, `INTO OUTFILE`,
+locking reads, `SLEEP`, stored functions, variables). So every step fails closed: the text is
+checked lexically before sqlglot ever sees it, the parsed tree must consist only of node types and
+functions on explicit allowlists, and what is executed is never the caller's text:
+SELECT/EXPLAIN are regenerated from the validated tree (every identifier quoted, every table
+qualified, the outer LIMIT clamped) and re-verified; SHOW/DESCRIBE are rebuilt from identifiers
+matched by a strict grammar of our own, because sqlglot rewrites SHOW statements
+(`SHOW GRANTS` becomes `SHOW GRANTS FOR`, `SHOW FULL COLUMNS FROM db.t` becomes `... FROM t FROM db`).
+
+Every rejection is a `SqlPolicyError` with a stable `reason`; the adapter reports it as
+`POLICY_REJECTED` and never contacts the server.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.tokens import Token, TokenType
+
+PolicyReason = Literal[
+    "TOO_LONG",
+    "PARSE_ERROR",
+    "COMMENT",
+    "MULTI_STATEMENT",
+    "WRITE_STATEMENT",
+    "UNSUPPORTED_STATEMENT",
+    "EXPLAIN_ANALYZE",
+    "INTO_CLAUSE",
+    "LOCKING_READ",
+    "VARIABLE",
+    "FUNCTION_NOT_ALLOWED",
+    "NO_DATABASE",
+    "SYSTEM_SCHEMA",
+    "SCHEMA_NOT_ALLOWED",
+]
+
+SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
+
+# MySQL function names a query may call. Pure and cheap only: nothing that sleeps, locks, waits for
+# replication, touches files, changes state (sequences) or reveals the connection's identity
+# (USER(), CURRENT_USER, CONNECTION_ID()); nothing that can build huge values (REPEAT, LPAD, SPACE).
+# DATABASE()/SCHEMA() are allowed: they only name the schema the adapter already chose.
+ALLOWED_FUNCTIONS = frozenset(
+    {
+        # aggregates and window functions
+        "COUNT", "SUM", "AVG", "MIN", "MAX", "GROUP_CONCAT", "ROW_NUMBER", "RANK", "DENSE_RANK",
+        # strings
+        "CONCAT", "CONCAT_WS", "SUBSTRING", "LEFT", "RIGHT", "LOWER", "UPPER", "TRIM", "LENGTH",
+        "CHAR_LENGTH", "REPLACE", "LOCATE",
+        # conditionals and conversions
+        "COALESCE", "IFNULL", "NULLIF", "IF", "CASE", "CAST", "GREATEST", "LEAST", "EXISTS", "COLLATE",
+        # dates and times
+        "NOW", "CURRENT_TIMESTAMP", "CURRENT_DATE", "CURDATE", "DATE", "TIMESTAMP", "DATE_FORMAT",
+        "DATE_SUB", "DATE_ADD", "TIMESTAMPDIFF", "DATEDIFF", "UNIX_TIMESTAMP", "FROM_UNIXTIME",
+        "EXTRACT", "YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND",
+        # math
+        "ROUND", "FLOOR", "CEIL", "ABS",
+        # JSON
+        "JSON_EXTRACT", "JSON_UNQUOTE",
+        # the schema the adapter connected to
+        "DATABASE",
+    }
+)  # fmt: skip
+
+# sqlglot parses most known functions into typed nodes (IFNULL becomes Coalesce, DATE_FORMAT becomes
+# TimeToStr around an implicit TsOrDsToTimestamp): this names the MySQL function each node stands for.
+# Exact classes only; a node type missing here is not allowed, whatever it renders as. `->>` is left
+# out on purpose: sqlglot keeps it as an operator, which MariaDB does not have.
+_TYPED_FUNCTIONS: dict[type[exp.Func], str] = {
+    exp.Count: "COUNT",
+    exp.Sum: "SUM",
+    exp.Avg: "AVG",
+    exp.Min: "MIN",
+    exp.Max: "MAX",
+    exp.GroupConcat: "GROUP_CONCAT",
+    exp.RowNumber: "ROW_NUMBER",
+    exp.Rank: "RANK",
+    exp.DenseRank: "DENSE_RANK",
+    exp.Concat: "CONCAT",
+    exp.ConcatWs: "CONCAT_WS",
+    exp.Substring: "SUBSTRING",
+    exp.Left: "LEFT",
+    exp.Right: "RIGHT",
+    exp.Lower: "LOWER",
+    exp.Upper: "UPPER",
+    exp.Trim: "TRIM",
+    exp.Length: "LENGTH",
+    exp.Replace: "REPLACE",
+    exp.StrPosition: "LOCATE",
+    exp.Coalesce: "COALESCE",
+    exp.Nullif: "NULLIF",
+    exp.If: "IF",
+    exp.Case: "CASE",
+    exp.Cast: "CAST",
+    exp.Greatest: "GREATEST",
+    exp.Least: "LEAST",
+    exp.Exists: "EXISTS",
+    exp.Collate: "COLLATE",
+    exp.CurrentTimestamp: "CURRENT_TIMESTAMP",
+    exp.CurrentDate: "CURRENT_DATE",
+    exp.TsOrDsToDate: "DATE",
+    exp.TsOrDsToTimestamp: "TIMESTAMP",
+    exp.Timestamp: "TIMESTAMP",
+    exp.TimeToStr: "DATE_FORMAT",
+    exp.DateSub: "DATE_SUB",
+    exp.DateAdd: "DATE_ADD",
+    exp.TimestampDiff: "TIMESTAMPDIFF",
+    exp.DateDiff: "DATEDIFF",
+    exp.UnixToTime: "FROM_UNIXTIME",
+    exp.Extract: "EXTRACT",
+    exp.Year: "YEAR",
+    exp.Month: "MONTH",
+    exp.Day: "DAY",
+    exp.Hour: "HOUR",
+    exp.Minute: "MINUTE",
+    exp.Second: "SECOND",
+    exp.Round: "ROUND",
+    exp.Floor: "FLOOR",
+    exp.Ceil: "CEIL",
+    exp.Abs: "ABS",
+    exp.JSONExtract: "JSON_EXTRACT",  # also `->`, which sqlglot renders as JSON_EXTRACT(...)
+    exp.CurrentSchema: "DATABASE",
+}
+
+# Every other node a SELECT may contain. Anything not listed (PARTITION, LATERAL, VALUES, Dot for
+# `db.func()` stored-function calls, new sqlglot node types) is rejected rather than reasoned about.
+_ALLOWED_NODES: frozenset[type[exp.Expression]] = frozenset(
+    {
+        exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery, exp.With, exp.CTE,
+        exp.From, exp.Join, exp.Table, exp.TableAlias, exp.IndexTableHint, exp.Where, exp.Group,
+        exp.Rollup, exp.Having, exp.Order, exp.Ordered, exp.Limit, exp.Offset, exp.Distinct,
+        exp.Window, exp.WindowSpec,
+        exp.Identifier, exp.Column, exp.Star, exp.Alias, exp.Literal, exp.Null, exp.Boolean,
+        exp.HexString, exp.BitString, exp.Introducer, exp.Paren, exp.Tuple, exp.Interval, exp.Var,
+        exp.DataType, exp.DataTypeParam, exp.Escape,
+        exp.JSONPath, exp.JSONPathRoot, exp.JSONPathKey, exp.JSONPathSubscript, exp.JSONPathWildcard,
+        exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.And, exp.Or, exp.Xor,
+        exp.Not, exp.Neg, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod,
+        exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor, exp.BitwiseNot, exp.BitwiseLeftShift,
+        exp.BitwiseRightShift, exp.Like, exp.Is, exp.In, exp.Between, exp.Any, exp.All,
+    }
+)  # fmt: skip
+
+_WRITE_NODES: tuple[type[exp.Expr], ...] = (
+    exp.DML,
+    exp.DDL,
+    exp.Drop,
+    exp.Alter,
+    exp.TruncateTable,
+    exp.Grant,
+    exp.Revoke,
+    exp.LoadData,
+)
+_VARIABLE_NODES = (exp.Parameter, exp.SessionParameter, exp.PropertyEQ, exp.Placeholder)
+
+# First words of statements that change data, schema or privileges: named so the model learns why.
+_WRITE_KEYWORDS = frozenset(
+    {
+        "INSERT", "UPDATE", "DELETE", "REPLACE", "MERGE", "UPSERT", "DROP", "TRUNCATE", "ALTER", "RENAME",
+        "CREATE", "GRANT", "REVOKE", "LOAD", "IMPORT",
+    }
+)  # fmt: skip
+_QUERY_STARTS = frozenset({TokenType.SELECT, TokenType.WITH, TokenType.L_PAREN})
+_DESCRIBE_STARTS = frozenset({TokenType.DESCRIBE, TokenType.DESC})
+_NAME_TOKENS = frozenset({TokenType.IDENTIFIER, TokenType.STRING})
+
+# The SHOW/DESCRIBE grammar: ASCII whitespace only (MySQL does not treat U+00A0 as a separator),
+# plain or backtick-quoted identifiers, LIKE patterns without quotes or escapes.
+_WS = r"[ \t\r\n]+"
+_IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_$]+)"
+_NAME = rf"(?P<first>{_IDENT})(?:\.(?P<second>{_IDENT}))?"
+_FROM_DB = rf"(?:{_WS}(?:FROM|IN){_WS}(?P<db>{_IDENT}))?"
+_LIKE = rf"(?:{_WS}LIKE{_WS}'(?P<like>[A-Za-z0-9_%$]*)')?"
+_END = r"[ \t\r\n]*;?[ \t\r\n]*\Z"
+_FLAGS = re.IGNORECASE | re.ASCII
+_SHOW_TABLES = re.compile(rf"SHOW(?P<full>{_WS}FULL)?{_WS}TABLES{_FROM_DB}{_LIKE}{_END}", _FLAGS)
+_SHOW_COLUMNS = re.compile(
+    rf"SHOW(?P<full>{_WS}FULL)?{_WS}(?:COLUMNS|FIELDS){_WS}(?:FROM|IN){_WS}{_NAME}{_FROM_DB}{_LIKE}{_END}",
+    _FLAGS,
+)
+_SHOW_INDEX = re.compile(
+    rf"SHOW{_WS}(?:INDEX|INDEXES|KEYS){_WS}(?:FROM|IN){_WS}{_NAME}{_FROM_DB}{_END}", _FLAGS
+)
+_SHOW_CREATE_TABLE = re.compile(rf"SHOW{_WS}CREATE{_WS}TABLE{_WS}{_NAME}{_END}", _FLAGS)
+_DESCRIBE_TABLE = re.compile(rf"(?:DESCRIBE|DESC|EXPLAIN){_WS}{_NAME}{_END}", _FLAGS)
+_ALLOWED_CONTROL_CHARACTERS = frozenset("\t\n\r")
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+_VARIABLE_TOKENS = frozenset(
+    {TokenType.PARAMETER, TokenType.SESSION_PARAMETER, TokenType.COLON_EQ, TokenType.PLACEHOLDER}
+)
+_ANALYZE_TABLE_WORDS = frozenset({"TABLE", "LOCAL", "NO_WRITE_TO_BINLOG"})
+
+
+class SqlPolicyError(Exception):
+    """The statement is not allowed; `reason` is the stable code reported with POLICY_REJECTED.
+
+    The message adds a detail for logs and tests only; it is never shown to the model.
+    """
+
+    def __init__(self, reason: PolicyReason, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason: str = reason
+
+
+@dataclass(frozen=True)
+class GuardedStatement:
+    """What the adapter executes: `sql` exactly as given, never the caller's text."""
+
+    kind: Literal["SELECT", "SHOW", "DESCRIBE", "EXPLAIN"]
+    sql: str
+    schemas: tuple[str, ...]
+    row_limit: int | None
+
+
+@dataclass(frozen=True)
+class _Policy:
+    database: str | None
+    allowed: dict[str, str]  # lower-case name -> spelling from the configuration
+    row_limit: int
+
+    def schema(self, name: str | None) -> str:
+        """The configured spelling of an allowed schema; executing that spelling keeps a case-sensitive
+        server (lower_case_table_names=0) from resolving `SHOP` to a different database than `shop`."""
+        if name is None:
+            raise SqlPolicyError("NO_DATABASE", "unqualified table and no database given")
+        lowered = name.lower()
+        if lowered in SYSTEM_SCHEMAS:
+            raise SqlPolicyError("SYSTEM_SCHEMA", lowered)
+        if lowered not in self.allowed:
+            raise SqlPolicyError("SCHEMA_NOT_ALLOWED", lowered)
+        return self.allowed[lowered]
+
+
+def guard_sql(
+    sql: str, *, database: str | None, allowed_schemas: Sequence[str], max_rows: int, max_bytes: int = 4000
+) -> GuardedStatement:
+    """Validate one read-only statement and return the text to execute, or raise `SqlPolicyError`."""
+    if max_rows < 1 or max_bytes < 1:
+        raise ValueError("max_rows and max_bytes must be positive")
+    _check_text(sql, max_bytes)
+    tokens = _tokenize(sql)
+    _check_single_statement(tokens)
+    _check_statement_start(tokens)
+    _check_token_patterns(tokens)
+    policy = _Policy(
+        database=database,
+        allowed={name.lower(): name for name in allowed_schemas},
+        row_limit=max_rows + 1,
+    )
+    if database is not None:
+        policy.schema(database)
+    first = tokens[0].token_type
+    if first == TokenType.SHOW:
+        return _guard_show(sql, policy)
+    if first in _DESCRIBE_STARTS:
+        if tokens[1].token_type in _QUERY_STARTS:
+            body = _guard_query(sql[tokens[1].start :], policy)
+            return GuardedStatement("EXPLAIN", f"EXPLAIN {body.sql}", body.schemas, body.row_limit)
+        return _guard_describe(sql, policy)
+    return _guard_query(sql, policy)
+
+
+# --- lexical checks, before any parsing -------------------------------------------------------
+
+
+def _check_text(sql: str, max_bytes: int) -> None:
+    try:
+        size = len(sql.encode("utf-8"))
+    except UnicodeEncodeError as exc:  # lone surrogates cannot be sent to the server at all
+        raise SqlPolicyError("PARSE_ERROR", "not encodable as UTF-8") from exc
+    if size > max_bytes:
+        raise SqlPolicyError("TOO_LONG", f"{size} bytes")
+    if not sql.strip():
+        raise SqlPolicyError("PARSE_ERROR", "empty statement")
+    for ch in sql:
+        # NUL, invisible format characters (zero-width space, bidi overrides) and unassigned code
+        # points only ever serve to make the text read differently than it parses.
+        if ch not in _ALLOWED_CONTROL_CHARACTERS and unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
+            raise SqlPolicyError("PARSE_ERROR", f"character U+{ord(ch):04X}")
+    # The server may run with or without NO_BACKSLASH_ESCAPES, which moves where a string ends:
+    # a comment must not hide behind either reading.
+    if _has_comment(sql, backslash_escapes=True) or _has_comment(sql, backslash_escapes=False):
+        raise SqlPolicyError("COMMENT")
+
+
+def _has_comment(text: str, *, backslash_escapes: bool) -> bool:
+    """Whether `--`, `#` or `/*` occurs outside quotes.
+
+    Stricter than MySQL on purpose (MySQL needs whitespace after `--`, so `1--1` is rejected too):
+    sqlglot's tokenizer silently drops a statement that is only a comment, so it cannot be the judge.
+    """
+    quote: str | None = None
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if quote is not None:
+            if ch == "\\" and backslash_escapes and quote != "`":
+                i += 2
+                continue
+            if ch == quote:
+                if i + 1 < n and text[i + 1] == quote:
+                    i += 2
+                    continue
+                quote = None
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "#" or text.startswith(("--", "/*"), i):
+            return True
+        i += 1
+    return False
+
+
+def _tokenize(sql: str) -> list[Token]:
+    try:
+        tokens = MySQL().tokenize(sql)
+    except Exception as exc:  # fail closed: any tokenizer failure is a rejection, never a crash
+        raise SqlPolicyError("PARSE_ERROR", "tokenizer") from exc
+    if not tokens:
+        raise SqlPolicyError("PARSE_ERROR", "no tokens")
+    if any(token.comments for token in tokens):
+        raise SqlPolicyError("COMMENT")
+    return tokens
+
+
+def _check_single_statement(tokens: list[Token]) -> None:
+    for index, token in enumerate(tokens):
+        if token.token_type == TokenType.SEMICOLON and index != len(tokens) - 1:
+            raise SqlPolicyError("MULTI_STATEMENT")
+    if len(tokens) == 1 and tokens[0].token_type == TokenType.SEMICOLON:
+        raise SqlPolicyError("PARSE_ERROR", "empty statement")
+
+
+def _check_statement_start(tokens: list[Token]) -> None:
+    """Only SELECT/WITH/(, SHOW, DESCRIBE/DESC/EXPLAIN may start a statement.
+
+    Decided on tokens because sqlglot cannot parse several dangerous statements (HANDLER, DO, XA,
+    LOAD DATA) and degrades others to opaque Commands: the reason must not depend on that.
+    """
+    first, second = tokens[0], tokens[1] if len(tokens) > 1 else None
+    if first.token_type in _QUERY_STARTS or first.token_type == TokenType.SHOW:
+        return
+    if first.token_type in _DESCRIBE_STARTS:
+        if second is None or second.token_type == TokenType.SEMICOLON:
+            raise SqlPolicyError("PARSE_ERROR", "nothing to describe")
+        if second.token_type == TokenType.ANALYZE:
+            raise SqlPolicyError("EXPLAIN_ANALYZE")
+        return
+    word = first.text.upper() if first.token_type not in _NAME_TOKENS else ""
+    if word == "ANALYZE" and second is not None and second.text.upper() not in _ANALYZE_TABLE_WORDS:
+        raise SqlPolicyError("EXPLAIN_ANALYZE", "MariaDB ANALYZE runs the statement")
+    if word in _WRITE_KEYWORDS:
+        raise SqlPolicyError("WRITE_STATEMENT", word)
+    raise SqlPolicyError("UNSUPPORTED_STATEMENT", word or "not a keyword")
+
+
+def _check_token_patterns(tokens: list[Token]) -> None:
+    """Clauses sqlglot cannot parse at all (INTO OUTFILE, INTO @v) get their own reason here."""
+    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
+        kind = token.token_type
+        if kind == TokenType.INTO:
+            raise SqlPolicyError("INTO_CLAUSE")
+        if kind in _VARIABLE_TOKENS:
+            raise SqlPolicyError("VARIABLE")
+        if following is None or following.token_type in _NAME_TOKENS:
+            continue
+        if (kind == TokenType.FOR and following.text.upper() in ("UPDATE", "SHARE")) or (
+            kind == TokenType.LOCK and following.token_type == TokenType.IN
+        ):
+            raise SqlPolicyError("LOCKING_READ")
+
+
+# --- SELECT and set operations ----------------------------------------------------------------
+
+
+def _guard_query(sql: str, policy: _Policy) -> GuardedStatement:
+    root = _parse_query(sql)
+    _drop_from_dual(root)
+    schemas = _check_tree(root, policy)
+    _qualify_tables(root, policy)
+    _clamp_limit(root, policy.row_limit)
+    try:
+        text = root.sql(dialect="mysql", identify=True)
+    except Exception as exc:  # fail closed on generator failures
+        raise SqlPolicyError("PARSE_ERROR", "generator") from exc
+    _verify_generated(text, policy, schemas)
+    return GuardedStatement("SELECT", text, schemas, policy.row_limit)
+
+
+def _parse_query(sql: str) -> exp.Query:
+    try:
+        statements = sqlglot.parse(sql, read="mysql")
+    except Exception as exc:  # ParseError, TokenError, RecursionError on deep nesting: all rejections
+        raise SqlPolicyError("PARSE_ERROR") from exc
+    parsed = [statement for statement in statements if statement is not None]
+    if len(parsed) != 1:
+        raise SqlPolicyError("MULTI_STATEMENT" if parsed else "PARSE_ERROR")
+    root = parsed[0]
+    while isinstance(root, exp.Subquery) and set(_set_args(root)) == {"this"}:
+        root = root.this  # `(SELECT ...)`: the parentheses carry no meaning at the top
+    if isinstance(root, _WRITE_NODES):
+        raise SqlPolicyError("WRITE_STATEMENT", type(root).__name__)
+    if not isinstance(root, (exp.Select, exp.SetOperation)):
+        raise SqlPolicyError("UNSUPPORTED_STATEMENT", type(root).__name__)
+    if root.parent is not None:
+        root.pop()  # detach from the unwrapped parentheses: scoping and generation start here
+    return root
+
+
+def _set_args(node: exp.Expr) -> list[str]:
+    return [key for key, value in node.args.items() if value not in (None, False, [])]
+
+
+def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[str, ...]:
+    """Apply every rule to every node, rule by rule, so the reported reason does not depend on
+    where in the statement the first violation happens to sit."""
+    nodes = list(root.walk())
+    for node in nodes:
+        if isinstance(node, _WRITE_NODES):
+            raise SqlPolicyError("WRITE_STATEMENT", type(node).__name__)
+    for node in nodes:
+        if isinstance(node, exp.Command):
+            raise SqlPolicyError("UNSUPPORTED_STATEMENT", "command")
+    for node in nodes:
+        if isinstance(node, exp.Into):
+            raise SqlPolicyError("INTO_CLAUSE")
+    for node in nodes:
+        if isinstance(node, exp.Lock):
+            raise SqlPolicyError("LOCKING_READ")
+    for node in nodes:
+        if isinstance(node, _VARIABLE_NODES):
+            raise SqlPolicyError("VARIABLE")
+    for node in nodes:
+        if isinstance(node, exp.Hint) or node.comments:
+            raise SqlPolicyError("COMMENT")
+    others = [node for node in nodes if type(node) not in _ALLOWED_NODES]  # And/Or/Xor are Funcs too
+    for node in others:
+        if isinstance(node, exp.Func) and _function_name(node) not in ALLOWED_FUNCTIONS:
+            raise SqlPolicyError("FUNCTION_NOT_ALLOWED", _function_name(node) or type(node).__name__)
+    for node in others:
+        if not isinstance(node, exp.Func):
+            raise SqlPolicyError("UNSUPPORTED_STATEMENT", type(node).__name__)
+    schemas: set[str] = set()
+    for node in nodes:
+        if isinstance(node, (exp.Table, exp.Column)) and node.args.get("catalog") is not None:
+            raise SqlPolicyError("UNSUPPORTED_STATEMENT", "catalog-qualified name")
+        if isinstance(node, exp.Column) and node.db:
+            policy.schema(node.db)  # `mysql.user.x` names a system table even where it cannot resolve
+        if isinstance(node, exp.Table) and not _is_cte_reference(node):
+            if not isinstance(node.this, exp.Identifier):
+                raise SqlPolicyError("UNSUPPORTED_STATEMENT", "table reference")
+            schemas.add(policy.schema(node.db or policy.database).lower())
+    return tuple(sorted(schemas))
+
+
+def _function_name(node: exp.Func) -> str | None:
+    """The MySQL function a node stands for, or None when it is not one we can name safely.
+
+    A backtick-quoted name (`` `SLEEP`(1) ``) resolves to stored functions and UDFs, so it names nothing.
+    """
+    if isinstance(node, exp.Anonymous):
+        name = node.this
+        if isinstance(name, exp.Identifier) and name.quoted:
+            return None
+        return str(node.name).upper()
+    return _TYPED_FUNCTIONS.get(type(node))
+
+
+def _is_cte_reference(table: exp.Table) -> bool:
+    """Whether an unqualified name refers to a CTE in scope, with MySQL's visibility: a CTE sees the
+    ones defined before it (and itself when RECURSIVE), the query body sees all of them. Names are
+    compared case-sensitively: when unsure, the name is treated as a table, qualified and checked."""
+    if table.args.get("db") is not None or table.args.get("catalog") is not None:
+        return False
+    if not isinstance(table.this, exp.Identifier):
+        return False
+    name = table.name
+    child: exp.Expr = table
+    node = table.parent
+    while node is not None:
+        if isinstance(node, exp.With):
+            ctes = node.expressions
+            position = next(index for index, cte in enumerate(ctes) if cte is child)
+            visible = ctes[: position + 1] if node.args.get("recursive") else ctes[:position]
+            if any(cte.alias == name for cte in visible):
+                return True
+        else:
+            with_ = node.args.get("with_")
+            if isinstance(with_, exp.With) and with_ is not child:
+                if any(cte.alias == name for cte in with_.expressions):
+                    return True
+        child, node = node, node.parent
+    return False
+
+
+def _drop_from_dual(root: exp.Expr) -> None:
+    """`FROM DUAL` means no table, but sqlglot regenerates it as the quoted table `` `DUAL` ``."""
+    for select in list(root.find_all(exp.Select)):
+        source = select.args.get("from_")
+        table = source.this if isinstance(source, exp.From) else None
+        if (
+            isinstance(table, exp.Table)
+            and isinstance(table.this, exp.Identifier)
+            and not table.this.quoted
+            and table.name.upper() == "DUAL"
+            and set(_set_args(table)) == {"this"}
+            and not select.args.get("joins")
+        ):
+            select.set("from_", None)
+
+
+def _qualify_tables(root: exp.Expr, policy: _Policy) -> None:
+    """Name every table's schema explicitly, in its configured spelling, so the executed statement
+    does not depend on the connection's default database."""
+    for table in list(root.find_all(exp.Table)):
+        if not _is_cte_reference(table):
+            table.set("db", exp.to_identifier(policy.schema(table.db or policy.database)))
+    for column in list(root.find_all(exp.Column)):
+        if column.db:
+            column.set("db", exp.to_identifier(policy.schema(column.db)))
+
+
+def _clamp_limit(root: exp.Expr, row_limit: int) -> None:
+    """One row more than the caller may see, so the adapter can tell the result was truncated."""
+    limit = root.args.get("limit")
+    if limit is None:
+        root.set("limit", exp.Limit(expression=exp.Literal.number(row_limit)))
+        return
+    plain = isinstance(limit, exp.Limit) and set(_set_args(limit)) == {"expression"}
+    value = _integer(limit.expression) if plain else None
+    offset = root.args.get("offset")
+    if value is None or (offset is not None and _integer(offset.expression) is None):
+        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "LIMIT/OFFSET must be integer literals")
+    if value > row_limit:
+        limit.set("expression", exp.Literal.number(row_limit))
+
+
+def _integer(node: exp.Expr | None) -> int | None:
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit() and node.this.isascii():
+        return int(node.this)
+    return None
+
+
+def _verify_generated(text: str, policy: _Policy, schemas: tuple[str, ...]) -> None:
+    """The regenerated text is what runs: it must pass the same rules again and keep the clamp.
+
+    Guards against generator quirks (sqlglot renders `SELECT a INTO @v FROM t` as `CREATE TABLE @v AS ...`).
+    """
+    if _has_comment(text, backslash_escapes=True) or _has_comment(text, backslash_escapes=False):
+        raise SqlPolicyError("COMMENT", "in generated text")
+    root = _parse_query(text)
+    if _check_tree(root, policy) != schemas:
+        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "generated text touches other schemas")
+    limit = root.args.get("limit")
+    value = _integer(limit.expression) if isinstance(limit, exp.Limit) else None
+    if value is None or value > policy.row_limit:
+        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "generated text lost the row limit")
+
+
+# --- SHOW and DESCRIBE: rebuilt from a strict grammar, never from sqlglot -----------------------
+
+
+def _guard_show(sql: str, policy: _Policy) -> GuardedStatement:
+    text = sql.strip()
+    if match := _SHOW_TABLES.match(text):
+        schema = policy.schema(_unquote(match["db"]) if match["db"] else policy.database)
+        full = "FULL " if match["full"] else ""
+        rebuilt = f"SHOW {full}TABLES FROM {_quote(schema)}{_like(match['like'])}"
+        return GuardedStatement("SHOW", rebuilt, (schema.lower(),), None)
+    if match := _SHOW_COLUMNS.match(text):
+        schema, table = _table_name(match, policy)
+        full = "FULL " if match["full"] else ""
+        rebuilt = f"SHOW {full}COLUMNS FROM {_quote(schema)}.{_quote(table)}{_like(match['like'])}"
+        return GuardedStatement("SHOW", rebuilt, (schema.lower(),), None)
+    if match := _SHOW_INDEX.match(text):
+        schema, table = _table_name(match, policy)
+        rebuilt = f"SHOW INDEX FROM {_quote(schema)}.{_quote(table)}"
+        return GuardedStatement("SHOW", rebuilt, (schema.lower(),), None)
+    if match := _SHOW_CREATE_TABLE.match(text):
+        schema, table = _table_name(match, policy)
+        rebuilt = f"SHOW CREATE TABLE {_quote(schema)}.{_quote(table)}"
+        return GuardedStatement("SHOW", rebuilt, (schema.lower(),), None)
+    raise SqlPolicyError("UNSUPPORTED_STATEMENT", "only SHOW TABLES|COLUMNS|INDEX|CREATE TABLE")
+
+
+def _guard_describe(sql: str, policy: _Policy) -> GuardedStatement:
+    match = _DESCRIBE_TABLE.match(sql.strip())
+    if match is None:
+        words = sql.split()
+        target = words[1].upper() if len(words) > 1 else ""
+        if target in _WRITE_KEYWORDS:
+            raise SqlPolicyError("WRITE_STATEMENT", f"EXPLAIN {target}")
+        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "EXPLAIN/DESCRIBE of a table or a SELECT only")
+    schema, table = _table_name(match, policy)
+    return GuardedStatement("DESCRIBE", f"DESCRIBE {_quote(schema)}.{_quote(table)}", (schema.lower(),), None)
+
+
+def _table_name(match: re.Match[str], policy: _Policy) -> tuple[str, str]:
+    """(schema, table) from `t`, `db.t` or `t FROM db`; naming the schema twice is ambiguous."""
+    first, second = _unquote(match["first"]), match["second"]
+    groups = match.groupdict()
+    db = _unquote(groups["db"]) if groups.get("db") else None
+    if second is not None:
+        if db is not None:
+            raise SqlPolicyError("UNSUPPORTED_STATEMENT", "schema named twice")
+        return policy.schema(first), _unquote(second)
+    return policy.schema(db or policy.database), first
+
+
+def _unquote(identifier: str) -> str:
+    if identifier.startswith("`"):
+        return identifier[1:-1].replace("``", "`")
+    return identifier
+
+
+def _quote(identifier: str) -> str:
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def _like(pattern: str | None) -> str:
+    return "" if pattern is None else f" LIKE '{pattern}'"
