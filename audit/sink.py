@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from audit.liveness import own_start_marker
 from audit.store import AuditStore, AuditStoreError
 
 Event = Mapping[str, Any]
@@ -71,29 +72,46 @@ class AuditSink:
             "session_id": event["session_id"],
             "query": event["query"],
             "started_at": event["at"],
-            "pid": os.getpid(),  # lets a reader tell a crashed run from one still being written
+            # Lets recovery tell a crashed run from one still being written, even after pid reuse.
+            "pid": os.getpid(),
+            "pid_start": own_start_marker(),
         }
         with self._store.write() as db:
             db.table("runs").insert(row)
 
     def _model_round_started(self, event: Event) -> None:
-        row = {"run_id": event["run_id"], "round": event["round"], "started_at": event["at"]}
+        row = {
+            "run_id": event["run_id"],
+            "round": event["round"],
+            "started_at": event["at"],
+            "seq": event["seq"],
+        }
         with self._store.write() as db:
             db.table("model_rounds").upsert(row, pk=("run_id", "round"))
 
     def _model_round_finished(self, event: Event) -> None:
-        row = {
-            "run_id": event["run_id"],
-            "round": event["round"],
-            "finished_at": event["at"],
-            "prompt_tokens": event.get("prompt_tokens"),
-            "completion_tokens": event.get("completion_tokens"),
-            "tool_call_ids": json.dumps(list(event.get("tool_call_ids") or []), ensure_ascii=False),
-            "has_text": event.get("has_text"),
-            "duration_ms": event.get("duration_ms"),
-        }
+        params = (
+            event["run_id"],
+            event["round"],
+            event["at"],
+            event.get("prompt_tokens"),
+            event.get("completion_tokens"),
+            json.dumps(list(event.get("tool_call_ids") or []), ensure_ascii=False),
+            event.get("has_text"),
+            event.get("duration_ms"),
+            event["seq"],
+        )
+        # A round seen only by its finish is placed by the finish's seq; otherwise its start's seq stays.
         with self._store.write() as db:
-            db.table("model_rounds").upsert(row, pk=("run_id", "round"))
+            db.execute(
+                "INSERT INTO model_rounds (run_id, round, finished_at, prompt_tokens, completion_tokens,"
+                " tool_call_ids, has_text, duration_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, round) DO UPDATE SET finished_at = excluded.finished_at,"
+                " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
+                " tool_call_ids = excluded.tool_call_ids, has_text = excluded.has_text,"
+                " duration_ms = excluded.duration_ms",
+                params,
+            )
 
     def _tool_started(self, event: Event) -> None:
         row = {
@@ -105,6 +123,7 @@ class AuditSink:
             "status": "STARTED",
             "input_json": _json(event["input"]),
             "started_at": event["at"],
+            "seq": event["seq"],
         }
         with self._store.write() as db:
             db.table("invocations").insert(row)
@@ -151,6 +170,7 @@ class AuditSink:
                     "code": event["code"],
                     "detail_json": _json(detail),
                     "at": event["at"],
+                    "seq": event["seq"],
                 }
             )
 

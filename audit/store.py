@@ -2,15 +2,22 @@
 
 The audit is a required record of what the agent touched, so opening it never degrades silently: a
 corrupt file, a newer schema or an unwritable location raises `AuditStoreError` before any run starts.
+Several processes (headless runs, the console) may share one file: writes take the write lock up
+front (`BEGIN IMMEDIATE`) and retry with bounded backoff, so a busy file delays a write instead of
+losing it. Opening a file also closes what crashed processes left open (see `AuditStore.recover`).
 """
 
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +25,21 @@ import platformdirs
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
+from audit.liveness import is_process_live
+
 INVOCATION_STATUSES: tuple[str, ...] = ("STARTED", "FOUND", "EMPTY", "ERROR", "CANCELLED", "INTERRUPTED")
 
+# A run recorded only by its finish (e.g. rejected input) has no started_at: it is listed by its finish.
+# Queries must spell this exactly as the index does for SQLite to use the index.
+RUN_LISTED_AT = "COALESCE(started_at, finished_at)"
+
 Migration = Callable[[sqlite_utils.Database], None]
+
+# SQLite's own busy handler waits this long per attempt; the retry loop around BEGIN IMMEDIATE adds
+# attempts with backoff up to _BUSY_DEADLINE_S, so contention slows a write down but never fails it.
+_BUSY_TIMEOUT_MS = 2000
+_BUSY_DEADLINE_S = 60.0
+_PRUNE_BATCH = 500
 
 
 class AuditStoreError(Exception):
@@ -30,6 +49,47 @@ class AuditStoreError(Exception):
 def default_audit_path() -> Path:
     """Where the audit lives when neither `[audit] path` nor `--audit-db` says otherwise."""
     return platformdirs.user_state_path("diagnosis-console") / "audit.db"
+
+
+def audit_timestamp(moment: datetime) -> str:
+    """The one stored timestamp format (as agent.events writes it), so text order is time order."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def _retry_busy(action: Callable[[], Any]) -> Any:
+    """Run `action`, retrying while another connection holds the lock, with jittered backoff."""
+    deadline = time.monotonic() + _BUSY_DEADLINE_S
+    delay = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay * random.uniform(0.5, 1.0))
+        delay = min(delay * 2, 0.25)
+
+
+def trigram_available() -> bool:
+    """FTS5 with the trigram tokenizer (SQLite >= 3.34) indexes any script, Chinese included."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        probe.execute("CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='trigram')")
+    except sqlite3.Error:
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 def _v1_initial_schema(db: sqlite_utils.Database) -> None:
@@ -98,8 +158,83 @@ def _v1_initial_schema(db: sqlite_utils.Database) -> None:
         db.execute(statement)
 
 
+def _fts_statements(table: str, columns: Sequence[str]) -> list[str]:
+    """An external-content FTS5 index kept in sync by triggers, named the way sqlite-utils and Datasette
+    expect (`<table>_fts`, `content="<table>"`), so both offer search on the file as it is."""
+    fts = f"{table}_fts"
+    cols = ", ".join(columns)
+    new = ", ".join(f"new.{c}" for c in columns)
+    old = ", ".join(f"old.{c}" for c in columns)
+    insert = f"INSERT INTO {fts} (rowid, {cols}) VALUES (new.rowid, {new});"
+    delete = f"INSERT INTO {fts} ({fts}, rowid, {cols}) VALUES ('delete', old.rowid, {old});"
+    return [
+        f"""CREATE VIRTUAL TABLE {fts} USING fts5({cols}, tokenize='trigram', content="{table}")""",
+        f"CREATE TRIGGER {table}_ai AFTER INSERT ON {table} BEGIN {insert} END",
+        f"CREATE TRIGGER {table}_ad AFTER DELETE ON {table} BEGIN {delete} END",
+        # Only the indexed columns: status and evaluation updates must not re-tokenize the row.
+        f"CREATE TRIGGER {table}_au AFTER UPDATE OF {cols} ON {table} BEGIN {delete} {insert} END",
+        f"INSERT INTO {fts} ({fts}) VALUES ('rebuild')",
+    ]
+
+
+FTS_COLUMNS: dict[str, tuple[str, ...]] = {
+    "invocations": ("input_json", "projection_json"),
+    "runs": ("query",),
+}
+
+
+def _v2_browse_and_recovery(db: sqlite_utils.Database) -> None:
+    """Browse indexes (every filter walks an index in page order), text search, crash recovery columns.
+
+    Each invocation index ends in the page order (started_at, run_id, tool_call_id), so a filtered
+    page is an index range scan that stops after `limit` rows, never a sort.
+    """
+    order = "started_at, run_id, tool_call_id"
+    statements = [
+        "ALTER TABLE runs ADD COLUMN pid_start TEXT",  # process start marker, see audit.liveness
+        "ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0",
+        # Event seq (DESIGN 3.10) orders a run's timeline exactly, even when timestamps tie.
+        "ALTER TABLE model_rounds ADD COLUMN seq INTEGER",
+        "ALTER TABLE invocations ADD COLUMN seq INTEGER",
+        "ALTER TABLE protocol_events ADD COLUMN seq INTEGER",
+        "DROP INDEX idx_invocations_run",
+        "DROP INDEX idx_invocations_tool_status_started",
+        "DROP INDEX idx_invocations_started",
+        "DROP INDEX idx_runs_started",
+        f"CREATE INDEX idx_invocations_started ON invocations ({order})",
+        "CREATE INDEX idx_invocations_run ON invocations (run_id, started_at, tool_call_id)",
+        f"CREATE INDEX idx_invocations_tool_status_started ON invocations (tool, status, {order})",
+        f"CREATE INDEX idx_invocations_tool_started ON invocations (tool, {order})",
+        f"CREATE INDEX idx_invocations_status_started ON invocations (status, {order})",
+        f"CREATE INDEX idx_invocations_error_started ON invocations (error_code, {order})",
+        f"CREATE INDEX idx_invocations_session_started ON invocations (session_id, {order})",
+        f"CREATE INDEX idx_runs_started ON runs ({RUN_LISTED_AT}, run_id)",
+        f"CREATE INDEX idx_runs_session_started ON runs (session_id, {RUN_LISTED_AT}, run_id)",
+        f"CREATE INDEX idx_runs_outcome_started ON runs (outcome, {RUN_LISTED_AT}, run_id)",
+        f"CREATE INDEX idx_runs_interrupted ON runs ({RUN_LISTED_AT}, run_id) WHERE interrupted = 1",
+        "CREATE INDEX idx_runs_unfinished ON runs (run_id) WHERE finished_at IS NULL",
+        "CREATE INDEX idx_runs_finished ON runs (finished_at)",
+    ]
+    if trigram_available():  # else text search falls back to LIKE scans (audit.browse)
+        for table, columns in FTS_COLUMNS.items():
+            statements += _fts_statements(table, columns)
+    for statement in statements:
+        db.execute(statement)
+
+
 # Append-only: migration N (1-based) brings a file from user_version N-1 to N. Never edit a shipped one.
-MIGRATIONS: list[Migration] = [_v1_initial_schema]
+MIGRATIONS: list[Migration] = [_v1_initial_schema, _v2_browse_and_recovery]
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What `AuditStore.prune` removed: runs finished before `cutoff`, and every row of theirs."""
+
+    cutoff: str
+    runs: int
+    model_rounds: int
+    invocations: int
+    protocol_events: int
 
 
 class AuditStore:
@@ -123,6 +258,8 @@ class AuditStore:
             self.db = sqlite_utils.Database(conn)
             self._configure()
             self._migrate()
+            self.has_fts = self._table_exists("invocations_fts") and self._table_exists("runs_fts")
+            self.recover()
         except (sqlite3.Error, TransactionError) as exc:
             conn.close()
             raise AuditStoreError(f"audit database {self.path} is unusable: {exc}") from exc
@@ -150,68 +287,178 @@ class AuditStore:
             raise AuditStoreError(f"audit database {self.path} is not writable")
 
     def _configure(self) -> None:
-        mode = self._pragma("journal_mode=WAL")
+        # The busy timeout comes first: switching to WAL needs a lock another opener may hold.
+        self._pragma(f"busy_timeout={_BUSY_TIMEOUT_MS}")
+        mode = _retry_busy(lambda: self._pragma("journal_mode=WAL"))
         if str(mode).lower() != "wal":
             raise AuditStoreError(f"audit database {self.path} cannot use WAL (journal_mode={mode})")
-        self._pragma("busy_timeout=5000")
         self._pragma("synchronous=NORMAL")
 
     def _pragma(self, pragma: str) -> Any:
         row = self.db.execute(f"PRAGMA {pragma}").fetchone()
         return row[0] if row else None
 
+    def _table_exists(self, name: str) -> bool:
+        return bool(self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone())
+
     @property
     def schema_version(self) -> int:
         return int(self._pragma("user_version"))
 
-    def _migrate(self) -> None:
-        version = self.schema_version
+    def _check_version(self, version: int) -> None:
         if version > len(MIGRATIONS):
             raise AuditStoreError(
                 f"audit database {self.path} has schema version {version}, newer than this program "
                 f"understands ({len(MIGRATIONS)})"
             )
-        for target, migration in enumerate(MIGRATIONS[version:], start=version + 1):
-            with self.db.atomic():
+
+    def _migrate(self) -> None:
+        self._check_version(self.schema_version)
+        if self.schema_version == len(MIGRATIONS):
+            return
+        with self.write():
+            version = self.schema_version  # again under the write lock: another opener may have migrated
+            self._check_version(version)
+            for target, migration in enumerate(MIGRATIONS[version:], start=version + 1):
                 migration(self.db)
                 self.db.execute(f"PRAGMA user_version = {target}")
 
     @contextmanager
     def write(self) -> Iterator[sqlite_utils.Database]:
-        """One committed transaction; any database failure surfaces as `AuditStoreError`."""
-        with self._lock:
-            try:
+        """One committed transaction; any database failure surfaces as `AuditStoreError`.
+
+        The write lock is taken at BEGIN, where waiting is safe: a deferred transaction that upgrades
+        to a writer later can fail with SQLITE_BUSY that no amount of waiting resolves.
+        """
+        with self._lock, self._mapped_errors("write"):
+            conn = self.db.conn
+            if conn.in_transaction:  # nested: part of the caller's transaction
                 with self.db.atomic():
                     yield self.db
-            except (sqlite3.Error, NotFoundError, TransactionError) as exc:
-                raise AuditStoreError(f"audit write to {self.path} failed: {exc}") from exc
-
-    def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        with self._lock:
+                return
+            _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
             try:
-                return list(self.db.query(sql, params))
-            except sqlite3.Error as exc:
-                raise AuditStoreError(f"audit read from {self.path} failed: {exc}") from exc
+                yield self.db
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite_utils.Database]:
+        """Several queries over one consistent snapshot (a run's timeline must not mix two moments)."""
+        with self._lock, self._mapped_errors("read"):
+            conn = self.db.conn
+            if conn.in_transaction:
+                yield self.db
+                return
+            conn.execute("BEGIN")
+            try:
+                yield self.db
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    @contextmanager
+    def _mapped_errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except (sqlite3.Error, NotFoundError, TransactionError) as exc:
+            raise AuditStoreError(f"audit {what} of {self.path} failed: {exc}") from exc
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Rows as dicts; the browse queries go through here."""
+        with self._lock, self._mapped_errors("read"):
+            cursor = self.db.conn.execute(sql, tuple(params))
+            keys = [column[0] for column in cursor.description]
+            return [dict(zip(keys, row, strict=True)) for row in cursor.fetchall()]
+
+    def recover(self) -> list[str]:
+        """Close what crashed processes left open; returns the run IDs it closed.
+
+        A run without finished_at whose process is gone (or whose pid now belongs to another process)
+        gets finished_at = now and interrupted = 1, with outcome and stop_reason left NULL: DESIGN 3.5
+        outcomes describe how a run ended, and nobody saw this one end. Its STARTED invocations become
+        INTERRUPTED. Runs whose process is still alive are not touched, whichever process that is.
+        """
+        now = audit_timestamp(datetime.now(UTC))
+        with self.write() as db:
+            open_runs = list(db.query("SELECT run_id, pid, pid_start FROM runs WHERE finished_at IS NULL"))
+            live = [r["run_id"] for r in open_runs if is_process_live(r["pid"], r["pid_start"])]
+            dead = [r["run_id"] for r in open_runs if r["run_id"] not in live]
+            marks = ", ".join("?" for _ in live)
+            keep_live = f"AND run_id NOT IN ({marks})" if live else ""
+            db.execute(
+                "UPDATE invocations SET status = 'INTERRUPTED', finished_at = ?"
+                f" WHERE status = 'STARTED' {keep_live}",
+                (now, *live),
+            )
+            if dead:
+                db.execute(
+                    f"UPDATE runs SET finished_at = ?, interrupted = 1"
+                    f" WHERE finished_at IS NULL AND run_id IN ({', '.join('?' for _ in dead)})",
+                    (now, *dead),
+                )
+        return dead
+
+    def prune(self, older_than: timedelta) -> PruneReport:
+        """Delete runs finished before now - `older_than`, with their rounds, invocations and protocol
+        events (the FTS triggers drop their index entries). A run still going has no finished_at, so it
+        is never pruned. Small batches keep each write transaction short while runs keep writing."""
+        if older_than < timedelta(0):
+            raise ValueError("older_than must not be negative")
+        cutoff = audit_timestamp(datetime.now(UTC) - older_than)
+        counts = dict.fromkeys(("runs", "model_rounds", "invocations", "protocol_events"), 0)
+        while True:
+            with self.write() as db:
+                ids = [
+                    row[0]
+                    for row in db.execute(
+                        "SELECT run_id FROM runs WHERE finished_at < ? ORDER BY finished_at LIMIT ?",
+                        (cutoff, _PRUNE_BATCH),
+                    )
+                ]
+                if not ids:
+                    break
+                marks = ", ".join("?" for _ in ids)
+                for table in ("invocations", "model_rounds", "protocol_events", "runs"):
+                    deleted = db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
+                    counts[table] += deleted.rowcount
+        return PruneReport(cutoff=cutoff, **counts)
+
+    def vacuum(self) -> None:
+        """Give freed pages back to the file system.
+
+        VACUUM may renumber the rowids of tables without an INTEGER PRIMARY KEY, which the external
+        content FTS indexes point at, so those are rebuilt afterwards (a full re-index: run it rarely).
+        """
+        with self._lock, self._mapped_errors("write"):
+            _retry_busy(lambda: self.db.conn.execute("VACUUM"))
+        if self.has_fts:
+            with self.write() as db:
+                for table in FTS_COLUMNS:
+                    db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('rebuild')")
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
-        rows = self._rows("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        rows = self.query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
         return rows[0] if rows else None
 
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         """Newest first; a run recorded only by its finish sorts by its finish time."""
-        return self._rows(
+        return self.query(
             "SELECT * FROM runs ORDER BY COALESCE(started_at, finished_at) DESC, rowid DESC LIMIT ?",
             (limit,),
         )
 
     def list_invocations(self, run_id: str) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM invocations WHERE run_id = ? ORDER BY started_at, rowid", (run_id,))
+        return self.query("SELECT * FROM invocations WHERE run_id = ? ORDER BY started_at, rowid", (run_id,))
 
     def list_model_rounds(self, run_id: str) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM model_rounds WHERE run_id = ? ORDER BY round", (run_id,))
+        return self.query("SELECT * FROM model_rounds WHERE run_id = ? ORDER BY round", (run_id,))
 
     def list_protocol_events(self, run_id: str) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", (run_id,))
+        return self.query("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", (run_id,))
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,303 @@
+"""Browsing the audit: filtered keyset pages of runs and invocations, text search, a run's timeline.
+
+`diagnose audit` and the console both read through `AuditBrowser`, so they show the same rows in the
+same order. Pages are keyset pages, never OFFSET: a page costs the same at row 10 and at row 900,000,
+and rows written between two page fetches neither repeat nor push older rows out of sight.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from audit.store import RUN_LISTED_AT, AuditStore, audit_timestamp
+
+INVOCATION_ORDER = "started_at DESC, run_id DESC, tool_call_id DESC"
+RUN_ORDER = f"{RUN_LISTED_AT} DESC, run_id DESC"
+INTERRUPTED = "INTERRUPTED"  # `runs(outcome=...)` value for runs closed by crash recovery
+# The trigram tokenizer indexes 3-character sequences: shorter terms cannot use the index.
+_MIN_INDEXED_TERM = 3
+# How far a text search walks the page order before it asks the FTS index instead (a run is tested
+# against its invocations too, so runs walk less).
+_WALK_LIMIT = {"invocations": 2000, "runs": 500}
+# Invocation filter columns from the fewest rows per value to the most (a run has a handful of
+# invocations, a session a few runs, an error code a few percent of all rows); tool and status are
+# left to the planner, which has the (tool, status, started_at) index for them.
+_SELECTIVE_FIRST = ("run_id", "session_id", "error_code")
+
+
+@dataclass(frozen=True)
+class InvocationFilter:
+    """Every set field must match. `since` is inclusive and `until` exclusive, both ISO-8601 on
+    started_at (a naive time is UTC). `text`: every whitespace-separated term must occur in the
+    invocation's input or projection JSON or in its run's query (substring, ASCII case-insensitive)."""
+
+    run_id: str | None = None
+    session_id: str | None = None
+    tool: str | None = None
+    status: str | None = None
+    error_code: str | None = None
+    since: str | None = None
+    until: str | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: list[dict[str, Any]]
+    next_cursor: str | None  # opaque; None on the last page
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    kind: Literal["model_round", "invocation", "protocol_event"]
+    at: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunTimeline:
+    run: dict[str, Any]
+    entries: list[TimelineEntry]  # ordered as they happened
+
+
+def normalize_time(value: str) -> str:
+    """Any ISO-8601 date or time -> the stored format, so comparisons on the text are comparisons in time."""
+    try:
+        return audit_timestamp(datetime.fromisoformat(value.strip()))
+    except ValueError:
+        raise ValueError(f"not an ISO-8601 date or time: {value!r}") from None
+
+
+def _encode_cursor(kind: str, key: list[Any]) -> str:
+    raw = json.dumps([kind, *key], ensure_ascii=False, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(kind: str, cursor: str, size: int) -> list[str]:
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError):
+        value = None
+    if (
+        not isinstance(value, list)
+        or len(value) != size + 1
+        or value[0] != kind
+        or not all(isinstance(part, str) for part in value[1:])
+    ):
+        raise ValueError(f"invalid {kind} cursor")
+    return value[1:]
+
+
+def _like(term: str) -> str:
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+# Per table, one term: LIKE (exact substring, ASCII case-insensitive; 3 params) and the trigram index
+# lookup (2 params) that narrows to the same rows or a superset (it also folds non-ASCII case).
+_TEXT_LIKE = {
+    "invocations": "(input_json LIKE ? ESCAPE '\\' OR projection_json LIKE ? ESCAPE '\\' OR EXISTS"
+    " (SELECT 1 FROM runs r WHERE r.run_id = invocations.run_id AND r.query LIKE ? ESCAPE '\\'))",
+    "runs": "(query LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM invocations i WHERE i.run_id = runs.run_id"
+    " AND (i.input_json LIKE ? ESCAPE '\\' OR i.projection_json LIKE ? ESCAPE '\\')))",
+}
+_TEXT_INDEXED = {
+    "invocations": "(rowid IN (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)"
+    " OR run_id IN (SELECT run_id FROM runs WHERE rowid IN"
+    " (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)))",
+    "runs": "(rowid IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)"
+    " OR run_id IN (SELECT run_id FROM invocations WHERE rowid IN"
+    " (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)))",
+}
+
+
+@dataclass
+class _Where:
+    """Filter clauses, with text terms kept apart: they can be evaluated in two ways."""
+
+    clauses: list[str] = field(default_factory=list)
+    params: list[Any] = field(default_factory=list)
+    terms: list[str] = field(default_factory=list)
+
+    def add(self, clause: str, *params: Any) -> None:
+        self.clauses.append(clause)
+        self.params += params
+
+
+class AuditBrowser:
+    """Read-only queries over one `AuditStore`. Rows are the tables' rows as dicts (JSON left as text).
+
+    Text search: a term must occur as a substring (ASCII case-insensitive). For a term of 3+
+    characters two exact plans exist. Walking the page order and testing rows with LIKE is cheap
+    when the term is common, so a bounded prefix of the walk is tried first; if that does not fill
+    the page, the term's matches are fetched from the trigram FTS index (cost: the number of
+    matches). Shorter terms, or a file without FTS (SQLite < 3.34), only have the walk, which for a
+    rare term reads every row the other filters allow.
+    """
+
+    def __init__(self, store: AuditStore) -> None:
+        self._store = store
+
+    def _indexed(self, terms: list[str]) -> list[str]:
+        return [t for t in terms if len(t) >= _MIN_INDEXED_TERM] if self._store.has_fts else []
+
+    def _text_clauses(self, table: str, terms: list[str], indexed: list[str]) -> _Where:
+        where = _Where()
+        for term in indexed:
+            where.add(_TEXT_INDEXED[table], *[_phrase(term)] * 2)
+        for term in terms:
+            where.add(_TEXT_LIKE[table], *[_like(term)] * 3)
+        return where
+
+    def _select(self, table: str, order: str, where: _Where, limit: int) -> list[dict[str, Any]]:
+        indexed = self._indexed(where.terms)
+        text = self._text_clauses(table, where.terms, [])
+        if indexed:
+            walk = self._store.query(
+                f"SELECT * FROM (SELECT * FROM {table} {_sql_where(where.clauses)} ORDER BY {order} LIMIT ?)"
+                f" AS {table} {_sql_where(text.clauses)} ORDER BY {order} LIMIT ?",
+                [*where.params, _WALK_LIMIT[table], *text.params, limit],
+            )
+            if len(walk) == limit:  # the first rows in page order held a full page: exact
+                return walk
+            text = self._text_clauses(table, where.terms, indexed)
+        return self._store.query(
+            f"SELECT * FROM {table} {_sql_where(where.clauses + text.clauses)} ORDER BY {order} LIMIT ?",
+            [*where.params, *text.params, limit],
+        )
+
+    # --- invocations -------------------------------------------------------------------------------
+
+    def _invocation_where(self, flt: InvocationFilter) -> _Where:
+        where = _Where(terms=(flt.text or "").split())
+        # Without statistics SQLite prefers the index matching the most equality columns, e.g.
+        # (tool, status) over session_id, and then walks every ERROR row of a tool to find one
+        # session's few. The most selective column present leads; `+` keeps the others off the index.
+        lead = next((c for c in _SELECTIVE_FIRST if getattr(flt, c) is not None), None)
+        for column in ("run_id", "session_id", "error_code", "tool", "status"):
+            value = getattr(flt, column)
+            if value is not None:
+                unindexed = lead is not None and column != lead
+                where.add(f"{'+' if unindexed else ''}{column} = ?", value)
+        if flt.since is not None:
+            where.add("started_at >= ?", normalize_time(flt.since))
+        if flt.until is not None:
+            where.add("started_at < ?", normalize_time(flt.until))
+        return where
+
+    def invocations(
+        self, flt: InvocationFilter = InvocationFilter(), *, limit: int = 50, cursor: str | None = None
+    ) -> Page:
+        """Newest first: (started_at, run_id, tool_call_id) descending."""
+        _check_limit(limit)
+        where = self._invocation_where(flt)
+        if cursor is not None:
+            started_at, run_id, tool_call_id = _decode_cursor("invocation", cursor, 3)
+            # The first conjunct alone bounds the index range; the second breaks ties within it.
+            where.add(
+                "started_at <= ? AND (started_at < ? OR (run_id, tool_call_id) < (?, ?))",
+                started_at,
+                started_at,
+                run_id,
+                tool_call_id,
+            )
+        rows = self._select("invocations", INVOCATION_ORDER, where, limit + 1)
+        next_cursor = None
+        if len(rows) > limit:
+            rows = rows[:limit]
+            last = rows[-1]
+            key = [last["started_at"], last["run_id"], last["tool_call_id"]]
+            next_cursor = _encode_cursor("invocation", key)
+        return Page(rows, next_cursor)
+
+    def count_invocations(self, flt: InvocationFilter = InvocationFilter()) -> int:
+        """How many invocations match; a count reads every match, so text terms always use the index."""
+        where = self._invocation_where(flt)
+        text = self._text_clauses("invocations", where.terms, self._indexed(where.terms))
+        rows = self._store.query(
+            f"SELECT count(*) AS n FROM invocations {_sql_where(where.clauses + text.clauses)}",
+            [*where.params, *text.params],
+        )
+        return int(rows[0]["n"])
+
+    # --- runs --------------------------------------------------------------------------------------
+
+    def runs(
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        session_id: str | None = None,
+        outcome: str | None = None,
+        text: str | None = None,
+    ) -> Page:
+        """Newest first by start (by finish for a run recorded only by its finish, e.g. rejected input).
+
+        `outcome` is a DESIGN 3.5 outcome, or "INTERRUPTED" for runs closed by crash recovery (their
+        outcome column is NULL). `text` matches the run's query or any of its invocations.
+        """
+        _check_limit(limit)
+        where = _Where(terms=(text or "").split())
+        if session_id is not None:
+            where.add("session_id = ?", session_id)
+        other = "+" if session_id is not None else ""  # a session's few runs beat any outcome index
+        if outcome == INTERRUPTED:
+            where.add(f"{other}interrupted = 1")
+        elif outcome is not None:
+            where.add(f"{other}outcome = ?", outcome)
+        if cursor is not None:
+            listed_at, run_id = _decode_cursor("run", cursor, 2)
+            where.add(
+                f"{RUN_LISTED_AT} <= ? AND ({RUN_LISTED_AT} < ? OR run_id < ?)", listed_at, listed_at, run_id
+            )
+        rows = self._select("runs", RUN_ORDER, where, limit + 1)
+        next_cursor = None
+        if len(rows) > limit:
+            rows = rows[:limit]
+            last = rows[-1]
+            next_cursor = _encode_cursor("run", [last["started_at"] or last["finished_at"], last["run_id"]])
+        return Page(rows, next_cursor)
+
+    # --- one run -----------------------------------------------------------------------------------
+
+    def timeline(self, run_id: str) -> RunTimeline | None:
+        """The run and its model rounds, invocations and protocol events in the order they happened:
+        by event seq (exact), or for rows written before seq was recorded, by time."""
+        with self._store.read():
+            runs = self._store.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
+            if not runs:
+                return None
+            rounds = self._store.query("SELECT * FROM model_rounds WHERE run_id = ? ORDER BY round", [run_id])
+            invocations = self._store.query(
+                "SELECT * FROM invocations WHERE run_id = ? ORDER BY started_at, tool_call_id", [run_id]
+            )
+            events = self._store.query("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", [run_id])
+        entries = [
+            *(TimelineEntry("model_round", r["started_at"] or r["finished_at"] or "", r) for r in rounds),
+            *(TimelineEntry("invocation", i["started_at"], i) for i in invocations),
+            *(TimelineEntry("protocol_event", e["at"], e) for e in events),
+        ]
+        rank = {"model_round": 0, "invocation": 1, "protocol_event": 2}
+        if all(entry.data.get("seq") is not None for entry in entries):
+            entries.sort(key=lambda entry: int(entry.data["seq"]))
+        else:
+            entries.sort(key=lambda entry: (entry.at, rank[entry.kind]))  # stable: keeps query order in ties
+        return RunTimeline(runs[0], entries)
+
+
+def _sql_where(clauses: list[str]) -> str:
+    return f"WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
+def _check_limit(limit: int) -> None:
+    if limit < 1:
+        raise ValueError("limit must be at least 1")

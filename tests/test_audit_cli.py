@@ -1,0 +1,313 @@
+"""`diagnose audit ...` (DESIGN 3.8) through the parser the CLI mounts: runs, show, invocations,
+export (streaming, constant memory), prune, path resolution and errors (exit 3)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import stat
+import tracemalloc
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit.sink import AuditSink
+from audit.store import AuditStore, audit_timestamp
+from console.audit_cli import add_audit_parser, run_audit_command
+from tests.benchmarks.bench_audit import populate_audit
+from tests.test_audit_sink import KNOWLEDGE_INPUT, LOGS_INPUT, Events
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="diagnose")
+    add_audit_parser(root.add_subparsers(dest="command"))
+    return root
+
+
+class Cli:
+    def __init__(self, capsys: pytest.CaptureFixture[str], db: Path) -> None:
+        self.capsys = capsys
+        self.db = db
+
+    def __call__(self, *argv: str, db: bool = True) -> tuple[int, str, str]:
+        args = ["audit", *argv, *(["--audit-db", str(self.db)] if db else [])]
+        code = run_audit_command(parser().parse_args(args))
+        captured = self.capsys.readouterr()
+        return code, captured.out, captured.err
+
+    def json(self, *argv: str) -> Any:
+        code, out, err = self(*argv, "--json")
+        assert code == 0, err
+        return json.loads(out)
+
+
+NOW = datetime.now(UTC)
+
+
+def at(minutes_ago: float) -> str:
+    return audit_timestamp(NOW - timedelta(minutes=minutes_ago))
+
+
+def record_run(sink: AuditSink, run_id: str, minutes_ago: float, session: str = "sess-a") -> None:
+    """A run with a FOUND, an ERROR invocation, an evaluation and protocol events."""
+    ev = Events(run_id, session)
+    t = at(minutes_ago)
+    sink(ev.run_started(f"{run_id}: 支付回调超时") | {"at": t})
+    sink(ev.round_started(1) | {"at": t})
+    sink(ev.round_finished(1, ["call-1", "call-2"]) | {"at": t})
+    sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT) | {"at": t})
+    sink(
+        ev.tool_finished("call-1", "lookup_knowledge", "FOUND", projection={"hits": [{"title": "连接池"}]})
+        | {"at": t}
+    )
+    sink(ev.tool_started("call-2", "query_mysql", {"sql": "DELETE FROM t", "database": None}) | {"at": t})
+    sink(
+        ev.tool_finished(
+            "call-2", "query_mysql", "ERROR", error_code="POLICY_REJECTED", reason="WRITE_STATEMENT"
+        )
+        | {"at": t}
+    )
+    sink(ev.round_started(2) | {"at": t})
+    sink(ev.round_finished(2, ["call-3"]) | {"at": t})
+    sink(ev.protocol("EVALUATION_RECORDED", "call-3", evaluated_tool_call_id="call-1", evaluation="GAINED"))
+    sink(ev.tool_started("call-3", "query_logs", LOGS_INPUT) | {"at": t})
+    sink(ev.tool_finished("call-3", "query_logs", "EMPTY") | {"at": t})
+    sink(ev.protocol("DUPLICATE_CALL", "call-4", tool="query_logs") | {"at": t})
+    sink(ev.protocol("STOP_REQUIRED") | {"at": t})
+    sink(ev.run_finished("DRAFT", "COMPLETED") | {"at": t})
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "audit.db"
+    with AuditStore(path) as store:
+        sink = AuditSink(store)
+        record_run(sink, "run-old", 60 * 24 * 45)  # 45 days ago
+        record_run(sink, "run-mid", 120, session="sess-b")
+        record_run(sink, "run-new", 5)
+    return path
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], db: Path) -> Cli:
+    return Cli(capsys, db)
+
+
+def test_runs_lists_newest_first_and_pages(cli: Cli) -> None:
+    code, out, _ = cli("runs")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["STARTED", "RUN", "OUTCOME"]
+    assert [line.split()[1] for line in lines[1:]] == ["run-new", "run-mid", "run-old"]
+    assert "DRAFT / COMPLETED" in lines[1] and "支付回调超时" in lines[1]
+
+    first = cli.json("runs", "--limit", "2")
+    assert [r["run_id"] for r in first["rows"]] == ["run-new", "run-mid"]
+    assert first["rows"][0]["result"]["outcome"] == "DRAFT"  # JSON columns come decoded
+    rest = cli.json("runs", "--limit", "2", "--cursor", first["next_cursor"])
+    assert [r["run_id"] for r in rest["rows"]] == ["run-old"] and rest["next_cursor"] is None
+    assert [r["run_id"] for r in cli.json("runs", "--session", "sess-b")["rows"]] == ["run-mid"]
+    assert cli.json("runs", "--outcome", "FAILED")["rows"] == []
+    assert [r["run_id"] for r in cli.json("runs", "--search", "run-mid:")["rows"]] == ["run-mid"]
+
+    code, out, _ = cli("runs", "--limit", "1")
+    assert out.splitlines()[-1].startswith("-- more: --cursor ")
+
+
+def test_show_renders_the_timeline(cli: Cli) -> None:
+    code, out, _ = cli("show", "run-mid")
+    assert code == 0
+    assert "run-mid" in out and "session sess-b" in out and "DRAFT / COMPLETED" in out
+    assert "2 model calls, 1720 tokens (1600 prompt + 120 completion)" in out
+    body = out.split("\n\n", 1)[1].splitlines()
+    kinds = [line[14:].split()[0] for line in body if not line.startswith(" ")]
+    assert kinds == ["round", "call-1", "call-2", "round", "call-3", "protocol", "protocol"]
+    assert any(
+        "round 1" in line and "800+60 tokens" in line and "calls call-1, call-2" in line for line in body
+    )
+    assert any("call-1" in line and "FOUND" in line and "evaluation GAINED" in line for line in body)
+    assert any("ERROR POLICY_REJECTED (WRITE_STATEMENT)" in line for line in body)
+    assert any("DUPLICATE_CALL call-4" in line and '"tool": "query_logs"' in line for line in body)
+    assert any("input" in line and "连接池 耗尽" in line for line in body)
+
+    timeline = cli.json("show", "run-mid")
+    assert timeline["run"]["run_id"] == "run-mid"
+    assert [e["kind"] for e in timeline["entries"]] == [
+        "model_round",
+        "invocation",
+        "invocation",
+        "model_round",
+        "invocation",
+        "protocol_event",
+        "protocol_event",
+    ]
+    first_call = timeline["entries"][1]["data"]
+    assert first_call["input"] == KNOWLEDGE_INPUT and first_call["projection"] == {
+        "hits": [{"title": "连接池"}]
+    }
+    assert timeline["entries"][0]["data"]["tool_call_ids"] == ["call-1", "call-2"]
+
+
+def test_show_unknown_run(cli: Cli) -> None:
+    code, out, err = cli("show", "no-such-run")
+    assert (code, out) == (1, "")
+    assert "no run 'no-such-run'" in err
+
+
+ALL_RUNS = ("run-new", "run-mid", "run-old")
+
+
+def calls(
+    runs: tuple[str, ...] = ALL_RUNS, ids: tuple[str, ...] = ("call-3", "call-2", "call-1")
+) -> list[str]:
+    return [f"{run}/{call}" for run in runs for call in ids]
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ([], calls()),
+        (["--run", "run-mid"], calls(("run-mid",))),
+        (["--session", "sess-b"], calls(("run-mid",))),
+        (["--tool", "query_logs"], calls(ids=("call-3",))),
+        (["--status", "ERROR"], calls(ids=("call-2",))),
+        (["--error-code", "POLICY_REJECTED"], calls(ids=("call-2",))),
+        (["--tool", "query_mysql", "--status", "ERROR", "--error-code", "POLICY_REJECTED", "--run",
+          "run-new"], calls(("run-new",), ("call-2",))),
+        (["--since", "3h"], calls(("run-new", "run-mid"))),
+        (["--until", "1h"], calls(("run-mid", "run-old"))),
+        (["--since", at(60 * 24 * 50), "--until", at(60 * 24 * 40)], calls(("run-old",))),
+        (["--search", "连接池 耗尽"], calls(ids=("call-1",))),
+        (["--search", "run-old: 支付回调"], calls(("run-old",))),  # the run's query counts
+        (["--search", "WRITE_STATEMENT"], []),  # the reason is neither input nor projection
+        (["--status", "FOUND", "--search", "orders"], []),
+    ],
+)  # fmt: skip
+def test_invocations_filters(cli: Cli, flags: list[str], expected: list[str]) -> None:
+    rows = cli.json("invocations", *flags)["rows"]
+    assert [f"{r['run_id']}/{r['tool_call_id']}" for r in rows] == expected
+    assert all(isinstance(r["input"], dict) for r in rows)
+
+
+def test_invocations_table_and_limit(cli: Cli) -> None:
+    code, out, _ = cli("invocations", "--limit", "2", "--status", "ERROR")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split()[:4] == ["STARTED", "RUN", "CALL", "TOOL"]
+    assert len(lines) == 4 and lines[-1].startswith("-- more: --cursor")
+    assert "POLICY_REJECTED" in lines[1] and "query_mysql" in lines[1]
+    code, out, _ = cli("invocations", "--tool", "nothing")
+    assert (code, out) == (0, "(none)\n")
+
+
+def test_bad_arguments(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli("invocations", "--cursor", "garbage")
+    assert code == 2 and "invalid invocation cursor" in err
+    for argv in (
+        ["prune", "--older-than", "30 days"],
+        ["invocations", "--since", "last week"],
+        ["runs", "--limit", "0"],
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            parser().parse_args(["audit", *argv])
+        assert exit_info.value.code == 2
+    capsys.readouterr()
+
+
+def test_export_jsonl_per_invocation_and_per_run(cli: Cli, tmp_path: Path) -> None:
+    code, out, _ = cli("export")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(lines) == 9
+    assert lines[0]["run_id"] == "run-new" and lines[-1]["run_id"] == "run-old"
+    assert {"input", "projection", "status", "evaluation"} <= set(lines[0])
+
+    target = tmp_path / "out" / "runs.jsonl"
+    target.parent.mkdir()
+    code, out, err = cli("export", "--format", "jsonl", "--per", "run", "--output", str(target))
+    assert (code, out) == (0, "")
+    assert "exported 3 runs" in err
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    runs = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert [r["run"]["run_id"] for r in runs] == ["run-new", "run-mid", "run-old"]
+    assert len(runs[0]["entries"]) == 7
+
+
+def test_export_streams_in_constant_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "big.db"
+    populate_audit(db, 20_000, seed=3)
+    target = tmp_path / "export.jsonl"
+    args = parser().parse_args(["audit", "export", "--audit-db", str(db), "--output", str(target)])
+    tracemalloc.start()
+    try:
+        assert run_audit_command(args) == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    size = target.stat().st_size
+    with target.open(encoding="utf-8") as lines:
+        assert sum(1 for _ in lines) == 20_000
+    assert size > 8_000_000
+    assert peak < 3_000_000, f"peak {peak:,} bytes for a {size:,}-byte export: not streaming"
+    capsys.readouterr()
+
+
+def test_prune(cli: Cli) -> None:
+    code, out, _ = cli("prune", "--older-than", "30d")
+    assert code == 0
+    assert out.startswith("pruned 1 runs finished before ")
+    assert "(2 model rounds, 3 invocations, 2 protocol events)" in out
+    assert [r["run_id"] for r in cli.json("runs")["rows"]] == ["run-new", "run-mid"]
+    code, out, _ = cli("prune", "--older-than", "90m", "--vacuum")
+    assert code == 0 and out.startswith("pruned 1 runs")
+    assert [r["run_id"] for r in cli.json("runs")["rows"]] == ["run-new"]
+    assert [r["run_id"] for r in cli.json("invocations", "--search", "连接池")["rows"]] == ["run-new"]
+
+
+def test_missing_and_corrupt_files_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope" / "audit.db"
+    for command in (["runs"], ["show", "r"], ["invocations"], ["export"], ["prune", "--older-than", "1d"]):
+        code = run_audit_command(parser().parse_args(["audit", *command, "--audit-db", str(missing)]))
+        assert code == 3
+        assert f"no audit database at {missing}" in capsys.readouterr().err
+    assert not missing.parent.exists()  # reading never creates a file
+
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"definitely not sqlite" * 500)
+    assert run_audit_command(parser().parse_args(["audit", "runs", "--audit-db", str(corrupt)])) == 3
+    assert "unusable" in capsys.readouterr().err
+
+
+def test_path_comes_from_config_then_default(
+    tmp_path: Path, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DIAGNOSE_CONFIG", raising=False)
+    monkeypatch.delenv("DIAGNOSE_AUDIT__PATH", raising=False)
+    config = tmp_path / "diagnose.toml"
+    config.write_text(f'[audit]\npath = "{db}"\n', encoding="utf-8")
+    assert run_audit_command(parser().parse_args(["audit", "runs", "--config", str(config), "--json"])) == 0
+    assert len(json.loads(capsys.readouterr().out)["rows"]) == 3
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    code = run_audit_command(parser().parse_args(["audit", "runs"]))
+    assert code == 3
+    assert str(tmp_path / "state" / "diagnosis-console" / "audit.db") in capsys.readouterr().err
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[audit\n", encoding="utf-8")
+    assert run_audit_command(parser().parse_args(["audit", "runs", "--config", str(bad)])) == 3
+    assert "config" in capsys.readouterr().err
+
+
+def test_terminal_output_escapes_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "audit.db"
+    with AuditStore(path) as store:
+        ev = Events("run-esc")
+        AuditSink(store)(ev.run_started("\x1b[2J\x1b]0;owned\x07 支付"))
+    cli = Cli(capsys, path)
+    for argv in (["runs"], ["show", "run-esc"]):
+        code, out, _ = cli(*argv)
+        assert code == 0 and "\x1b" not in out and "\x07" not in out
+        assert "\\x1b[2J" in out and "支付" in out
