@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from console.audit_cli import add_audit_parser, run_audit_command
 from console.demo_cli import add_demo_parser, run_demo_command
 from console.errors import SetupError
 from tools.redaction import NOOP
@@ -45,9 +46,15 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the execution result as JSON")
 
     add_demo_parser(sub)
+    add_audit_parser(sub)
 
     scenarios = sub.add_parser("scenarios", help="list built-in scenarios")
     scenarios.add_argument("--json", action="store_true")
+
+    serve = sub.add_parser("serve", help="the console in a web browser (textual-serve)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--config", type=Path)
     return parser
 
 
@@ -73,12 +80,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args.command or "console"
     _log_to_file()
     try:
+        if command == "audit":
+            return run_audit_command(args)
         if command == "scenarios":
             return _scenarios(args.json)
         if command == "demo":
             return run_demo_command(args)
         if command == "console":
             return _console(args)
+        if command == "serve":
+            from console.serve import serve
+
+            return serve(args.host, args.port, args.config)
         return asyncio.run(_run(args))
     except SetupError as exc:
         print(f"diagnose: {NOOP.text(str(exc))}", file=sys.stderr)
@@ -99,18 +112,14 @@ def _scenarios(as_json: bool) -> int:
 
 
 def _console(args: argparse.Namespace) -> int:
-    """Until the Textual console lands, run the chosen (or default) scenario and show its result."""
-    ns = argparse.Namespace(
-        query=None,
-        query_file=None,
-        previous_turn=None,
-        scenario=args.scenario,
-        config=args.config,
-        audit_db=None,
-        events=None,
-        json=False,
-    )
-    return asyncio.run(_run(ns))
+    """Open the Textual console; it paints first and opens the run environment in the background."""
+    from console.app import DiagnoseApp
+
+    logging.captureWarnings(True)  # warnings go to the log file too, never over the screen
+    # A bare `diagnose` parses no console options: the embedded defaults apply.
+    app = DiagnoseApp(config=getattr(args, "config", None), scenario=getattr(args, "scenario", None))
+    app.run()
+    return app.return_code or 0
 
 
 def _read_query(args: argparse.Namespace, scenario: Any) -> str:

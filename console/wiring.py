@@ -6,6 +6,7 @@ without a file. The audit is a required sink: if it cannot be written, the run d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ class RunEnvironment:
         sinks: list[EventSink] | None = None,
         session_id: str | None = None,
         extra_hooks: dict[str, list[Any]] | None = None,
+        run_id_factory: Callable[[], str] | None = None,
     ) -> DiagnosisUseCase:
         """A fresh use case per run: a scripted model replays its script from the first round."""
         try:
@@ -56,6 +58,7 @@ class RunEnvironment:
             required_sinks=[AuditSink(self.audit)],
             extra_hooks=extra_hooks,
             redactor=self.redactor,
+            **({"run_id_factory": run_id_factory} if run_id_factory else {}),
         )
 
     async def aclose(self) -> None:

@@ -1,0 +1,303 @@
+"""DiagnoseApp: the operator console (DESIGN 3.8) — investigate, audit, scenarios, help.
+
+The first frame is painted before the engine is imported: `console.wiring` pulls in Haystack (~0.7 s),
+so the environment is opened in a thread worker after mount while the status bar says so. Nothing here
+imports the engine at module level; the import-hygiene test keeps it that way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from console.export import write_run
+from console.messages import EngineStatus
+from console.screens.audit import AuditScreen
+from console.screens.export_dialog import ExportDialog
+from console.screens.help import HelpScreen, KeySections, binding_rows
+from console.screens.investigate import InvestigateScreen
+from console.screens.replay import ReplayScreen
+from console.screens.scenarios import ScenarioChoice, ScenarioPicker
+
+if TYPE_CHECKING:
+    from console.wiring import RunEnvironment
+
+EnvFactory = Callable[[str | None], "RunEnvironment"]
+DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def quiet_logging() -> None:
+    """Library logging must never write over the screen: without any handler, Python's last-resort
+    handler prints warnings to stderr. (`diagnose` itself logs to a file before the app starts.)"""
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+
+
+class DiagnoseApp(App[int]):
+    TITLE = "diagnose"
+    CSS_PATH = Path(__file__).with_name("app.tcss")
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "Help", tooltip="Every key of the console"),
+        Binding("question_mark", "help", "Help", show=False, tooltip="Every key of the console"),
+        Binding("f2", "investigate", "Investigate", tooltip="The investigate screen"),
+        Binding("f3", "audit", "Audit", tooltip="Browse audited runs and invocations"),
+        Binding("f4", "scenarios", "Scenarios", tooltip="Pick a built-in scenario"),
+        Binding(
+            "f8", "toggle_maximize", "Maximize", show=False, tooltip="Maximize or restore the focused panel"
+        ),
+        Binding("ctrl+l", "toggle_theme", "Light/dark", show=False, tooltip="Toggle light and dark theme"),
+    ]
+
+    SCREENS: ClassVar[dict[str, Callable[[], Screen[Any]]]] = {"investigate": InvestigateScreen}
+    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {"investigate": "investigate"}
+    DEFAULT_MODE = "investigate"
+
+    engine_status: reactive[EngineStatus] = reactive(EngineStatus("loading", "loading engine…"))
+
+    def __init__(
+        self,
+        config: Path | None = None,
+        scenario: str | None = None,
+        audit_db: Path | None = None,
+        *,
+        env_factory: EnvFactory | None = None,
+        session_id: str | None = None,
+        run_id_factory: Callable[[], str] | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+        show_timings: bool = True,
+        cursor_blink: bool = True,
+        export_dir: Path | None = None,
+    ) -> None:
+        """`env_factory`, `session_id`, `run_id_factory`, `clock`, `show_timings=False` and
+        `cursor_blink=False` exist so tests and snapshots are deterministic; operators never need them."""
+        super().__init__()
+        self.config = config
+        self.scenario_arg = scenario
+        self.audit_db = audit_db
+        self.env_factory: EnvFactory = env_factory or self._open_environment
+        self.session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
+        self.run_id_factory = run_id_factory
+        self.clock = clock
+        self.show_timings = show_timings
+        self.cursor_blink = cursor_blink
+        self.export_dir = export_dir
+        self.env: RunEnvironment | None = None
+        self.theme = DARK_THEME
+        self._prefill = True
+        quiet_logging()
+
+    # ------------------------------------------------------------------ screens
+    @property
+    def investigate(self) -> InvestigateScreen:
+        screen = self.get_screen("investigate")
+        assert isinstance(screen, InvestigateScreen)
+        return screen
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self.load_engine, self.scenario_arg)
+
+    # ------------------------------------------------------------------ the engine, opened lazily
+    def _open_environment(self, scenario: str | None) -> RunEnvironment:
+        from console.wiring import open_run_environment  # imports Haystack: never before the first frame
+
+        return open_run_environment(config=self.config, scenario=scenario, audit_db=self.audit_db)
+
+    def load_engine(self, scenario: str | None) -> None:
+        """(Re)open the run environment for a scenario in a thread; the UI stays live meanwhile.
+        Once open, its scenario's query is put into the input."""
+        self._prefill = True
+        self.engine_status = EngineStatus("loading", "loading engine…", scenario=scenario)
+        self.run_worker(
+            partial(self._opened, scenario), thread=True, group="engine", exclusive=True, exit_on_error=False
+        )
+
+    def _opened(self, scenario: str | None) -> tuple[RunEnvironment, str] | None:
+        env = self.env_factory(scenario)
+        if get_current_worker().is_cancelled:  # a newer pick replaced this one while it opened
+            env.audit.close()
+            return None
+        return env, env.model_label
+
+    def take_prefill(self) -> bool:
+        """True once after a (re)load that should put the scenario's query into the input."""
+        prefill, self._prefill = self._prefill, False
+        return prefill
+
+    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "engine":
+            return
+        if event.state == WorkerState.SUCCESS and event.worker.result is not None:
+            env, label = event.worker.result
+            old, self.env = self.env, env
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(env.redactor.logging_filter())  # configured secret values, exactly
+            name = env.scenario.name if env.scenario is not None else None
+            self.engine_status = EngineStatus("ready", label, scenario=name)
+            if old is not None:
+                await old.aclose()
+        elif event.state == WorkerState.ERROR:
+            message = str(event.worker.error) or type(event.worker.error).__name__
+            self.engine_status = EngineStatus("failed", "no engine", message=message)
+            self.notify(
+                message, title="The engine could not start", severity="error", markup=False, timeout=15
+            )
+
+    async def on_unmount(self) -> None:
+        if self.env is not None:
+            await self.env.aclose()
+
+    # ------------------------------------------------------------------ actions
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keep the footer short: a key that would lead where you already are is not offered."""
+        if action == "investigate":
+            return len(self.screen_stack) > 1
+        if action == "audit":
+            return not isinstance(self.screen, AuditScreen)
+        return True
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_investigate(self) -> None:
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+
+    def action_audit(self) -> None:
+        if any(isinstance(screen, AuditScreen) for screen in self.screen_stack):
+            while not isinstance(self.screen, AuditScreen):
+                self.pop_screen()
+            return
+        self.action_investigate()
+        self.push_screen(AuditScreen())
+
+    def action_scenarios(self) -> None:
+        if isinstance(self.screen, ScenarioPicker):
+            return
+        if self.investigate.running:
+            self.notify("A run is in progress; escape cancels it first.", severity="warning")
+            return
+        current = self.engine_status.scenario
+        self.push_screen(ScenarioPicker(current, self.scenario_arg), self._scenario_chosen)
+
+    def _scenario_chosen(self, choice: ScenarioChoice | None) -> None:
+        if choice is None:
+            return
+        self.action_investigate()
+        self.load_engine(choice.source)
+
+    def action_toggle_theme(self) -> None:
+        self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
+
+    def action_toggle_maximize(self) -> None:
+        screen = self.screen
+        if screen.maximized is not None:
+            screen.minimize()
+        elif screen.focused is not None:
+            screen.maximize(screen.focused)
+
+    def action_copy_draft_json(self) -> None:
+        draft = self.investigate.state.draft
+        if draft is None:
+            self.notify("There is no Draft to copy.", severity="warning")
+            return
+        self.copy_to_clipboard(json.dumps(draft, ensure_ascii=False, indent=2))
+        self.notify("Draft copied to the clipboard as JSON.")
+
+    def action_export(self) -> None:
+        if self.investigate.run_record() is None:
+            self.notify("There is no finished run to export.", severity="warning")
+            return
+        self.push_screen(ExportDialog(self.export_dir or Path.cwd()), self._export_to)
+
+    def _export_to(self, directory: Path | None) -> None:
+        record = self.investigate.run_record()
+        if directory is None or record is None:
+            return
+        try:
+            written = write_run(record, directory, self.clock().isoformat(timespec="seconds"))
+        except OSError as exc:
+            self.notify(str(exc), title="Export failed", severity="error", markup=False)
+            return
+        self.notify("\n".join(path.name for path in written), title=f"Exported to {directory}", markup=False)
+
+    def key_sections(self) -> KeySections:
+        """Every key, where it works and what it does (the help screen and the README table)."""
+        return [
+            (
+                "Everywhere",
+                [
+                    *binding_rows(self.BINDINGS),
+                    ("ctrl+p", "Command palette: every action by name"),
+                    ("tab / shift+tab", "Move between panels"),
+                    ("ctrl+q", "Quit"),
+                ],
+            ),
+            ("Investigate", binding_rows(InvestigateScreen.BINDINGS)),
+            (
+                "Timeline",
+                [
+                    ("up / down", "Move; the detail panel shows the highlighted entry"),
+                    ("enter", "Show the entry in the detail panel"),
+                    ("space", "Fold or unfold a round"),
+                ],
+            ),
+            ("Result", [("up / down, enter", "Choose a citation or check: shows that call in the timeline")]),
+            (
+                "Audit",
+                [
+                    *binding_rows(AuditScreen.BINDINGS),
+                    ("enter", "Open the highlighted run's timeline (on an invocation: at that call)"),
+                ],
+            ),
+            ("Audit replay", binding_rows(ReplayScreen.BINDINGS)),
+            ("Scenario picker", [*binding_rows(ScenarioPicker.BINDINGS), ("enter", "Open the scenario")]),
+            ("Export dialog", [*binding_rows(ExportDialog.BINDINGS), ("enter", "Write the files")]),
+        ]
+
+    # ------------------------------------------------------------------ command palette
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        investigate = self.investigate
+        yield SystemCommand("Run query", "Run the query in the input (ctrl+r)", investigate.action_run)
+        yield SystemCommand("Cancel run", "Cancel the running run (escape)", investigate.action_cancel_run)
+        yield SystemCommand(
+            "Follow-up",
+            "Ask a follow-up carrying the last Draft, or drop it (ctrl+f)",
+            investigate.action_follow_up,
+        )
+        yield SystemCommand(
+            "Copy Draft", "Copy the Draft as Markdown (ctrl+g)", investigate.action_copy_draft
+        )
+        yield SystemCommand("Copy Draft as JSON", "Copy the Draft JSON exactly", self.action_copy_draft_json)
+        yield SystemCommand(
+            "Export run", "Write the run as Markdown and JSON files (ctrl+s)", self.action_export
+        )
+        yield SystemCommand("Investigate", "Go to the investigate screen (f2)", self.action_investigate)
+        yield SystemCommand("Audit", "Browse audited runs and invocations (f3)", self.action_audit)
+        yield SystemCommand("Scenarios", "Pick a built-in scenario (f4)", self.action_scenarios)
+        yield SystemCommand("Help", "Every key of the console (f1)", self.action_help)
+        yield SystemCommand(
+            "Toggle light/dark", "Switch between the light and dark theme (ctrl+l)", self.action_toggle_theme
+        )
+        yield SystemCommand(
+            "Maximize panel", "Maximize or restore the focused panel (f8)", self.action_toggle_maximize
+        )
+        yield from super().get_system_commands(screen)

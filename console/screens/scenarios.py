@@ -1,0 +1,84 @@
+"""The scenario picker: trainers choose a built-in scenario (or the scenario file the console was
+started with); picking one reopens the environment with its scripted model and prefills its query."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+
+@dataclass(frozen=True)
+class ScenarioChoice:
+    source: str  # what open_run_environment(scenario=...) takes: a built-in name or a file path
+    name: str
+    title: str
+    description: str
+
+
+def scenario_choices(started_with: str | None) -> list[ScenarioChoice]:
+    """Built-ins in name order; a scenario file given on the command line comes first."""
+    from agent.scenarios import ScenarioError, builtin_scenarios, load_scenario_file
+
+    choices = [ScenarioChoice(s.name, s.name, s.title, s.description) for s in builtin_scenarios()]
+    if started_with and started_with not in {c.name for c in choices}:
+        try:
+            scenario = load_scenario_file(Path(started_with))
+        except ScenarioError:
+            return choices
+        choices.insert(0, ScenarioChoice(started_with, scenario.name, scenario.title, scenario.description))
+    return choices
+
+
+def choice_prompt(choice: ScenarioChoice, current: bool) -> Text:
+    text = Text.assemble(("● " if current else "  ", "green"), (choice.name, "bold"), "  ", choice.title)
+    if choice.description:
+        text.append("\n    " + " ".join(choice.description.split()), style="dim")
+    return text
+
+
+class ScenarioPicker(ModalScreen[ScenarioChoice | None]):
+    CSS_PATH = Path(__file__).with_name("scenarios.tcss")
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close", tooltip="Close without changing the scenario")
+    ]
+
+    def __init__(self, current: str | None, started_with: str | None) -> None:
+        super().__init__(id="scenario-picker")
+        self.current = current
+        self.choices = scenario_choices(started_with)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="picker"):
+            yield Static(
+                Text.assemble(
+                    ("Scenarios", "bold"),
+                    ("  enter opens one with its scripted model · escape closes", "dim"),
+                )
+            )
+            options = [
+                Option(choice_prompt(c, c.name == self.current), id=str(i))
+                for i, c in enumerate(self.choices)
+            ]
+            yield OptionList(*options, id="scenario-list")
+
+    def on_mount(self) -> None:
+        names = [c.name for c in self.choices]
+        options = self.query_one(OptionList)
+        options.highlighted = names.index(self.current) if self.current in names else 0
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(self.choices[event.option_index])
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,98 @@
+"""The budget gauge: model calls, tokens, deadline and run bytes, used against their limits.
+
+Colours come from the theme through component classes (warning from 80 %, error when spent), and the
+budget that ended the run is named, so an operator sees at a glance why a run stopped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.widget import Widget
+
+ROWS = (
+    ("model_calls", "model calls"),
+    ("tokens", "tokens"),
+    ("deadline", "deadline"),
+    ("run_bytes", "run bytes"),
+)
+WARN_AT = 0.8
+LABEL_WIDTH = 12
+NUMBER_WIDTH = 19
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
+
+
+def gauge_row(key: str, gauge: dict[str, Any] | None, show_timings: bool) -> tuple[float | None, str]:
+    """(fraction used or None when unknown, 'used / limit' text) for one budget."""
+    gauge = gauge or {}
+    if key == "deadline":
+        limit = gauge.get("limit_s")
+        elapsed = gauge.get("elapsed_s") if show_timings else None
+        text = f"{_number(elapsed)} / {_number(limit)} s"
+        used = elapsed
+    else:
+        limit = gauge.get("limit")
+        used = gauge.get("used")
+        text = f"{_number(used)} / {_number(limit)}"
+    if used is None or not limit:
+        return None, text
+    return min(float(used) / float(limit), 1.0), text
+
+
+class BudgetGauge(Widget):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "gauge--ok",
+        "gauge--warn",
+        "gauge--full",
+        "gauge--empty",
+        "gauge--label",
+    }
+
+    def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.show_timings = show_timings
+        self.budget: dict[str, Any] | None = None
+        self.ending: str | None = None
+
+    def update_budget(self, budget: dict[str, Any] | None, ending: str | None) -> None:
+        self.budget = budget
+        self.ending = ending
+        self.refresh()
+
+    def level(self, key: str) -> str:
+        """ok | warn | full for one budget (what the colour says)."""
+        fraction, _ = gauge_row(key, (self.budget or {}).get(key), self.show_timings)
+        if key == self.ending or (fraction is not None and fraction >= 1.0):
+            return "full"
+        if fraction is not None and fraction >= WARN_AT:
+            return "warn"
+        return "ok"
+
+    def render(self) -> Text:
+        bar_width = max(self.size.width - LABEL_WIDTH - NUMBER_WIDTH - 2, 4)
+        label_style = self.get_component_rich_style("gauge--label")
+        empty_style = self.get_component_rich_style("gauge--empty")
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for key, title in ROWS:
+            fraction, numbers = gauge_row(key, (self.budget or {}).get(key), self.show_timings)
+            style = self.get_component_rich_style(f"gauge--{self.level(key)}")
+            filled = round((fraction or 0.0) * bar_width)
+            out.append(f"{title:<{LABEL_WIDTH}}", style=label_style)
+            out.append("█" * filled, style=style)
+            out.append("░" * (bar_width - filled), style=empty_style)
+            out.append(f" {numbers:>{NUMBER_WIDTH}}", style=style if key == self.ending else "")
+            out.append("\n")
+        if self.ending is not None:
+            title = dict(ROWS)[self.ending]
+            out.append(f"{title} budget ended the run", style=self.get_component_rich_style("gauge--full"))
+        elif self.budget and self.budget.get("exhausted"):
+            out.append(f"stopped: {self.budget['exhausted']}", style=label_style)
+        return out

@@ -1,0 +1,115 @@
+"""The detail panel: the selected timeline entry as pretty-printed JSON, never paraphrased.
+
+For a tool call it shows the observation exactly as the model received it (from `tool_finished`); when no
+event carried one (a call that was never executed, or a replay from the audit, which stores only the
+projection) it says so instead of reconstructing one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.json import JSON
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from console.widgets.run_state import RunState
+from console.widgets.timeline import TimelineKey
+
+EVENT_NOISE = ("type", "run_id", "session_id")
+TIMING_KEYS = ("at", "duration_ms", "elapsed_s")  # masked when timings are hidden (snapshots)
+
+
+def json_block(data: Any) -> RenderableType:
+    """Exact JSON (key order kept, non-ASCII readable); highlighted, never parsed as markup."""
+    return JSON(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def heading(text: str) -> Text:
+    return Text(text, style="bold underline")
+
+
+def _event_view(event: dict[str, Any], show_timings: bool) -> dict[str, Any]:
+    return {
+        key: value if show_timings or key not in TIMING_KEYS else "(hidden)"
+        for key, value in event.items()
+        if key not in EVENT_NOISE
+    }
+
+
+def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
+    row = state.calls[tool_call_id]
+    title = Text.assemble(
+        (row.tool_call_id, "bold"), "  ", (row.tool or "tool not named by any event", "cyan")
+    )
+    title.append(f"  round {row.round}" if row.round is not None else "")
+    title.append(f"  {row.status}")
+    parts: list[RenderableType] = [title]
+    if row.evaluated_by:
+        parts.append(Text(f"evaluated {row.evaluation} by the model in {row.evaluated_by}", style="dim"))
+    if row.evaluates:
+        parts.append(Text(f"carried the evaluation of {row.evaluates[0]}: {row.evaluates[1]}", style="dim"))
+    parts += [Text(""), heading("Observation — exactly what the model saw")]
+    if row.has_observation:
+        parts.append(json_block(row.observation))
+    elif row.status == "RUNNING":
+        parts.append(Text("the tool is running; the observation appears when it finishes", style="italic"))
+    elif any(e.get("type") == "tool_finished" for e in row.events):
+        parts.append(Text("no observation recorded for this call (cancelled, or replayed from the audit)"))
+    else:
+        parts.append(
+            Text(
+                "nothing was executed for this call; the model got a control observation "
+                "(see the protocol events below)"
+            )
+        )
+    if row.input is not None:
+        parts += [Text(""), heading("Business input"), json_block(row.input)]
+    observed_data = row.observation.get("data") if isinstance(row.observation, dict) else None
+    if row.projection is not None and row.projection != observed_data:
+        parts += [Text(""), heading("Safe projection (as audited)"), json_block(row.projection)]
+    protocol = [e for e in row.events if e.get("type") == "protocol_changed"]
+    if protocol:
+        parts += [Text(""), heading("Protocol events")]
+        parts += [json_block({k: e.get(k) for k in ("code", "tool_call_id", "detail")}) for e in protocol]
+    return parts
+
+
+def entry_detail(state: RunState, key: TimelineKey | None, show_timings: bool = True) -> list[RenderableType]:
+    if key is None:
+        return [Text("Select a timeline entry to see what the agent saw.", style="dim")]
+    kind, value = key
+    if kind == "call" and value in state.calls:
+        return call_detail(state, value)
+    if kind == "round" and value in state.rounds:
+        row = state.rounds[value]
+        parts: list[RenderableType] = [Text(f"model round {value}", style="bold")]
+        return parts + [json_block(_event_view(e, show_timings)) for e in row.events]
+    if kind == "note" and 0 <= value < len(state.notes):
+        note = _event_view(state.notes[value], show_timings)
+        return [Text("run-level protocol event", style="bold"), json_block(note)]
+    if kind == "finish" and state.result is not None:
+        return [Text("ExecutionResult", style="bold"), json_block(state.result)]
+    return [Text("nothing recorded for this entry", style="dim")]
+
+
+class DetailPanel(VerticalScroll, can_focus=True):
+    """Scrollable; its content is replaced whenever the highlighted entry (or that entry's row) changes."""
+
+    def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.show_timings = show_timings
+        self.key: TimelineKey | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Group(*entry_detail(RunState(), None)), id="detail-body")
+
+    def show(self, state: RunState, key: TimelineKey | None) -> None:
+        if key != self.key:
+            self.scroll_home(animate=False)
+        self.key = key
+        self.query_one("#detail-body", Static).update(Group(*entry_detail(state, key, self.show_timings)))

@@ -1,0 +1,105 @@
+"""The progress-protocol panel: what the harness is waiting for and how close it is to stopping.
+
+Counters and thresholds are operator-only (they come from `protocol_changed.state`); the model never
+sees them. A replay from the audit has no counters, and the panel says so rather than guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.widget import Widget
+
+from console.widgets.run_state import RunState
+
+LABEL_WIDTH = 20
+CAUSE_TEXT = {"BUDGET": "one model call left", "SATURATION": "saturation"}
+
+
+def final_opportunity(state: RunState) -> str:
+    protocol = state.protocol or {}
+    if not protocol.get("stop_required"):
+        return "—"
+    if state.collection_stopped:
+        return "spent on a tool call (collection stopped)"
+    if state.stop_reason == "COMPLETED_AFTER_STOP_REQUIRED":
+        return "used: the final Draft"
+    if state.result is not None:
+        return "not used"
+    return "open: the next round is the last"
+
+
+def protocol_lines(state: RunState) -> list[tuple[str, str, str]]:
+    """(label, value, level) rows; level is ok | warn | full."""
+    protocol: dict[str, Any] = state.protocol or {}
+    if state.protocol is None and state.outcome == "REJECTED":
+        return [("protocol", "never started: the input was rejected before any model call", "ok")]
+    if state.protocol is None and state.result is not None:
+        progress = state.result.get("progress") or {}
+        return [
+            ("counters", "not recorded in the audit", "ok"),
+            ("STOP_REQUIRED", "yes" if progress.get("stop_required") else "no", "ok"),
+            (
+                "saturation",
+                str(progress.get("saturation") or "—"),
+                "full" if progress.get("saturation") else "ok",
+            ),
+        ]
+
+    def counter(used: Any, limit: Any) -> tuple[str, str]:
+        if used is None:
+            return "—", "ok"
+        level = (
+            "full" if limit and used >= limit else ("warn" if limit and used >= limit - 1 and used else "ok")
+        )
+        return f"{used} / {limit if limit is not None else '—'}", level
+
+    no_gain, no_gain_level = counter(
+        protocol.get("consecutive_no_gain"), protocol.get("max_consecutive_no_gain")
+    )
+    violations, violations_level = counter(
+        protocol.get("protocol_violations"), protocol.get("max_protocol_violations")
+    )
+    stop = "no"
+    if protocol.get("stop_required"):
+        stop = f"yes · {CAUSE_TEXT.get(str(state.stop_cause), str(state.stop_cause).lower())}"
+    saturation = protocol.get("saturation")
+    return [
+        ("pending observation", str(protocol.get("pending_tool_call_id") or "none"), "ok"),
+        ("no-gain streak", no_gain, no_gain_level),
+        ("violations", violations, violations_level),
+        ("STOP_REQUIRED", stop, "full" if protocol.get("stop_required") else "ok"),
+        ("final opportunity", final_opportunity(state), "warn" if protocol.get("stop_required") else "ok"),
+        ("saturation", str(saturation or "—"), "full" if saturation else "ok"),
+    ]
+
+
+class ProtocolPanel(Widget):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "protocol--ok",
+        "protocol--warn",
+        "protocol--full",
+        "protocol--label",
+    }
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[tuple[str, str, str]] = []
+
+    def update_state(self, state: RunState) -> None:
+        self.lines = protocol_lines(state) if (state.protocol is not None or state.result) else []
+        self.refresh()
+
+    def render(self) -> Text:
+        out = Text(no_wrap=True, overflow="ellipsis")
+        if not self.lines:
+            out.append("waiting for a run", style=self.get_component_rich_style("protocol--label"))
+            return out
+        label_style = self.get_component_rich_style("protocol--label")
+        for i, (label, value, level) in enumerate(self.lines):
+            out.append(f"{label:<{LABEL_WIDTH}}", style=label_style)
+            out.append(value, style=self.get_component_rich_style(f"protocol--{level}"))
+            if i < len(self.lines) - 1:
+                out.append("\n")
+        return out

@@ -1,0 +1,234 @@
+"""The result panel: the Draft as an operator reads it, or why there is none.
+
+Every citation (and every progress check of a stopped run) is an option: choosing it shows that tool
+call in the timeline, so a claim can be checked against exactly what the agent saw. Draft text comes
+from the model and is put into `Text` objects, never parsed as markup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from agent.contracts import EXIT_CODE_OF, Outcome
+from console.messages import CitationSelected
+from console.render_text import OUTCOME_MEANING
+from console.widgets.run_state import RunState
+from console.widgets.timeline import EVALUATION_STYLE, STATUS_STYLE
+
+STOP_REASON_TEXT = {
+    "COMPLETED": "the model delivered a valid Draft",
+    "COMPLETED_AFTER_STOP_REQUIRED": "a valid Draft in the final completion opportunity after STOP_REQUIRED",
+    "INFORMATION_SATURATED": "no-gain results reached the threshold and the final opportunity "
+    "was not a Draft",
+    "PROGRESS_PROTOCOL_VIOLATED": "protocol violations reached the threshold and the final opportunity "
+    "was not a Draft",
+    "MODEL_CALLS_EXHAUSTED": "the model-call budget is spent",
+    "TOKENS_EXHAUSTED": "the token budget is spent: the next round was refused before reaching the model",
+    "DEADLINE_EXCEEDED": "the run deadline passed",
+    "RUN_BYTES_EXHAUSTED": "the run-bytes budget is spent",
+    "CANCELLED": "the operator cancelled the run; in-flight work was cancelled",
+    "INVALID_DRAFT": "the final text is not a valid Draft (no repair, no second call)",
+    "DRAFT_TOO_LARGE": "the final text exceeds the Draft size limit",
+    "MODEL_ERROR": "the model call failed",
+    "AGENT_ERROR": "the agent failed unexpectedly; no progress is published",
+    "QUERY_BLANK": "the query is blank",
+    "QUERY_TOO_LARGE": "the query exceeds its size limit (it is never truncated)",
+    "PREVIOUS_TURN_INVALID": "the previous turn is not a valid PreviousTurn",
+    "PREVIOUS_TURN_TOO_LARGE": "the previous turn exceeds its size limit",
+    "INPUT_TOO_LARGE": "query and previous turn together exceed the input limit",
+}
+OUTCOME_CLASS = {
+    "DRAFT": "-draft",
+    "CONTROLLED_STOP": "-stop",
+    "BUDGET_EXHAUSTED": "-stop",
+    "CANCELLED": "-cancelled",
+    "FAILED": "-failed",
+    "REJECTED": "-failed",
+}
+
+
+def heading(text: str) -> Text:
+    return Text(text, style="bold underline")
+
+
+def bullets(items: list[str], numbered: bool = False) -> list[Text]:
+    if not items:
+        return [Text("  none", style="dim")]
+    return [Text(f"  {f'{i}.' if numbered else '•'} {item}") for i, item in enumerate(items, start=1)]
+
+
+def banner(state: RunState) -> Text:
+    outcome = str(state.outcome)
+    text = Text.assemble((f"{outcome} / {state.stop_reason}", "bold"))
+    if outcome in OUTCOME_MEANING:
+        text.append(f"   exit {EXIT_CODE_OF[Outcome(outcome)]}: {OUTCOME_MEANING[outcome]}")
+    usage = (state.result or {}).get("usage") or {}
+    text.append(
+        f"\nrun {state.run_id} · {usage.get('model_calls', 0)} model calls · "
+        f"{usage.get('total_tokens', 0):,} tokens",
+        style="dim",
+    )
+    return text
+
+
+def check_prompt(state: RunState, tool_call_id: str, indent: str = "   ↳ ") -> Text:
+    row = state.calls.get(tool_call_id)
+    text = Text.assemble(indent, (tool_call_id, "bold"))
+    if row is None:
+        text.append("  not a call of this run", style="red")
+        return text
+    text.append(f"  {row.tool or '—'}", style="cyan")
+    text.append(f"  {row.status}", style=STATUS_STYLE.get(row.status, ""))
+    if row.evaluation:
+        text.append(f"  eval {row.evaluation}", style=EVALUATION_STYLE.get(row.evaluation, ""))
+    return text
+
+
+def snapshot_check_prompt(check: dict[str, Any]) -> Text:
+    """One ProgressSnapshot check exactly as the result publishes it."""
+    status = str(check.get("evidence_status"))
+    text = Text.assemble(
+        "  ", (str(check.get("tool_call_id")), "bold"), "  ", (str(check.get("tool")), "cyan")
+    )
+    text.append(f"  {status}", style=STATUS_STYLE.get(status, ""))
+    if check.get("evaluation"):
+        text.append(f"  eval {check['evaluation']}", style=EVALUATION_STYLE.get(str(check["evaluation"]), ""))
+    return text
+
+
+class ResultView(VerticalScroll):
+    """Empty until a run finishes; then the Draft or the stop, with jumpable citations."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._targets: list[str | None] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("No result yet.", style="dim"), id="result-banner")
+        yield Static(id="result-summary")
+        yield OptionList(id="result-citations")
+        yield Static(id="result-sections")
+
+    def show(self, state: RunState) -> None:
+        banner_widget = self.query_one("#result-banner", Static)
+        summary = self.query_one("#result-summary", Static)
+        sections = self.query_one("#result-sections", Static)
+        options = self.query_one("#result-citations", OptionList)
+        for cls in set(OUTCOME_CLASS.values()):
+            banner_widget.remove_class(cls)
+        options.clear_options()
+        self._targets = []
+        if state.result is None:
+            running = state.phase == "running"
+            banner_widget.update(Text("Running…" if running else "No result yet.", style="dim"))
+            summary.update("")
+            sections.update("")
+            options.display = False
+            return
+        banner_widget.add_class(OUTCOME_CLASS.get(str(state.outcome), "-failed"))
+        banner_widget.update(banner(state))
+        draft = state.draft
+        if draft is not None:
+            self._show_draft(state, draft, summary, options, sections)
+        else:
+            self._show_stop(state, summary, options, sections)
+        options.display = bool(self._targets)
+
+    def show_failure(self, message: str) -> None:
+        """The run worker crashed before the use case could classify anything (e.g. the audit failed)."""
+        self.show(RunState())
+        banner_widget = self.query_one("#result-banner", Static)
+        banner_widget.add_class("-failed")
+        banner_widget.update(Text.assemble(("no result", "bold"), "  the run stopped before it could finish"))
+        self.query_one("#result-summary", Static).update(Text(message))
+
+    def _add(self, options: OptionList, prompt: Text, target: str | None) -> None:
+        options.add_option(Option(prompt))
+        self._targets.append(target)
+
+    def _show_draft(
+        self, state: RunState, draft: dict[str, Any], summary: Static, options: OptionList, sections: Static
+    ) -> None:
+        parts: list[RenderableType] = [heading("Conclusion")]
+        if draft.get("conclusion") is None:
+            parts.append(Text("No conclusion: the evidence does not support one (conclusion: null).", "bold"))
+        else:
+            parts.append(Text(str(draft["conclusion"])))
+        analysis = draft.get("analysis") or []
+        parts += [
+            Text(""),
+            heading("Analysis" + (" — enter on a citation shows the call" if analysis else "")),
+        ]
+        if not analysis:
+            parts.append(Text("  none", style="dim"))
+        summary.update(Group(*parts))
+        for item in analysis:
+            kind = str(item.get("kind"))
+            evidence = item.get("evidence")
+            prompt = Text.assemble((kind, "bold green" if kind == "FINDING" else "bold yellow"), " ")
+            prompt.append(str(item.get("statement", "")))
+            if item.get("scope"):
+                prompt.append(f"\n   scope: {item['scope']}", style="dim")
+            if evidence == "NO_EVIDENCE":
+                prompt.append("\n   evidence: NO_EVIDENCE", style="yellow")
+            cited = [str(e) for e in evidence] if isinstance(evidence, list) else []
+            self._add(options, prompt, cited[0] if cited else None)
+            for tool_call_id in cited:
+                self._add(options, check_prompt(state, tool_call_id), tool_call_id)
+        limitations = draft.get("limitations") or {}
+        sections.update(
+            Group(
+                heading("Action plan"),
+                *bullets(list(draft.get("action_plan") or []), numbered=True),
+                Text(""),
+                heading("Recommendations"),
+                *bullets(list(draft.get("recommendations") or [])),
+                Text(""),
+                heading("Limitations: checked scope"),
+                *bullets(list(limitations.get("checked_scope") or [])),
+                heading("Limitations: missing information"),
+                *bullets(list(limitations.get("missing_info") or [])),
+            )
+        )
+
+    def _show_stop(self, state: RunState, summary: Static, options: OptionList, sections: Static) -> None:
+        result = state.result or {}
+        reason = str(state.stop_reason)
+        parts: list[RenderableType] = [
+            heading("Why there is no Draft"),
+            Text(STOP_REASON_TEXT.get(reason, reason)),
+        ]
+        failure = result.get("failure")
+        if failure:
+            extra = [f"{k}: {v}" for k, v in failure.items() if k != "code" and v is not None]
+            parts.append(Text(f"failure {failure.get('code')}" + (f" ({'; '.join(extra)})" if extra else "")))
+        if state.ending_budget is not None:
+            parts.append(Text(f"budget that ended the run: {state.ending_budget.replace('_', ' ')}", "bold"))
+        progress = result.get("progress")
+        parts += [Text(""), heading("Progress snapshot")]
+        if progress is None:
+            parts.append(Text("none published for this outcome", style="dim"))
+        else:
+            flags = f"stop_required: {'yes' if progress.get('stop_required') else 'no'}"
+            flags += f" · saturation: {progress.get('saturation') or '—'}"
+            parts.append(Text(flags))
+            if not progress.get("checks"):
+                parts.append(Text("  no completed checks", style="dim"))
+        summary.update(Group(*parts))
+        for check in (progress or {}).get("checks") or []:
+            self._add(options, snapshot_check_prompt(check), check.get("tool_call_id"))
+        sections.update("")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if 0 <= event.option_index < len(self._targets):
+            target = self._targets[event.option_index]
+            if target is not None:
+                self.post_message(CitationSelected(target))

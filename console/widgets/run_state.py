@@ -1,0 +1,363 @@
+"""RunState: folds the run-event stream (DESIGN 3.10) into what the run widgets draw.
+
+Live runs and audit replays feed this same reducer, so a replayed run is drawn exactly like a live one.
+It records which rows changed, so a burst of events costs one redraw of the changed rows, not one
+redraw per event. Pure Python: no Textual, no engine import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Protocol codes that describe what the model was told about one call (DESIGN 3.2, operator extras).
+CALL_CONTROL_CODES = frozenset(
+    {"INVALID_PROGRESS_PROTOCOL", "DUPLICATE_CALL", "UNKNOWN_TOOL", "STOP_REQUIRED", "INVALID_INPUT"}
+)
+BUDGET_OF_STOP_REASON = {
+    "MODEL_CALLS_EXHAUSTED": "model_calls",
+    "TOKENS_EXHAUSTED": "tokens",
+    "DEADLINE_EXCEEDED": "deadline",
+    "RUN_BYTES_EXHAUSTED": "run_bytes",
+}
+
+
+@dataclass
+class CallRow:
+    """One tool call the model requested, whether or not anything was executed for it."""
+
+    tool_call_id: str
+    round: int | None = None
+    tool: str | None = None
+    input: Any = None
+    # REQUESTED (round seen, nothing yet) -> RUNNING -> FOUND|EMPTY|ERROR|CANCELLED, or NOT_EXECUTED
+    status: str = "REQUESTED"
+    error_code: str | None = None
+    reason: str | None = None
+    evaluation: str | None = None
+    evaluated_by: str | None = None
+    evaluates: tuple[str, str] | None = None  # (evaluated call ID, evaluation) this call carried
+    codes: list[str] = field(default_factory=list)  # protocol codes on this call, in order
+    duration_ms: int | None = None
+    projection: Any = None
+    observation: Any = None  # exactly what the model saw; None when no event carried it
+    has_observation: bool = False
+    events: list[dict[str, Any]] = field(default_factory=list)  # the raw events about this call
+
+    @property
+    def controls(self) -> list[str]:
+        return [code for code in self.codes if code in CALL_CONTROL_CODES]
+
+
+@dataclass
+class RoundRow:
+    number: int
+    finished: bool = False
+    duration_ms: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    tool_call_ids: list[str] = field(default_factory=list)
+    has_text: bool = False
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A top-level timeline row: a model round, a run-level protocol note, or the run's end."""
+
+    kind: str  # "round" | "note" | "finish"
+    key: Any  # round number | note index | None
+
+
+@dataclass
+class Changes:
+    new_entries: list[Entry] = field(default_factory=list)
+    rounds: set[int] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)
+    new_calls: list[str] = field(default_factory=list)
+    budget: bool = False
+    protocol: bool = False
+    result: bool = False
+    header: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.new_entries
+            or self.rounds
+            or self.calls
+            or self.new_calls
+            or self.budget
+            or self.protocol
+            or self.result
+            or self.header
+        )
+
+
+def _gauge(used: Any, limit: Any) -> dict[str, Any]:
+    return {"used": used, "limit": limit}
+
+
+class RunState:
+    """Everything the console knows about one run, built only from its events."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.session_id: str | None = None
+        self.query: str | None = None
+        self.previous_turn: Any = None
+        self.model: str | None = None
+        self.started_at: str | None = None
+        self.rounds: dict[int, RoundRow] = {}
+        self.calls: dict[str, CallRow] = {}
+        self.entries: list[Entry] = []
+        self.notes: list[dict[str, Any]] = []
+        self.budget: dict[str, Any] | None = None
+        self.protocol: dict[str, Any] | None = None
+        self.stop_cause: str | None = None
+        self.collection_stopped = False
+        self.result: dict[str, Any] | None = None
+        self.events: list[dict[str, Any]] = []
+        self._found_this_round: str | None = None
+        self._changes = Changes()
+
+    # ------------------------------------------------------------------ derived views
+    @property
+    def phase(self) -> str:
+        if self.result is not None:
+            return "finished"
+        return "running" if self.events else "idle"
+
+    @property
+    def round_in_flight(self) -> int | None:
+        for number in reversed(self.rounds):
+            if not self.rounds[number].finished:
+                return number
+        return None
+
+    @property
+    def outcome(self) -> str | None:
+        return None if self.result is None else self.result.get("outcome")
+
+    @property
+    def stop_reason(self) -> str | None:
+        return None if self.result is None else self.result.get("stop_reason")
+
+    @property
+    def ending_budget(self) -> str | None:
+        """Which budget ended the run (gauge key), if a budget did."""
+        return BUDGET_OF_STOP_REASON.get(self.stop_reason or "")
+
+    @property
+    def draft(self) -> dict[str, Any] | None:
+        return None if self.result is None else self.result.get("draft")
+
+    def take_changes(self) -> Changes:
+        changes, self._changes = self._changes, Changes()
+        return changes
+
+    # ------------------------------------------------------------------ reducer
+    def apply(self, event: Mapping[str, Any]) -> None:
+        event = dict(event)
+        self.events.append(event)
+        handler = getattr(self, f"_on_{event.get('type')}", None)
+        if handler is not None:
+            handler(event)
+
+    def apply_all(self, events: Iterable[Mapping[str, Any]]) -> None:
+        for event in events:
+            self.apply(event)
+
+    def _identity(self, event: dict[str, Any]) -> None:
+        if self.run_id is None:
+            self.run_id = event.get("run_id")
+            self.session_id = event.get("session_id")
+            self._changes.header = True
+
+    def _on_run_started(self, event: dict[str, Any]) -> None:
+        self._identity(event)
+        self.query = event.get("query")
+        self.previous_turn = event.get("previous_turn")
+        self.model = event.get("model")
+        self.started_at = event.get("at")
+        if "limits" in event:
+            self._limits(event)
+        self._changes.header = True
+
+    def _limits(self, event: dict[str, Any]) -> None:
+        """Gauges and counters start from the run's limits; an audit replay has none and shows none."""
+        limits = event.get("limits") or {}
+        self.budget = {
+            "model_calls": _gauge(0, limits.get("max_model_calls")),
+            "tokens": _gauge(0, limits.get("max_total_tokens")),
+            "deadline": {"elapsed_s": 0.0, "limit_s": limits.get("deadline_s")},
+            "run_bytes": _gauge(0, limits.get("max_run_bytes")),
+            "exhausted": None,
+        }
+        protocol = event.get("protocol") or {}
+        self.protocol = {
+            "pending_tool_call_id": None,
+            "consecutive_no_gain": 0,
+            "max_consecutive_no_gain": protocol.get("max_consecutive_no_gain"),
+            "protocol_violations": 0,
+            "max_protocol_violations": protocol.get("max_protocol_violations"),
+            "stop_required": False,
+            "final_opportunity": False,
+            "saturation": None,
+        }
+        self._changes.header = self._changes.budget = self._changes.protocol = True
+
+    def _round(self, number: int) -> RoundRow:
+        row = self.rounds.get(number)
+        if row is None:
+            self._settle_requested_calls()
+            row = self.rounds[number] = RoundRow(number)
+            entry = Entry("round", number)
+            self.entries.append(entry)
+            self._changes.new_entries.append(entry)
+        return row
+
+    def _call(self, tool_call_id: str, round_: int | None = None) -> CallRow:
+        row = self.calls.get(tool_call_id)
+        if row is None:
+            row = self.calls[tool_call_id] = CallRow(tool_call_id, round=round_)
+            self._changes.new_calls.append(tool_call_id)
+            if round_ is not None:
+                owner = self._round(round_)
+                if tool_call_id not in owner.tool_call_ids:
+                    owner.tool_call_ids.append(tool_call_id)
+        self._changes.calls.add(tool_call_id)
+        return row
+
+    def _settle_requested_calls(self) -> None:
+        """A requested call that got no tool_started before the run moved on was not executed."""
+        for row in self.calls.values():
+            if row.status == "REQUESTED":
+                row.status = "NOT_EXECUTED"
+                self._changes.calls.add(row.tool_call_id)
+
+    def _on_model_round_started(self, event: dict[str, Any]) -> None:
+        self._identity(event)
+        if self._found_this_round is not None and self.protocol and not self.protocol.get("stop_required"):
+            # No event reports it: the last FOUND of a tool round becomes the pending observation.
+            self.protocol["pending_tool_call_id"] = self._found_this_round
+            self._changes.protocol = True
+        self._found_this_round = None
+        row = self._round(int(event["round"]))
+        row.events.append(event)
+        self._changes.rounds.add(row.number)
+
+    def _on_model_round_finished(self, event: dict[str, Any]) -> None:
+        self._identity(event)
+        row = self._round(int(event["round"]))
+        row.finished = True
+        row.duration_ms = event.get("duration_ms")
+        row.prompt_tokens = event.get("prompt_tokens")
+        row.completion_tokens = event.get("completion_tokens")
+        row.has_text = bool(event.get("has_text"))
+        row.events.append(event)
+        for tool_call_id in event.get("tool_call_ids") or []:
+            self._call(str(tool_call_id), row.number)
+        self._changes.rounds.add(row.number)
+
+    def _on_tool_started(self, event: dict[str, Any]) -> None:
+        self._identity(event)
+        row = self._call(str(event["tool_call_id"]), event.get("round"))
+        row.tool = event.get("tool")
+        row.input = event.get("input")
+        row.status = "RUNNING"
+        row.events.append(event)
+
+    def _on_tool_finished(self, event: dict[str, Any]) -> None:
+        self._identity(event)
+        row = self._call(str(event["tool_call_id"]), event.get("round"))
+        row.tool = event.get("tool") or row.tool
+        row.status = event.get("status") or row.status
+        row.error_code = event.get("error_code")
+        row.reason = event.get("reason")
+        row.projection = event.get("projection")
+        row.duration_ms = event.get("duration_ms")
+        if event.get("evaluation"):  # only audit replays carry it here (the audited column)
+            row.evaluation = event["evaluation"]
+        if "observation" in event:
+            row.observation = event.get("observation")
+            row.has_observation = event.get("observation") is not None
+        row.events.append(event)
+        self._count_progress(row)
+
+    def _count_progress(self, row: CallRow) -> None:
+        """Mirror the two protocol changes no event reports (the next protocol event's state wins):
+        an EMPTY result is a no-gain result, and a FOUND one awaits the model's evaluation."""
+        if self.protocol is None:
+            return
+        if row.status == "EMPTY":
+            self.protocol["consecutive_no_gain"] = int(self.protocol.get("consecutive_no_gain") or 0) + 1
+            self._changes.protocol = True
+        elif (
+            row.status == "FOUND"
+            and isinstance(row.observation, dict)
+            and row.observation.get("evaluation_required")
+        ):
+            self._found_this_round = row.tool_call_id
+
+    def _on_protocol_changed(self, event: dict[str, Any]) -> None:
+        self._identity(event)
+        code = str(event.get("code"))
+        detail = event.get("detail") or {}
+        if event.get("state") is not None:
+            self.protocol = dict(event["state"])
+            self._changes.protocol = True
+        tool_call_id = event.get("tool_call_id")
+        if code == "EVALUATION_RECORDED":
+            evaluated = str(detail.get("evaluated_tool_call_id"))
+            evaluation = detail.get("evaluation")
+            target = self._call(evaluated)
+            target.evaluation = evaluation
+            target.evaluated_by = tool_call_id
+            if tool_call_id is not None:
+                self._call(str(tool_call_id)).evaluates = (evaluated, str(evaluation))
+        elif code == "STOP_REQUIRED":
+            self.stop_cause = detail.get("cause") or self.stop_cause
+        elif code == "COLLECTION_STOPPED":
+            self.collection_stopped = True
+            self._changes.protocol = True
+            for stopped in detail.get("tool_call_ids") or []:
+                row = self._call(str(stopped))
+                row.status = "NOT_EXECUTED"
+                row.codes.append("STOP_REQUIRED")
+                row.events.append(event)
+        elif code == "INVALID_INPUT" and tool_call_id is not None:
+            row = self._call(str(tool_call_id))
+            row.status = "ERROR"
+            row.error_code = "INVALID_INPUT"
+        if code in {"INVALID_PROGRESS_PROTOCOL", "UNKNOWN_TOOL", "DUPLICATE_CALL"} and tool_call_id:
+            self._call(str(tool_call_id)).status = "NOT_EXECUTED"
+        if tool_call_id is not None:
+            row = self._call(str(tool_call_id))
+            row.codes.append(code)
+            row.events.append(event)
+        else:
+            self._note(event)
+
+    def _note(self, event: dict[str, Any]) -> None:
+        self.notes.append(event)
+        entry = Entry("note", len(self.notes) - 1)
+        self.entries.append(entry)
+        self._changes.new_entries.append(entry)
+
+    def _on_budget_changed(self, event: dict[str, Any]) -> None:
+        self._identity(event)
+        self.budget = {
+            key: event.get(key) for key in ("model_calls", "tokens", "deadline", "run_bytes", "exhausted")
+        }
+        self._changes.budget = True
+
+    def _on_run_finished(self, event: dict[str, Any]) -> None:
+        self._identity(event)
+        self._settle_requested_calls()
+        result = event.get("result") or {}
+        self.result = {"outcome": event.get("outcome"), "stop_reason": event.get("stop_reason"), **result}
+        entry = Entry("finish", None)
+        self.entries.append(entry)
+        self._changes.new_entries.append(entry)
+        self._changes.result = self._changes.protocol = self._changes.budget = True

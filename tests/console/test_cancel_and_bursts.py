@@ -1,0 +1,152 @@
+"""Cancelling a run mid-tool cancels it for real; a fast event stream is drawn in batches."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import Static
+
+from console.widgets.result import ResultView
+from tests.console.conftest import SIZE, engine_ready, has_row, make_app, plain, timeline_labels
+from tests.support import RecordingAdapter
+
+
+def slow_environment(tmp_path: Path, adapter: RecordingAdapter) -> Any:
+    """A RunEnvironment whose evidence tools answer through a slow test adapter."""
+
+    def factory(scenario: str | None) -> Any:
+        from agent.scenarios import resolve_scenario
+        from agent.settings import load_settings
+        from audit import AuditStore
+        from console.wiring import RunEnvironment
+        from tools.boundary import ToolBoundary
+        from tools.redaction import NOOP
+
+        chosen = resolve_scenario(scenario or "evidence-backed-diagnosis")
+        settings = load_settings(None, overrides=chosen.settings)
+        boundary = ToolBoundary({"lookup_knowledge": adapter, "query_logs": adapter})
+        return RunEnvironment(settings, chosen, boundary, AuditStore(tmp_path / "audit.db"), NOOP)
+
+    return factory
+
+
+async def wait_for(predicate: Any, pilot: Any, timeout_s: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not predicate():
+        assert loop.time() < deadline, "timed out"
+        await pilot.pause(0.02)
+
+
+async def test_escape_cancels_the_tool_in_flight(tmp_path: Path) -> None:
+    adapter = RecordingAdapter(delay_s=30.0)
+    app = make_app(tmp_path, "evidence-backed-diagnosis", env_factory=slow_environment(tmp_path, adapter))
+    async with app.run_test(size=SIZE) as pilot:
+        await engine_ready(pilot)
+        await pilot.press("ctrl+r")
+        screen = app.investigate
+        await wait_for(
+            lambda: "call-1" in screen.state.calls and screen.state.calls["call-1"].status == "RUNNING", pilot
+        )
+        assert has_row(timeline_labels(app), "call-1", "running…")
+
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+        assert adapter.cancelled == 1  # the adapter's await was cancelled, not left running
+        assert screen.state.outcome == "CANCELLED" and screen.state.calls["call-1"].status == "CANCELLED"
+        assert has_row(timeline_labels(app), "call-1", "CANCELLED")
+        banner = plain(screen.query_one(ResultView).query_one("#result-banner", Static).content)
+        assert "CANCELLED / CANCELLED exit 12: the run was cancelled" in " ".join(banner.split())
+        assert screen.state.result is not None and screen.state.result["progress"] == {
+            "checks": [],
+            "stop_required": False,
+            "saturation": None,
+        }
+        with sqlite3.connect(tmp_path / "audit.db") as db:
+            run = db.execute("SELECT outcome, stop_reason FROM runs WHERE run_id = 'run-0001'").fetchone()
+            invocation = db.execute(
+                "SELECT status, error_code FROM invocations WHERE run_id = ? AND tool_call_id = ?",
+                ("run-0001", "call-1"),
+            ).fetchone()
+        assert run == ("CANCELLED", "CANCELLED")
+        assert invocation == ("CANCELLED", "CANCELLED")
+
+
+def synthetic_burst(rounds: int) -> list[dict[str, Any]]:
+    """A fast, valid-looking event stream: `rounds` rounds of three FOUND calls each."""
+    events: list[dict[str, Any]] = []
+
+    def emit(type_: str, **fields: Any) -> None:
+        events.append(
+            {
+                "type": type_,
+                "run_id": "run-burst",
+                "session_id": "s",
+                "seq": len(events) + 1,
+                "at": "t",
+                **fields,
+            }
+        )
+
+    emit("run_started", query="q", previous_turn=None, model="m", limits={}, protocol={})
+    for n in range(1, rounds + 1):
+        ids = [f"call-{n}-{i}" for i in range(3)]
+        emit("model_round_started", round=n)
+        emit(
+            "model_round_finished",
+            round=n,
+            duration_ms=0,
+            prompt_tokens=1,
+            completion_tokens=1,
+            tool_call_ids=ids,
+            has_text=False,
+        )
+        for tool_call_id in ids:
+            emit(
+                "tool_started", round=n, tool_call_id=tool_call_id, tool="query_logs", input={"service": "x"}
+            )
+            observation = {"tool_call_id": tool_call_id, "tool": "query_logs", "evidence_status": "FOUND"}
+            emit(
+                "tool_finished",
+                round=n,
+                tool_call_id=tool_call_id,
+                tool="query_logs",
+                status="FOUND",
+                error_code=None,
+                reason=None,
+                projection={},
+                duration_ms=0,
+                observation=observation,
+            )
+        emit(
+            "budget_changed",
+            model_calls={"used": n, "limit": 1000},
+            tokens={"used": 2 * n, "limit": 10**6},
+            run_bytes={"used": n, "limit": 10**6},
+            deadline={"elapsed_s": 0.0, "limit_s": 300.0},
+            exhausted=None,
+        )
+    return events
+
+
+async def test_a_burst_of_events_is_drawn_in_a_few_batches_and_input_stays_live(tmp_path: Path) -> None:
+    app = make_app(tmp_path, "evidence-backed-diagnosis")
+    async with app.run_test(size=SIZE) as pilot:
+        await engine_ready(pilot)
+        screen = app.investigate
+        burst = synthetic_burst(200)  # 1,600 events arriving at once
+        screen._inbox.extend(burst)
+        screen._drain_timer.resume()
+        await pilot.press(*"typed during the burst")
+        await pilot.pause(0.2)
+
+        assert len(screen.state.events) == len(burst)
+        assert screen.run_view.batches <= 3  # one redraw per timer tick, not one per event
+        labels = timeline_labels(app)
+        assert sum(label.startswith("round ") for label in labels) == 200 and len(labels) == 800
+        assert screen.query_one("#query").text.endswith("typed during the burst")  # type: ignore[attr-defined]

@@ -1,0 +1,68 @@
+"""The first frame is painted before Haystack is imported, and nothing is printed while the app runs.
+
+Runs in a fresh interpreter: the test process has long imported Haystack.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+PROBE = r"""
+import asyncio, json, sys
+from pathlib import Path
+from console.app import DiagnoseApp
+
+seen = {"after_import": "haystack" in sys.modules}
+
+class Probe(DiagnoseApp):
+    def on_mount(self) -> None:
+        self.call_after_refresh(lambda: seen.setdefault("first_paint", "haystack" in sys.modules))
+
+async def main() -> None:
+    app = Probe(audit_db=Path(sys.argv[1]), show_timings=False, cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        seen["status_at_first_paint"] = app.engine_status.label
+        for _ in range(1500):
+            if app.engine_status.state != "loading":
+                break
+            await pilot.pause(0.02)
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        seen["after_run"] = "haystack" in sys.modules
+        seen["outcome"] = app.investigate.state.outcome
+
+asyncio.run(main())
+sys.__stdout__.write(json.dumps(seen))
+"""
+
+
+def test_first_frame_before_haystack_and_a_silent_run(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(probe), str(tmp_path / "audit.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "PYTHONPATH": str(Path(__file__).parents[2]),
+        },
+    )
+    assert done.stderr == "", done.stderr  # headless Textual forwards stray prints: there must be none
+    seen = json.loads(done.stdout)
+    assert seen == {
+        "after_import": False,
+        "first_paint": False,
+        "status_at_first_paint": "loading engine…",
+        "after_run": True,
+        "outcome": "DRAFT",
+    }

@@ -1,0 +1,128 @@
+"""Screenshots of the console, pinned: terminal size, ids, session, clock, hidden timings, no cursor blink.
+
+Regenerate after an intended change with `pytest tests/console/test_snapshots.py --snapshot-update` and
+review the SVGs. (Snapshot tests are sync: snap_compare runs the app in its own event loop.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+
+from console.screens.audit import PagedTable
+from tests.console.conftest import SIZE, engine_ready, make_app, run_to_end
+from tests.console.recorded import fill_audit
+
+SnapCompare = Callable[..., bool]
+
+SLOW_SCENARIO = """\
+name: slow-second-round
+title: The model takes its time in round 2
+description: Used to photograph a run in progress.
+query: "payment-service 2026-11-30 02:00-03:00 UTC 支付超时，请诊断。"
+rounds:
+  - tool_calls:
+      - {id: call-1, name: lookup_knowledge,
+         arguments: {previous_observation: null, input: {query: "payment-service 支付超时", top_k: 2}}}
+    usage: {prompt_tokens: 812, completion_tokens: 64}
+  - text: '{"conclusion": null}'
+    usage: {prompt_tokens: 1400, completion_tokens: 210}
+    delay_ms: 600000
+"""
+
+
+def finished(*keys: str) -> Callable[[Pilot[Any]], Any]:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await run_to_end(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+
+    return run_before
+
+
+def test_idle_screen(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=engine_ready)
+
+
+def test_run_in_progress(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    scenario = tmp_path / "slow.yaml"
+    scenario.write_text(SLOW_SCENARIO, encoding="utf-8")
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await engine_ready(pilot)
+        await pilot.press("ctrl+r")
+        for _ in range(500):
+            if pilot.app.investigate.state.round_in_flight == 2:  # type: ignore[attr-defined]
+                break
+            await asyncio.sleep(0.02)
+        await pilot.pause(0.1)
+
+    assert snap_compare(make_app(tmp_path, str(scenario)), terminal_size=SIZE, run_before=run_before)
+
+
+def test_evidence_backed_draft(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await run_to_end(pilot)
+        view = pilot.app.investigate.run_view  # type: ignore[attr-defined]
+        view.timeline.jump_to("call-2")
+        view.show_detail(("call", "call-2"))
+        await pilot.pause()
+
+    assert snap_compare(
+        make_app(tmp_path, "evidence-backed-diagnosis"), terminal_size=SIZE, run_before=run_before
+    )
+
+
+def test_no_evidence_stop(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    assert snap_compare(
+        make_app(tmp_path, "tool-finds-no-evidence"), terminal_size=SIZE, run_before=finished()
+    )
+
+
+def test_controlled_stop(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    assert snap_compare(
+        make_app(tmp_path, "stop-required-ignored"), terminal_size=SIZE, run_before=finished()
+    )
+
+
+def test_budget_exhausted(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    app = make_app(tmp_path, "model-call-budget-exhausted")
+    assert snap_compare(app, terminal_size=SIZE, run_before=finished())
+
+
+def test_audit_screen(snap_compare: SnapCompare, tmp_path: Path, recorded_runs: Any) -> None:
+    fill_audit(tmp_path / "audit.db", recorded_runs, runs=6)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await engine_ready(pilot)
+        await pilot.press("f3")
+        tables = pilot.app.screen.query(PagedTable)
+        for _ in range(500):
+            if all(t.row_count and not t.loading_page for t in tables):
+                break
+            await asyncio.sleep(0.02)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_scenario_picker(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await engine_ready(pilot)
+        await pilot.press("f4")
+
+    assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_help_screen(snap_compare: SnapCompare, tmp_path: Path) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await engine_ready(pilot)
+        await pilot.press("f1")
+
+    assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
