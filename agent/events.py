@@ -53,6 +53,10 @@ EVENT_TYPES: tuple[str, ...] = (
 log = logging.getLogger(__name__)
 
 
+class RequiredSinkFailed(Exception):
+    """A required sink (the audit) could not record an event: the run must stop, not go on unaudited."""
+
+
 def utc_now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
@@ -90,7 +94,10 @@ class RunEventEmitter:
             **self._redactor.value(fields),
         }
         for sink in self._required:
-            sink(event)
+            try:
+                sink(event)
+            except Exception as exc:
+                raise RequiredSinkFailed(f"{type(exc).__name__}: {exc}") from exc
         for sink in self._sinks:
             try:
                 sink(event)

@@ -69,7 +69,11 @@ def load_scenario_file(path: Path) -> Scenario:
         raise ScenarioError(f"cannot read scenario file {path}: {exc.strerror}") from None
     if len(raw_bytes) > MAX_SCENARIO_BYTES:
         raise ScenarioError(f"scenario file {path} is larger than {MAX_SCENARIO_BYTES} bytes")
-    return parse_scenario(raw_bytes.decode("utf-8", errors="strict"), source=str(path))
+    try:
+        text = raw_bytes.decode("utf-8", errors="strict")
+    except UnicodeDecodeError:
+        raise ScenarioError(f"scenario file {path} is not UTF-8 text") from None
+    return parse_scenario(text, source=str(path))
 
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
@@ -79,10 +83,14 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ScenarioError(f"{source}: not valid YAML{where}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: nested too deeply to be a scenario") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"{source}: a scenario must be a mapping")
     try:
         return Scenario.model_validate(raw)
+    except RecursionError:
+        raise ScenarioError(f"{source}: nested too deeply to be a scenario") from None
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]
         loc = ".".join(str(p) for p in first["loc"])

@@ -29,7 +29,7 @@ from agent.contracts import (
     StopReason,
 )
 from agent.draft_parser import DraftRejected, parse_draft
-from agent.events import EventSink, RunEventEmitter
+from agent.events import EventSink, RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.model_call import GuardedChatGenerator, ModelCallError
@@ -247,6 +247,9 @@ class DiagnosisUseCase:
         except asyncio.CancelledError:
             if inner.cancelled() and ctx.cancel_requested and not _outer_cancelled():
                 return self._result(ctx, StopReason.CANCELLED, None, ledger.snapshot(), None)
+            await _cancel_and_wait(inner)
+            raise
+        except RequiredSinkFailed:
             await _cancel_and_wait(inner)
             raise
         except ModelCallError as exc:

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.demo_cli import add_demo_parser, run_demo_command
+from agent.events import RequiredSinkFailed
 from console.errors import SetupError
 from tools.redaction import NOOP
 
@@ -95,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_run(args))
     except SetupError as exc:
         print(f"diagnose: {NOOP.text(str(exc))}", file=sys.stderr)
+        return SETUP_ERROR
+    except RequiredSinkFailed as exc:
+        print(f"diagnose: the audit could not be written, so the run was stopped: {NOOP.text(str(exc))}",
+              file=sys.stderr)
         return SETUP_ERROR
 
 

@@ -14,7 +14,19 @@ OUTCOME_MEANING = {
 }
 
 
+def _visible(text: str) -> str:
+    """Model and tool text is data: control characters (ESC, OSC, C1) are shown escaped, never sent raw."""
+    return "".join(
+        ch if ch == "\n" or ch == "\t" or not (ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0) else f"\\x{ord(ch):02x}"
+        for ch in text
+    )
+
+
 def render_result(result: ExecutionResult, model_label: str = "") -> str:
+    return _visible(_render(result, model_label))
+
+
+def _render(result: ExecutionResult, model_label: str) -> str:
     lines = [
         f"run {result.run_id}  ({model_label})" if model_label else f"run {result.run_id}",
         f"outcome: {result.outcome.value} / {result.stop_reason.value} "

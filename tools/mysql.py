@@ -126,6 +126,12 @@ async def open_connection(target: MysqlTarget, password: str | None, timeout_s: 
     return conn
 
 
+def _peer_closed(conn: Any) -> bool:
+    """The server hung up on an idle connection (restart, wait_timeout): its stream already saw EOF."""
+    reader = getattr(conn, "_reader", None)
+    return reader is None or reader.at_eof()
+
+
 class _ConnectionPool:
     """At most `maxsize` connections opened by `open_connection`; a connection goes back only if clean."""
 
@@ -154,7 +160,7 @@ class _ConnectionPool:
         now = asyncio.get_running_loop().time()
         while self._free:
             conn = self._free.pop()
-            if not conn.closed and now - conn.last_usage < _IDLE_RECYCLE_S:
+            if not conn.closed and not _peer_closed(conn) and now - conn.last_usage < _IDLE_RECYCLE_S:
                 return conn
             conn.close()
         return None

@@ -261,6 +261,9 @@ def guard_sql(
     first = tokens[0].token_type
     if first == TokenType.SHOW:
         return _guard_show(sql, policy)
+    if any(token.token_type == TokenType.TABLE for token in tokens):
+        # MySQL 8's `TABLE t` (also inside UNION) is not a SELECT; sqlglot would rewrite it into one.
+        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "TABLE statement")
     if first in _DESCRIBE_STARTS:
         if tokens[1].token_type in _QUERY_STARTS:
             body = _guard_query(sql[tokens[1].start :], policy)
@@ -410,9 +413,22 @@ def _parse_query(sql: str) -> exp.Query:
         raise SqlPolicyError("WRITE_STATEMENT", type(root).__name__)
     if not isinstance(root, (exp.Select, exp.SetOperation)):
         raise SqlPolicyError("UNSUPPORTED_STATEMENT", type(root).__name__)
+    _require_select_branches(root)
     if root.parent is not None:
         root.pop()  # detach from the unwrapped parentheses: scoping and generation start here
     return root
+
+
+def _require_select_branches(node: exp.Expr) -> None:
+    """Every branch of a UNION/INTERSECT/EXCEPT is a SELECT: `(1)` or `TABLE t` would be rewritten by
+    sqlglot into something the model never wrote."""
+    if isinstance(node, exp.SetOperation):
+        _require_select_branches(node.this)
+        _require_select_branches(node.expression)
+    elif isinstance(node, exp.Subquery):
+        _require_select_branches(node.this)
+    elif not isinstance(node, exp.Select):
+        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "set operation branch")
 
 
 def _set_args(node: exp.Expr) -> list[str]:

@@ -1,0 +1,318 @@
+"""Harness overhead: the full diagnosis harness against a bare Haystack Agent on the same investigation.
+
+    python -m tests.benchmarks.bench_harness [--rounds 16] [--repeats 60] [--warmup 5]
+
+Both sides replay the same scripted investigation with `ScriptedChatGenerator`: `--rounds` model rounds
+with one `lookup_knowledge` call each (distinct queries, so never DUPLICATE_CALL; every round after the
+first evaluates the previous FOUND as GAINED), then one round with the final Draft. The tool answers a
+small FOUND projection immediately from memory on both sides.
+
+- harness: `DiagnosisUseCase` (budgets, progress protocol, before_tool interception, ToolBoundary with
+  envelope validation and redaction, run events) with the SQLite `AuditSink` on a temporary file, as the
+  CLI wires it.
+- bare: a Haystack `Agent` with the same generator and the same tool as a plain async Haystack `Tool`
+  (`async_function`, awaited by Haystack 3.4's ToolInvoker), no hooks.
+
+Runs are interleaved (harness, bare, harness, bare, ...) in one event loop; medians are reported with
+the ratio (target: within 1.3x) and the harness overhead per tool round in microseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import agent.use_case as use_case_module
+from agent.scenarios import ScriptedRound, ScriptedToolCall, ScriptedUsage
+from agent.scripted import ScriptedChatGenerator
+from agent.settings import load_settings
+from agent.use_case import DiagnosisUseCase
+from audit import AuditSink, AuditStore
+from tools.adapter import AdapterResult, ToolRequest
+from tools.boundary import ToolBoundary
+from tools.definitions import DESCRIPTIONS, LOOKUP_KNOWLEDGE, envelope_schema
+from tools.redaction import Redactor
+
+TARGET_RATIO = 1.3
+QUERY = "payment-service 02:10Z 起超时，支付回调大量失败"
+PROJECTION: dict[str, Any] = {
+    "documents": [
+        {
+            "title": "支付超时与连接池耗尽",
+            "source": "payment-timeouts.md",
+            "snippet": "HikariPool-1 - Connection is not available; check the pool size and lock waits.",
+            "score": 4.2,
+        }
+    ],
+    "returned": 1,
+}
+
+
+def scripted_rounds(tool_rounds: int) -> list[ScriptedRound]:
+    """One-call rounds with distinct inputs, each evaluating the previous FOUND, then the Draft round."""
+    rounds: list[ScriptedRound] = []
+    for i in range(1, tool_rounds + 1):
+        previous = None if i == 1 else {"tool_call_id": f"call-{i - 1}", "evaluation": "GAINED"}
+        call = ScriptedToolCall(
+            id=f"call-{i}",
+            name=LOOKUP_KNOWLEDGE,
+            arguments={"previous_observation": previous, "input": {"query": f"连接池 耗尽 step {i}"}},
+        )
+        rounds.append(
+            ScriptedRound(tool_calls=[call], usage=ScriptedUsage(prompt_tokens=900, completion_tokens=60))
+        )
+    draft = {
+        "conclusion": "payment-service 的连接池在发布后耗尽。",
+        "analysis": [{"kind": "FINDING", "statement": "runbook 描述了连接池耗尽。", "evidence": ["call-1"]}],
+        "action_plan": ["回滚"],
+        "recommendations": ["扩大连接池"],
+        "limitations": {"checked_scope": ["runbooks"], "missing_info": []},
+    }
+    rounds.append(
+        ScriptedRound(
+            text=json.dumps(draft, ensure_ascii=False),
+            usage=ScriptedUsage(prompt_tokens=1500, completion_tokens=200),
+        )
+    )
+    return rounds
+
+
+class InstantKnowledge:
+    """The in-process adapter of the harness side: a small FOUND projection, no I/O."""
+
+    async def execute(self, request: ToolRequest) -> AdapterResult:
+        return AdapterResult("FOUND", PROJECTION)
+
+
+async def bare_lookup(previous_observation: Any = None, input: Any = None) -> str:
+    """The bare side's tool: the same tiny work (answer the projection as JSON text)."""
+    return json.dumps(PROJECTION, ensure_ascii=False)
+
+
+class _Passthrough(Redactor):
+    """Attribution only (--breakdown): a redactor that does nothing, to price the redaction step."""
+
+    def text(self, value: str) -> str:
+        return value
+
+    def value(self, obj: Any) -> Any:
+        return obj
+
+
+_cached_tools = functools.cache(use_case_module.frozen_tools)
+
+
+class HarnessSide:
+    """The use case as the CLI wires it; the keyword switches exist only to attribute the overhead."""
+
+    def __init__(
+        self,
+        tool_rounds: int,
+        audit_path: Path,
+        *,
+        audit: bool = True,
+        redaction: bool = True,
+        reuse_tools: bool = False,
+    ) -> None:
+        limit = tool_rounds + 4  # STOP_REQUIRED comes only when one call remains: never within the script
+        self.settings = load_settings(
+            None,
+            overrides={
+                "budget": {
+                    "max_model_calls": limit,
+                    "max_total_tokens": 10_000_000,
+                    "deadline_s": 600,
+                    "max_run_bytes": 100_000_000,
+                },
+                "protocol": {"max_consecutive_no_gain": 100, "max_protocol_violations": 100},
+            },
+        )
+        self.rounds = scripted_rounds(tool_rounds)
+        # The configured-secret layer is exercised too, as it is when a DSN password or API key is set.
+        self.redactor = Redactor(["bench-secret-value-123"]) if redaction else _Passthrough()
+        self.store = AuditStore(audit_path)
+        self.audit = audit
+        self.reuse_tools = reuse_tools
+        self.boundary = ToolBoundary({LOOKUP_KNOWLEDGE: InstantKnowledge()}, redactor=self.redactor)
+
+    async def run_once(self) -> str:
+        use_case = DiagnosisUseCase(
+            self.settings,
+            ScriptedChatGenerator(self.rounds),
+            self.boundary,
+            model_label="scripted: bench",
+            required_sinks=[AuditSink(self.store)] if self.audit else [],
+            redactor=self.redactor,
+        )
+        original = use_case_module.frozen_tools
+        if self.reuse_tools:
+            use_case_module.frozen_tools = _cached_tools  # type: ignore[assignment]
+        try:
+            result = await use_case.execute(QUERY)
+        finally:
+            use_case_module.frozen_tools = original  # type: ignore[assignment]
+        return f"{result.outcome.value}/{result.stop_reason.value}"
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class BareSide:
+    def __init__(self, tool_rounds: int) -> None:
+        from haystack.tools import Tool
+
+        self.rounds = scripted_rounds(tool_rounds)
+        self.max_steps = tool_rounds + 4
+        self.tools = [
+            Tool(
+                name=LOOKUP_KNOWLEDGE,
+                description=DESCRIPTIONS[LOOKUP_KNOWLEDGE],
+                parameters=envelope_schema(LOOKUP_KNOWLEDGE),
+                async_function=bare_lookup,
+            )
+        ]
+
+    async def run_once(self) -> str:
+        from haystack.components.agents import Agent
+        from haystack.dataclasses import ChatMessage
+
+        # A new Agent per run, as the harness builds one per run.
+        agent = Agent(
+            chat_generator=ScriptedChatGenerator(self.rounds),
+            tools=self.tools,
+            exit_conditions=["text"],
+            max_agent_steps=self.max_steps,
+        )
+        messages = [ChatMessage.from_system("你是诊断助手。"), ChatMessage.from_user(QUERY)]
+        output = await agent.run_async(messages=messages)
+        last = output["messages"][-1]
+        return "DRAFT/COMPLETED" if last.text else "NO_TEXT"
+
+    def close(self) -> None:
+        pass
+
+
+def hardware() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {platform.system()}"
+
+
+Side = HarnessSide | BareSide
+
+
+async def interleaved(sides: dict[str, Side], repeats: int, warmup: int) -> dict[str, list[float]]:
+    """Round-robin over the sides (ABAB...), so drift (CPU frequency, page cache, audit growth) hits all."""
+    for name, side in sides.items():
+        outcome = await side.run_once()
+        if outcome != "DRAFT/COMPLETED":
+            raise SystemExit(f"{name} did not complete the script: {outcome}")
+    for _ in range(warmup):
+        for side in sides.values():
+            await side.run_once()
+    samples: dict[str, list[float]] = {name: [] for name in sides}
+    for _ in range(repeats):
+        for name, side in sides.items():
+            t0 = time.perf_counter()
+            await side.run_once()
+            samples[name].append(time.perf_counter() - t0)
+    return samples
+
+
+def build_sides(tool_rounds: int, folder: Path, breakdown: bool) -> dict[str, Side]:
+    sides: dict[str, Side] = {
+        "harness": HarnessSide(tool_rounds, folder / "audit.db"),
+        "bare": BareSide(tool_rounds),
+    }
+    if breakdown:
+        sides["harness, Tools reused"] = HarnessSide(tool_rounds, folder / "a2.db", reuse_tools=True)
+        sides["harness, Tools reused, no audit"] = HarnessSide(
+            tool_rounds, folder / "a3.db", reuse_tools=True, audit=False
+        )
+        sides["harness, Tools reused, no audit, no redaction"] = HarnessSide(
+            tool_rounds, folder / "a4.db", reuse_tools=True, audit=False, redaction=False
+        )
+        sides["harness, 1 tool round"] = HarnessSide(1, folder / "a5.db")
+        sides["bare, 1 tool round"] = BareSide(1)
+    return sides
+
+
+def median_ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.bench_harness", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--rounds", type=int, default=16, help="tool rounds (one call each) before the Draft")
+    parser.add_argument("--repeats", type=int, default=60, help="measured runs per side")
+    parser.add_argument("--warmup", type=int, default=5, help="unmeasured runs per side first")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also time variants that attribute the overhead (slower)"
+    )
+    args = parser.parse_args(argv)
+    print(hardware())
+    print(f"{args.rounds} tool rounds + 1 Draft round per run, {args.repeats} interleaved runs per side")
+    with tempfile.TemporaryDirectory(prefix="bench-harness-") as tmp:
+        sides = build_sides(args.rounds, Path(tmp), args.breakdown)
+        try:
+            samples = asyncio.run(interleaved(sides, args.repeats, args.warmup))
+        finally:
+            for side in sides.values():
+                side.close()
+    harness, bare = median_ms(samples["harness"]), median_ms(samples["bare"])
+    ratio = harness / bare
+    met = ratio <= TARGET_RATIO
+    width = max(len(name) for name in samples)
+    for name, values in samples.items():
+        p90 = statistics.quantiles(values, n=10)[-1] * 1000
+        print(f"  {name:<{width}}  median {median_ms(values):8.2f} ms   p90 {p90:8.2f} ms")
+    print(
+        f"ratio {ratio:.2f}x (target <= {TARGET_RATIO}x: {'met' if met else 'MISSED'}); "
+        f"harness overhead {(harness - bare) * 1000 / args.rounds:.0f} us per tool round "
+        f"({harness - bare:.2f} ms per run / {args.rounds} rounds)"
+    )
+    if args.breakdown:
+        full = harness
+        tools = full - median_ms(samples["harness, Tools reused"])
+        audit = median_ms(samples["harness, Tools reused"]) - median_ms(
+            samples["harness, Tools reused, no audit"]
+        )
+        redaction = median_ms(samples["harness, Tools reused, no audit"]) - median_ms(
+            samples["harness, Tools reused, no audit, no redaction"]
+        )
+        rest = median_ms(samples["harness, Tools reused, no audit, no redaction"]) - bare
+        slope_h = (full - median_ms(samples["harness, 1 tool round"])) / (args.rounds - 1)
+        slope_b = (bare - median_ms(samples["bare, 1 tool round"])) / (args.rounds - 1)
+        print("attribution of the overhead per run (differences of medians):")
+        print(f"  building the 3 frozen Tools (jsonschema check) per run  {tools:7.2f} ms")
+        print(f"  SQLite audit sink (one committed write per event)       {audit:7.2f} ms")
+        print(f"  redaction of every event and projection                 {redaction:7.2f} ms")
+        print(f"  hooks, protocol, events, boundary (the rest)            {rest:7.2f} ms")
+        print(
+            f"marginal cost of one more tool round: harness {slope_h * 1000:.0f} us, "
+            f"bare {slope_b * 1000:.0f} us "
+            f"-> {(slope_h - slope_b) * 1000:.0f} us harness overhead per round"
+        )
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
