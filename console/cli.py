@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from agent.events import RequiredSinkFailed
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.demo_cli import add_demo_parser, run_demo_command
-from agent.events import RequiredSinkFailed
 from console.errors import SetupError
 from tools.redaction import NOOP
 
@@ -98,8 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"diagnose: {NOOP.text(str(exc))}", file=sys.stderr)
         return SETUP_ERROR
     except RequiredSinkFailed as exc:
-        print(f"diagnose: the audit could not be written, so the run was stopped: {NOOP.text(str(exc))}",
-              file=sys.stderr)
+        print(
+            f"diagnose: the audit could not be written, so the run was stopped: {NOOP.text(str(exc))}",
+            file=sys.stderr,
+        )
         return SETUP_ERROR
 
 

@@ -16,10 +16,11 @@ OUTCOME_MEANING = {
 
 def _visible(text: str) -> str:
     """Model and tool text is data: control characters (ESC, OSC, C1) are shown escaped, never sent raw."""
-    return "".join(
-        ch if ch == "\n" or ch == "\t" or not (ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0) else f"\\x{ord(ch):02x}"
-        for ch in text
-    )
+    return "".join(ch if ch in "\n\t" or not _is_control(ch) else f"\\x{ord(ch):02x}" for ch in text)
+
+
+def _is_control(ch: str) -> bool:
+    return ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0
 
 
 def render_result(result: ExecutionResult, model_label: str = "") -> str:
