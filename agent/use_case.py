@@ -9,6 +9,7 @@ ExecutionResult of DESIGN 3.5 and announced as the `run_finished` event.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -56,15 +57,17 @@ def _never_runs(**_: Any) -> str:
     raise RuntimeError("evidence tools execute only through the harness ToolBoundary")
 
 
-def frozen_tools() -> list[Any]:
+@functools.cache
+def frozen_tools() -> tuple[Any, ...]:
+    """Built once per process: the definitions are frozen, and Tool() validates each JSON schema (slow)."""
     from haystack.tools import Tool
 
-    return [
+    return tuple(
         Tool(
             name=name, description=DESCRIPTIONS[name], parameters=envelope_schema(name), function=_never_runs
         )
         for name in TOOL_NAMES
-    ]
+    )
 
 
 def agent_input_text(query: str, previous_turn: PreviousTurn | None) -> str:
@@ -218,7 +221,7 @@ class DiagnosisUseCase:
             hooks.setdefault(point, []).extend(own)
         return Agent(
             chat_generator=GuardedChatGenerator(self.chat_generator),
-            tools=frozen_tools(),
+            tools=list(frozen_tools()),
             exit_conditions=["text"],
             # The harness budget is the real limit; this only guards against a harness bug looping.
             max_agent_steps=self.settings.budget.max_model_calls + 2,

@@ -31,6 +31,22 @@ AUDITED_PROTOCOL_CODES = frozenset(
 )
 
 
+def _insert(db: Any, table: str, row: Mapping[str, Any]) -> None:
+    """Plain SQL on the hot path: sqlite-utils' insert reads the table schema on every call."""
+    columns = ", ".join(row)
+    db.execute(f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+
+
+def _upsert(db: Any, table: str, row: Mapping[str, Any], pk: tuple[str, ...]) -> None:
+    columns = ", ".join(row)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in pk)
+    db.execute(
+        f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(row))}) "
+        f"ON CONFLICT ({', '.join(pk)}) DO UPDATE SET {updates}",
+        tuple(row.values()),
+    )
+
+
 def _json(value: Any) -> str | None:
     """Stable text (sorted keys, readable non-ASCII) so equal inputs compare equal in SQL."""
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
@@ -77,7 +93,7 @@ class AuditSink:
             "pid_start": own_start_marker(),
         }
         with self._store.write() as db:
-            db.table("runs").insert(row)
+            _insert(db, "runs", row)
 
     def _model_round_started(self, event: Event) -> None:
         row = {
@@ -87,7 +103,7 @@ class AuditSink:
             "seq": event["seq"],
         }
         with self._store.write() as db:
-            db.table("model_rounds").upsert(row, pk=("run_id", "round"))
+            _upsert(db, "model_rounds", row, pk=("run_id", "round"))
 
     def _model_round_finished(self, event: Event) -> None:
         params = (
@@ -126,7 +142,7 @@ class AuditSink:
             "seq": event["seq"],
         }
         with self._store.write() as db:
-            db.table("invocations").insert(row)
+            _insert(db, "invocations", row)
 
     def _tool_finished(self, event: Event) -> None:
         params = (
@@ -154,6 +170,8 @@ class AuditSink:
 
     def _protocol_changed(self, event: Event) -> None:
         detail = event.get("detail") or {}
+        if event["code"] != EVALUATION_RECORDED and event["code"] not in AUDITED_PROTOCOL_CODES:
+            return  # operator-only codes: no transaction at all
         with self._store.write() as db:
             if event["code"] == EVALUATION_RECORDED:
                 db.execute(
@@ -161,9 +179,9 @@ class AuditSink:
                     (detail["evaluation"], event["run_id"], detail["evaluated_tool_call_id"]),
                 )
                 return
-            if event["code"] not in AUDITED_PROTOCOL_CODES:
-                return
-            db.table("protocol_events").insert(
+            _insert(
+                db,
+                "protocol_events",
                 {
                     "run_id": event["run_id"],
                     "tool_call_id": event.get("tool_call_id"),
@@ -171,7 +189,7 @@ class AuditSink:
                     "detail_json": _json(detail),
                     "at": event["at"],
                     "seq": event["seq"],
-                }
+                },
             )
 
     def _run_finished(self, event: Event) -> None:
@@ -194,7 +212,7 @@ class AuditSink:
         # A finished run never leaves an invocation looking as if it were still executing.
         closed_status = "CANCELLED" if outcome == "CANCELLED" else "INTERRUPTED"
         with self._store.write() as db:
-            db.table("runs").upsert(row, pk="run_id")
+            _upsert(db, "runs", row, pk=("run_id",))
             db.execute(
                 "UPDATE invocations SET status = ?, finished_at = ? WHERE run_id = ? AND status = 'STARTED'",
                 (closed_status, event["at"], event["run_id"]),

@@ -15,6 +15,7 @@ linear in the input: redaction runs on untrusted backend text and must not becom
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -126,6 +127,9 @@ _TOKEN_CHARS = r"A-Za-z0-9_-"
 _PAIR_KEY = r"pass(?:word|wd|phrase)|pwd|secret|token|(?:api|access|secret|private|client|signing)[_-]?key"
 _PAIR_SEP = r"(?:\\?[\"'])?+[ \t]{0,3}+[:=]>?[ \t]{0,3}+"
 
+_TEXT_CACHE_SIZE = 8192
+_CACHEABLE_LEN = 256
+
 _PATTERNS: tuple[tuple[re.Pattern[str], _Replace | str], ...] = (
     # PEM private keys; the body stops at the next "-----" so a missing END cannot make it quadratic,
     # and a truncated key (error text cut short) is still hidden.
@@ -204,6 +208,9 @@ class Redactor:
         # secret can never match inside an earlier replacement.
         ordered = sorted(spellings, key=lambda s: (-len(s), s))
         self._exact = re.compile("|".join([_MARK, *map(re.escape, ordered)])) if ordered else None
+        # Events repeat the same short strings (ids, statuses, tool names) thousands of times; the result
+        # is a pure function of the input, so a bounded cache removes most of the regex work.
+        self._cached_text = functools.lru_cache(maxsize=_TEXT_CACHE_SIZE)(self._redact_text)
 
     def with_secrets(self, *values: str) -> Redactor:
         """A new redactor that also hides `values` (secrets learnt after start-up, e.g. a resolved DSN)."""
@@ -211,6 +218,11 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """Exact secrets first, then value patterns; surrounding text is kept."""
+        if len(value) <= _CACHEABLE_LEN:
+            return self._cached_text(value)
+        return self._redact_text(value)
+
+    def _redact_text(self, value: str) -> str:
         if self._exact is not None:
             value = self._exact.sub(REDACTED, value)
         for pattern, replace in _PATTERNS:
