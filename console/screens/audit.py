@@ -23,21 +23,14 @@ from console.messages import EngineStatus
 from console.screens.replay import ReplayScreen
 from console.widgets.status_bar import StatusBar
 from console.widgets.timeline import OUTCOME_STYLE, STATUS_STYLE, clip, input_summary
+from tools.definitions import TOOL_NAMES
+from tools.observation import ERROR_CODES
 
 PAGE_SIZE = 50
 PREFETCH_ROWS = 10  # fetch the next page when the cursor is this close to the last loaded row
 SEARCH_DEBOUNCE_S = 0.3
-TOOLS = ("lookup_knowledge", "query_logs", "query_mysql")
+TOOLS = TOOL_NAMES
 STATUSES = ("STARTED", "FOUND", "EMPTY", "ERROR", "CANCELLED", "INTERRUPTED")
-ERROR_CODES = (
-    "TIMEOUT",
-    "UNAVAILABLE",
-    "INVALID_INPUT",
-    "POLICY_REJECTED",
-    "RESULT_TOO_LARGE",
-    "BACKEND_ERROR",
-    "CANCELLED",
-)
 RUN_COLUMNS = (
     ("started (UTC)", 14),
     ("run", 16),
