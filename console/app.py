@@ -78,6 +78,7 @@ class DiagnoseApp(App[int]):
         scenario: str | None = None,
         audit_db: Path | None = None,
         *,
+        scenario_dir: Path | None = None,
         env_factory: EnvFactory | None = None,
         session_id: str | None = None,
         run_id_factory: Callable[[], str] | None = None,
@@ -92,6 +93,7 @@ class DiagnoseApp(App[int]):
         self.config = config
         self.scenario_arg = scenario
         self.audit_db = audit_db
+        self.scenario_dir = scenario_dir
         self.env_factory: EnvFactory = env_factory or self._open_environment
         self.session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
         self.run_id_factory = run_id_factory
@@ -196,7 +198,7 @@ class DiagnoseApp(App[int]):
             self.notify("A run is in progress; escape cancels it first.", severity="warning")
             return
         current = self.engine_status.scenario
-        self.push_screen(ScenarioPicker(current, self.scenario_arg), self._scenario_chosen)
+        self.push_screen(ScenarioPicker(current, self.scenario_arg, self.scenario_dir), self._scenario_chosen)
 
     def _scenario_chosen(self, choice: ScenarioChoice | None) -> None:
         if choice is None:

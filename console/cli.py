@@ -34,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     console = sub.add_parser("console", help="open the console (default)")
     console.add_argument("--config", type=Path)
     console.add_argument("--scenario")
+    console.add_argument("--scenario-dir", type=Path, help="a folder of scenario files for the picker")
 
     run = sub.add_parser("run", help="one headless diagnosis run")
     query = run.add_mutually_exclusive_group()
@@ -124,7 +125,11 @@ def _console(args: argparse.Namespace) -> int:
 
     logging.captureWarnings(True)  # warnings go to the log file too, never over the screen
     # A bare `diagnose` parses no console options: the embedded defaults apply.
-    app = DiagnoseApp(config=getattr(args, "config", None), scenario=getattr(args, "scenario", None))
+    app = DiagnoseApp(
+        config=getattr(args, "config", None),
+        scenario=getattr(args, "scenario", None),
+        scenario_dir=getattr(args, "scenario_dir", None),
+    )
     app.run()
     return app.return_code or 0
 

@@ -24,11 +24,19 @@ class ScenarioChoice:
     description: str
 
 
-def scenario_choices(started_with: str | None) -> list[ScenarioChoice]:
-    """Built-ins in name order; a scenario file given on the command line comes first."""
+def scenario_choices(started_with: str | None, scenario_dir: Path | None = None) -> list[ScenarioChoice]:
+    """Built-ins in name order, then a trainer's folder of scenario files; a scenario file given on the
+    command line comes first. A file that does not load is left out rather than breaking the picker."""
     from agent.scenarios import ScenarioError, builtin_scenarios, load_scenario_file
 
     choices = [ScenarioChoice(s.name, s.name, s.title, s.description) for s in builtin_scenarios()]
+    if scenario_dir is not None and scenario_dir.is_dir():
+        for path in sorted(p for p in scenario_dir.iterdir() if p.suffix in {".yaml", ".yml", ".json"}):
+            try:
+                loaded = load_scenario_file(path)
+            except ScenarioError:
+                continue
+            choices.append(ScenarioChoice(str(path), loaded.name, loaded.title, loaded.description))
     if started_with and started_with not in {c.name for c in choices}:
         try:
             scenario = load_scenario_file(Path(started_with))
@@ -51,10 +59,10 @@ class ScenarioPicker(ModalScreen[ScenarioChoice | None]):
         Binding("escape", "close", "Close", tooltip="Close without changing the scenario")
     ]
 
-    def __init__(self, current: str | None, started_with: str | None) -> None:
+    def __init__(self, current: str | None, started_with: str | None, scenario_dir: Path | None = None) -> None:
         super().__init__(id="scenario-picker")
         self.current = current
-        self.choices = scenario_choices(started_with)
+        self.choices = scenario_choices(started_with, scenario_dir)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):

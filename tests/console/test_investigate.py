@@ -271,3 +271,26 @@ async def test_scenario_picker_reopens_the_environment(app_factory: AppFactory) 
         assert app.investigate.query_one("#query", TextArea).text == app.env.scenario.query
         await run_to_end(pilot)
         assert app.investigate.state.outcome == "CONTROLLED_STOP"
+
+
+async def test_scenario_picker_lists_a_trainers_folder(app_factory: AppFactory, tmp_path: Path) -> None:
+    """Scenario files from `--scenario-dir` appear after the built-ins; a broken file is left out."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "lesson-1.yaml").write_text(
+        "name: lesson-1\ntitle: Lesson one\ndescription: Stop without evidence\nquery: 'q'\n"
+        "rounds:\n  - text: '{}'\n",
+        encoding="utf-8",
+    )
+    (folder / "broken.yaml").write_text("rounds: [", encoding="utf-8")
+    app = app_factory(scenario_dir=folder)
+    async with app.run_test(size=SIZE) as pilot:
+        await engine_ready(pilot)
+        await pilot.press("f4")
+        await pilot.pause()
+        picker = app.screen
+        assert isinstance(picker, ScenarioPicker)
+        names = [c.name for c in picker.choices]
+        assert names[-1] == "lesson-1" and "broken" not in names
+        assert picker.choices[-1].source == str(folder / "lesson-1.yaml")
+        assert picker.choices[-1].title == "Lesson one"
