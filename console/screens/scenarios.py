@@ -59,7 +59,9 @@ class ScenarioPicker(ModalScreen[ScenarioChoice | None]):
         Binding("escape", "close", "Close", tooltip="Close without changing the scenario")
     ]
 
-    def __init__(self, current: str | None, started_with: str | None, scenario_dir: Path | None = None) -> None:
+    def __init__(
+        self, current: str | None, started_with: str | None, scenario_dir: Path | None = None
+    ) -> None:
         super().__init__(id="scenario-picker")
         self.current = current
         self.choices = scenario_choices(started_with, scenario_dir)
