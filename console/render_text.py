@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent.contracts import EXIT_CODE_OF, ExecutionResult
+from console.safe_text import visible
 
 OUTCOME_MEANING = {
     "DRAFT": "a Draft was produced",
@@ -14,17 +15,8 @@ OUTCOME_MEANING = {
 }
 
 
-def _visible(text: str) -> str:
-    """Model and tool text is data: control characters (ESC, OSC, C1) are shown escaped, never sent raw."""
-    return "".join(ch if ch in "\n\t" or not _is_control(ch) else f"\\x{ord(ch):02x}" for ch in text)
-
-
-def _is_control(ch: str) -> bool:
-    return ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0
-
-
 def render_result(result: ExecutionResult, model_label: str = "") -> str:
-    return _visible(_render(result, model_label))
+    return visible(_render(result, model_label))
 
 
 def _render(result: ExecutionResult, model_label: str) -> str:
