@@ -1,7 +1,9 @@
 """A local HTTP server on 127.0.0.1 shaped like the OpenAI chat-completions API, for model-path tests.
 
-Each request is answered by the next scripted reply: a chat-completion dict, or (status, raw body).
-Every request body is recorded so tests can count model calls and inspect what the model was sent.
+Each request is answered by the next scripted reply: a chat-completion dict, `(status, raw body)`,
+`Hang(seconds)` (accept the request and say nothing, to pass the client's timeout) or `Drop()` (close
+the connection without an HTTP response). Every request body is recorded so tests can count model
+calls and inspect what the model was sent. A hang is released when the server stops.
 """
 
 from __future__ import annotations
@@ -10,10 +12,23 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Reply = dict[str, Any] | tuple[int, str]
+
+@dataclass(frozen=True)
+class Hang:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Drop:
+    pass
+
+
+Reply = dict[str, Any] | tuple[int, str] | Hang | Drop
+EXHAUSTED = '{"error": {"message": "script exhausted"}}'
 
 
 def completion(
@@ -48,26 +63,33 @@ def completion(
     }
 
 
+@dataclass
 class FakeOpenAI:
-    def __init__(self, replies: list[Reply]) -> None:
-        self.replies = list(replies)
-        self.requests: list[dict[str, Any]] = []
-        self.url = ""
+    replies: list[Reply]
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    url: str = ""
+    release: threading.Event = field(default_factory=threading.Event)
 
 
 @contextmanager
 def fake_openai(replies: list[Reply]) -> Iterator[FakeOpenAI]:
-    state = FakeOpenAI(replies)
+    state = FakeOpenAI(list(replies))
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             state.requests.append(json.loads(self.rfile.read(length) or b"{}"))
-            if not state.replies:
-                status, body = 500, '{"error": {"message": "script exhausted"}}'
-            else:
-                reply = state.replies.pop(0)
-                status, body = reply if isinstance(reply, tuple) else (200, json.dumps(reply))
+            reply = (
+                state.replies.pop(0) if state.replies else (500, '{"error": {"message": "script exhausted"}}')
+            )
+            if isinstance(reply, Hang):
+                state.release.wait(reply.seconds)
+                self.close_connection = True
+                return
+            if isinstance(reply, Drop):
+                self.close_connection = True
+                return
+            status, body = reply if isinstance(reply, tuple) else (200, json.dumps(reply))
             data = body.encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -79,11 +101,13 @@ def fake_openai(replies: list[Reply]) -> Iterator[FakeOpenAI]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
         yield state
     finally:
+        state.release.set()
         server.shutdown()
         server.server_close()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.mysql_support import closed_port
-from tests.openai_server import completion
+from tests.openai_server import Drop, Hang, Reply, completion, fake_openai
 from tests.resilience.helpers import (
     QUERY,
     assert_audit_consistent,
@@ -21,7 +21,6 @@ from tests.resilience.helpers import (
     run_cli,
     write_config,
 )
-from tests.resilience.model_server import Drop, Hang, StubReply, model_stub
 
 LEAKY_BODY = '{"error": {"message": "upstream 10.0.0.7 said: secret-internal-detail"}}'
 
@@ -67,9 +66,9 @@ def _run(capsys: pytest.CaptureFixture[str], tmp_path: Path, config: Path) -> tu
     ids=["http-500", "truncated-json", "html-body", "dropped-connection", "hangs-past-timeout"],
 )
 def test_a_failing_model_call_fails_the_run_closed(
-    reply: StubReply, detail: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    reply: Reply, detail: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with model_stub([reply]) as stub:
+    with fake_openai([reply]) as stub:
         run, result = _run(capsys, tmp_path, _config(tmp_path, stub.url, timeout_s=1.0))
     assert run.code == 1
     assert (result["outcome"], result["stop_reason"]) == ("FAILED", "MODEL_ERROR")
@@ -95,7 +94,7 @@ def test_a_model_failing_after_evidence_keeps_the_progress_and_the_audit(
         "name": "lookup_knowledge",
         "arguments": {"previous_observation": None, "input": {"query": "连接池 耗尽"}},
     }
-    with model_stub([completion(tool_calls=[call]), (500, LEAKY_BODY)]) as stub:
+    with fake_openai([completion(tool_calls=[call]), (500, LEAKY_BODY)]) as stub:
         run, result = _run(capsys, tmp_path, _config(tmp_path, stub.url))
     assert run.code == 1
     assert result["failure"] == {"code": "MODEL_ERROR", "detail": "InternalServerError"}
@@ -111,7 +110,7 @@ def test_a_model_failing_after_evidence_keeps_the_progress_and_the_audit(
 def test_a_model_hanging_past_the_run_deadline_ends_at_the_deadline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with model_stub([Hang(30)]) as stub:
+    with fake_openai([Hang(30)]) as stub:
         run, result = _run(capsys, tmp_path, _config(tmp_path, stub.url, timeout_s=60, deadline_s=1.0))
     assert run.code == 11
     assert (result["outcome"], result["stop_reason"]) == ("BUDGET_EXHAUSTED", "DEADLINE_EXCEEDED")
