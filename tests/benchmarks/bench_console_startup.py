@@ -23,13 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tests.benchmarks.machine import hardware
 
 TARGET_RATIO = 1.5
 REPO = Path(__file__).resolve().parents[2]
@@ -93,16 +94,6 @@ def sample(kind: str, workdir: Path) -> tuple[float, bool]:
     return record["t"] - start, bool(record["haystack"])
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
@@ -122,10 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
     medians = {kind: statistics.median(values) for kind, values in times.items()}
     ratio = medians["diagnose"] / medians["minimal"]
-    print(
-        f"machine: {os.cpu_count()} cores, {cpu_model()}, Python {platform.python_version()}, "
-        f"textual {__import__('textual').__version__}"
-    )
+    print(f"machine: {hardware()}, textual {__import__('textual').__version__}")
     print(f"{args.repeats} interleaved fresh processes each ({args.warmup} warm-up rounds dropped)")
     for kind, values in times.items():
         print(

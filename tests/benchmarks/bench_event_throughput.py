@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -34,6 +33,8 @@ from typing import Any
 
 from textual import events
 from textual.widgets import TextArea
+
+from tests.benchmarks.machine import hardware
 
 TARGET_P99_MS = 100.0
 EVENTS = 10_000
@@ -339,10 +340,7 @@ async def bench(runs: int, key_interval_s: float) -> int:
                     f"{'nothing lost' if not lost else 'LOST: ' + '; '.join(lost)}"
                 )
 
-    print(
-        f"machine: {os.cpu_count()} cores, {_cpu_model()}, Python {platform.python_version()}, "
-        f"textual {__import__('textual').__version__}"
-    )
+    print(f"machine: {hardware()}, textual {__import__('textual').__version__}")
     print(f"key latency (ms), {runs} runs, a key every {key_interval_s * 1000:.0f} ms:")
     print("                          keys      p50      p99      max")
     during = [s for s in samples if s[2]]
@@ -360,16 +358,6 @@ async def bench(runs: int, key_interval_s: float) -> int:
     met = p99 < TARGET_P99_MS
     print(f"target p99 applied (all keys) < {TARGET_P99_MS:.0f} ms: {'met' if met else 'MISSED'}")
     return 0 if met and not problems else 1
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,8 +23,6 @@ import argparse
 import asyncio
 import functools
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -38,6 +36,7 @@ from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStore
+from tests.benchmarks.machine import hardware
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, LOOKUP_KNOWLEDGE, envelope_schema
@@ -200,18 +199,6 @@ class BareSide:
 
     def close(self) -> None:
         pass
-
-
-def hardware() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {platform.system()}"
 
 
 Side = HarnessSide | BareSide

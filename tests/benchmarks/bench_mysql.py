@@ -20,16 +20,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import secrets
 import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
+from tests.benchmarks.machine import hardware
 from tools.adapter import ToolRequest
 from tools.boundary import ToolBoundary
 from tools.definitions import QUERY_MYSQL
@@ -189,18 +187,6 @@ async def attribute(
         "redaction of the projection": timed_sync(lambda: redactor.value(projection)),
         "projection JSON size (bytes)": float(len(json.dumps(projection, ensure_ascii=False).encode())),
     }
-
-
-def hardware() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {platform.system()}"
 
 
 async def server_version(dsn: str) -> str:
