@@ -9,9 +9,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from agent.contracts import StopReason, Usage
 from agent.settings import BudgetSettings
+from tools.run_events import DeadlineGauge, Gauge
+
+
+class BudgetGauges(TypedDict):
+    """Every budget against its limit: the body of a `budget_changed` event."""
+
+    model_calls: Gauge
+    tokens: Gauge
+    run_bytes: Gauge
+    deadline: DeadlineGauge
 
 
 def utf8_len(text: str) -> int:
@@ -85,7 +96,7 @@ class RunBudget:
             total_tokens=self.total_tokens,
         )
 
-    def gauge(self) -> dict[str, object]:
+    def gauge(self) -> BudgetGauges:
         """Operator-facing view for `budget_changed` events (never shown to the model)."""
         return {
             "model_calls": {"used": self.model_calls, "limit": self.limits.max_model_calls},

@@ -1,4 +1,4 @@
-"""The frozen contracts of a diagnosis run (DESIGN 3.3-3.5): input, Draft, snapshot, result.
+"""The frozen contracts of a diagnosis run: input, Draft, snapshot, result (docs/architecture.md).
 
 All models are strict and forbid unknown keys: anything the model or a caller sends that does not
 match exactly is an error, never silently coerced.
@@ -6,7 +6,6 @@ match exactly is an error, never silently coerced.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -14,9 +13,15 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    Strict,
     model_serializer,
     model_validator,
 )
+
+# The result vocabulary is shared by every layer, so it lives in tools.vocabulary; it is re-exported
+# here because it is part of the execution result's contract.
+from tools.vocabulary import EXIT_CODE_OF, Evaluation, EvidenceStatus, Outcome, SaturationReason, StopReason
+from tools.vocabulary import OUTCOME_OF as OUTCOME_OF
 
 
 class Contract(BaseModel):
@@ -40,7 +45,7 @@ class PreviousTurn(Contract):
 
 
 class AgentInput(Contract):
-    """The user message, exactly `{"query", "previous_turn"}` (DESIGN 3.4)."""
+    """The user message, exactly `{"query", "previous_turn"}` (docs/architecture.md, "Agent input")."""
 
     query: str
     previous_turn: PreviousTurn | None
@@ -92,74 +97,12 @@ def draft_json_schema() -> dict[str, Any]:
     return DiagnosisDraft.model_json_schema()
 
 
-class Outcome(StrEnum):
-    DRAFT = "DRAFT"
-    CONTROLLED_STOP = "CONTROLLED_STOP"
-    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
-    CANCELLED = "CANCELLED"
-    FAILED = "FAILED"
-    REJECTED = "REJECTED"
-
-
-class StopReason(StrEnum):
-    COMPLETED = "COMPLETED"
-    COMPLETED_AFTER_STOP_REQUIRED = "COMPLETED_AFTER_STOP_REQUIRED"
-    INFORMATION_SATURATED = "INFORMATION_SATURATED"
-    PROGRESS_PROTOCOL_VIOLATED = "PROGRESS_PROTOCOL_VIOLATED"
-    MODEL_CALLS_EXHAUSTED = "MODEL_CALLS_EXHAUSTED"
-    TOKENS_EXHAUSTED = "TOKENS_EXHAUSTED"
-    DEADLINE_EXCEEDED = "DEADLINE_EXCEEDED"
-    RUN_BYTES_EXHAUSTED = "RUN_BYTES_EXHAUSTED"
-    CANCELLED = "CANCELLED"
-    INVALID_DRAFT = "INVALID_DRAFT"
-    DRAFT_TOO_LARGE = "DRAFT_TOO_LARGE"
-    MODEL_ERROR = "MODEL_ERROR"
-    AGENT_ERROR = "AGENT_ERROR"
-    QUERY_BLANK = "QUERY_BLANK"
-    QUERY_TOO_LARGE = "QUERY_TOO_LARGE"
-    PREVIOUS_TURN_INVALID = "PREVIOUS_TURN_INVALID"
-    PREVIOUS_TURN_TOO_LARGE = "PREVIOUS_TURN_TOO_LARGE"
-    INPUT_TOO_LARGE = "INPUT_TOO_LARGE"
-
-
-OUTCOME_OF: dict[StopReason, Outcome] = {
-    StopReason.COMPLETED: Outcome.DRAFT,
-    StopReason.COMPLETED_AFTER_STOP_REQUIRED: Outcome.DRAFT,
-    StopReason.INFORMATION_SATURATED: Outcome.CONTROLLED_STOP,
-    StopReason.PROGRESS_PROTOCOL_VIOLATED: Outcome.CONTROLLED_STOP,
-    StopReason.MODEL_CALLS_EXHAUSTED: Outcome.BUDGET_EXHAUSTED,
-    StopReason.TOKENS_EXHAUSTED: Outcome.BUDGET_EXHAUSTED,
-    StopReason.DEADLINE_EXCEEDED: Outcome.BUDGET_EXHAUSTED,
-    StopReason.RUN_BYTES_EXHAUSTED: Outcome.BUDGET_EXHAUSTED,
-    StopReason.CANCELLED: Outcome.CANCELLED,
-    StopReason.INVALID_DRAFT: Outcome.FAILED,
-    StopReason.DRAFT_TOO_LARGE: Outcome.FAILED,
-    StopReason.MODEL_ERROR: Outcome.FAILED,
-    StopReason.AGENT_ERROR: Outcome.FAILED,
-    StopReason.QUERY_BLANK: Outcome.REJECTED,
-    StopReason.QUERY_TOO_LARGE: Outcome.REJECTED,
-    StopReason.PREVIOUS_TURN_INVALID: Outcome.REJECTED,
-    StopReason.PREVIOUS_TURN_TOO_LARGE: Outcome.REJECTED,
-    StopReason.INPUT_TOO_LARGE: Outcome.REJECTED,
-}
-
-EXIT_CODE_OF: dict[Outcome, int] = {
-    Outcome.DRAFT: 0,
-    Outcome.CONTROLLED_STOP: 10,
-    Outcome.BUDGET_EXHAUSTED: 11,
-    Outcome.CANCELLED: 12,
-    Outcome.FAILED: 1,
-    Outcome.REJECTED: 2,
-}
-
-SaturationReason = Literal["INFORMATION_SATURATED", "PROGRESS_PROTOCOL_VIOLATED"]
-
-
 class ProgressCheck(Contract):
     tool_call_id: str
     tool: str
-    evidence_status: Literal["FOUND", "EMPTY", "ERROR", "NOT_EXECUTED"]
-    evaluation: Literal["GAINED", "NO_GAIN"] | None
+    # Lax for these two fields only: the JSON spelling and the enum member are the same word.
+    evidence_status: Annotated[EvidenceStatus, Strict(False)]
+    evaluation: Annotated[Evaluation, Strict(False)] | None
 
 
 class ProgressSnapshot(Contract):

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from agent.budget import is_encodable, utf8_len
 from agent.contracts import DiagnosisDraft
+from tools.vocabulary import EvidenceStatus
 
 
 class DraftRejected(Exception):
@@ -68,7 +69,7 @@ def parse_draft(
         supported = any(
             item.kind == "FINDING"
             and isinstance(item.evidence, list)
-            and any(status_of(i) == "FOUND" for i in item.evidence)
+            and any(status_of(i) == EvidenceStatus.FOUND for i in item.evidence)
             for item in draft.analysis
         )
         if not draft.conclusion.strip() or not supported:

@@ -1,56 +1,31 @@
-"""Run events (DESIGN 3.10): one ordered stream that feeds the console, `--events` NDJSON and the audit.
+"""Emitting run events: numbering, time-stamping, redacting and fanning them out to every sink.
 
-Every event is a flat JSON-able dict with `type`, `run_id`, `session_id`, `seq` (1-based, gap-free per
-run) and `at` (ISO-8601 UTC), plus the fields of its type:
+The events themselves (one class per type, their fields and their JSON form) are defined once in
+`tools.run_events`, where the audit and the console read them too; docs/architecture.md ("Run
+events") describes the stream. Operator-facing events may show counters and thresholds;
+model-facing observations never do.
 
-- run_started: query, previous_turn (object|null), model (label), limits {max_model_calls,
-  max_total_tokens, deadline_s, max_run_bytes}, protocol {max_consecutive_no_gain, max_protocol_violations}
-- model_round_started: round
-- model_round_finished: round, duration_ms, prompt_tokens, completion_tokens, tool_call_ids [str],
-  has_text (bool)
-- tool_started: round, tool_call_id, tool, input (the business input object)
-- tool_finished: round, tool_call_id, tool, status (FOUND|EMPTY|ERROR|CANCELLED), error_code|null,
-  reason|null, projection (object|null), duration_ms, observation (what the model saw, or null)
-- protocol_changed: code, tool_call_id|null, detail (object), state {pending_tool_call_id,
-  consecutive_no_gain, max_consecutive_no_gain, protocol_violations, max_protocol_violations,
-  stop_required, final_opportunity, saturation}. Codes: the audited protocol events
-  (INVALID_PROGRESS_PROTOCOL, UNKNOWN_TOOL, DUPLICATE_CALL, STOP_REQUIRED, COLLECTION_STOPPED,
-  SATURATED) plus two operator-only codes: EVALUATION_RECORDED (detail {evaluated_tool_call_id,
-  evaluation}) and INVALID_INPUT (a call answered ERROR/INVALID_INPUT without any invocation).
-- budget_changed: model_calls {used, limit}, tokens {used, limit}, run_bytes {used, limit},
-  deadline {elapsed_s, limit_s}, exhausted (str|null)
-- run_finished: outcome, stop_reason, result (the ExecutionResult object of DESIGN 3.5)
-
-Operator-facing events may show counters and thresholds; model-facing observations never do.
-A sink is any callable taking one event. A sink that raises does not stop the run, except the
-audit sink, which the use case marks as required (losing the audit is not silent).
+A sink is any callable taking one event. A sink that raises does not stop the run, except a required
+sink (the audit), whose failure stops it: losing the audit is not silent.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from tools.redaction import NOOP, Redactor
-
-RunEvent = Mapping[str, Any]
-EventSink = Callable[[RunEvent], None]
-
-EVENT_TYPES: tuple[str, ...] = (
-    "run_started",
-    "model_round_started",
-    "model_round_finished",
-    "tool_started",
-    "tool_finished",
-    "protocol_changed",
-    "budget_changed",
-    "run_finished",
-)
+from tools.run_events import EventSink, RunEvent
 
 log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+E = TypeVar("E", bound=RunEvent)
+
+__all__ = ["EventSink", "RequiredSinkFailed", "RunEvent", "RunEventEmitter", "utc_now_iso"]
 
 
 class RequiredSinkFailed(Exception):
@@ -81,18 +56,15 @@ class RunEventEmitter:
         self._clock = clock
         self._redactor = redactor
 
-    def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
-        if type_ not in EVENT_TYPES:
-            raise ValueError(f"unknown run event type {type_!r}")
-        # One redaction step for every event: the console, --events and the audit all read this copy.
-        event: dict[str, Any] = {
-            "type": type_,
-            "run_id": self.run_id,
-            "session_id": self.session_id,
-            "seq": next(self._seq),
-            "at": self._clock(),
-            **self._redactor.value(fields),
-        }
+    def emit(
+        self, kind: Callable[Concatenate[str, str, int, str, P], E], /, *args: P.args, **fields: P.kwargs
+    ) -> E:
+        """Build one event of class `kind` from its own fields (the envelope is filled in here) and
+        deliver it. The fields are type-checked against the class; they are not validated again."""
+        # One redaction step for every event: the console, --events and the audit all read this object.
+        build = cast("Callable[..., E]", kind)
+        redacted: dict[str, Any] = self._redactor.value(fields)
+        event = build(self.run_id, self.session_id, next(self._seq), self._clock(), *args, **redacted)
         for sink in self._required:
             try:
                 sink(event)
@@ -102,5 +74,5 @@ class RunEventEmitter:
             try:
                 sink(event)
             except Exception:  # an observer's bug must not change the run's outcome
-                log.exception("run event sink failed on %s", type_)
+                log.exception("run event sink failed on %s", event.type)
         return event

@@ -18,10 +18,10 @@ import json
 import time
 from typing import Any
 
+from haystack.components.agents.state.state import State
 from haystack.dataclasses import ChatMessage, ToolCall
 
 from agent.budget import utf8_len
-from agent.contracts import StopReason
 from agent.events import RunEventEmitter
 from agent.progress import CheckRecord, ProgressLedger
 from agent.run_context import RunContext
@@ -29,8 +29,25 @@ from tools.adapter import ToolError, ToolRequest
 from tools.boundary import ToolBoundary, canonical_input
 from tools.definitions import PreviousObservation
 from tools.observation import Observation
+from tools.run_events import (
+    BudgetChanged,
+    ModelRoundFinished,
+    ModelRoundStarted,
+    ProtocolChanged,
+    ToolFinished,
+    ToolStarted,
+)
+from tools.vocabulary import (
+    ErrorCode,
+    Evaluation,
+    EvidenceStatus,
+    InvocationStatus,
+    ProtocolCode,
+    StopCause,
+    StopReason,
+)
 
-STOP_REQUIRED = {"code": "STOP_REQUIRED"}
+STOP_REQUIRED = {"code": ProtocolCode.STOP_REQUIRED}
 _MISSING = object()
 
 
@@ -52,7 +69,7 @@ class DiagnosisHarnessCore:
         self._round_started = 0.0
 
     # ------------------------------------------------------------------ model rounds
-    def before_model_call(self, state: Any) -> None:
+    def before_model_call(self, state: State) -> None:
         """Gate every model round. Setting `stop_run` means the chat generator is not called."""
         if state.data.get("stop_run") is not None:
             return
@@ -65,7 +82,7 @@ class DiagnosisHarnessCore:
             self._stop(state, exhausted)
             return
         if budget.remaining_model_calls == 1 and not self.ledger.stop_required:
-            self.ledger.require_stop("BUDGET")
+            self.ledger.require_stop(StopCause.BUDGET)
         if self.ledger.stop_required and not self.ledger.stop_announced:
             if not self._announce_stop_required(state):
                 return
@@ -73,7 +90,7 @@ class DiagnosisHarnessCore:
         self.round = budget.model_calls
         self.round_in_flight = True
         self._round_started = time.perf_counter()
-        self.emitter.emit("model_round_started", round=self.round)
+        self.emitter.emit(ModelRoundStarted, round=self.round)
         self._emit_budget()
 
     def close_model_round(self, message: ChatMessage | None) -> None:
@@ -82,21 +99,22 @@ class DiagnosisHarnessCore:
             return
         self.round_in_flight = False
         usage = (message.meta.get("usage") if message is not None else None) or {}
+        calls = message.tool_calls if message is not None else []
         prompt = int(usage.get("prompt_tokens") or 0)
         completion = int(usage.get("completion_tokens") or 0)
         self.ctx.budget.record_usage(prompt, completion)
         self.emitter.emit(
-            "model_round_finished",
+            ModelRoundFinished,
             round=self.round,
             duration_ms=int((time.perf_counter() - self._round_started) * 1000),
             prompt_tokens=prompt,
             completion_tokens=completion,
-            tool_call_ids=[c.id for c in message.tool_calls] if message is not None else [],
+            tool_call_ids=[c.id for c in calls if c.id is not None],
             has_text=bool(message is not None and message.text),
         )
         self._emit_budget()
 
-    def _announce_stop_required(self, state: Any) -> bool:
+    def _announce_stop_required(self, state: State) -> bool:
         """Deliver STOP_REQUIRED as a control observation before the final round."""
         text = json.dumps({"control": STOP_REQUIRED}, separators=(",", ":"))
         if not self.ctx.budget.try_charge_bytes(utf8_len(text)):
@@ -104,11 +122,11 @@ class DiagnosisHarnessCore:
             return False
         state.set("messages", [ChatMessage.from_user(text)])
         self.ledger.stop_announced = True
-        self._protocol("STOP_REQUIRED", None, {"cause": self.ledger.stop_cause})
+        self._protocol(ProtocolCode.STOP_REQUIRED, None, {"cause": self.ledger.stop_cause})
         return True
 
     # ------------------------------------------------------------------ tool rounds
-    async def handle_tool_round(self, state: Any) -> None:
+    async def handle_tool_round(self, state: State) -> None:
         messages: list[ChatMessage] = state.data["messages"]
         assistant = self._with_call_ids(messages)
         self.close_model_round(assistant)
@@ -128,7 +146,9 @@ class DiagnosisHarnessCore:
         for call in calls:
             assert call.id is not None
             if self.stop_reason is not None:
-                obs = Observation(tool_call_id=call.id, tool=call.tool_name, evidence_status="NOT_EXECUTED")
+                obs = Observation(
+                    tool_call_id=call.id, tool=call.tool_name, evidence_status=EvidenceStatus.NOT_EXECUTED
+                )
             elif self.ledger.stop_required:
                 obs = self._not_executed(call, STOP_REQUIRED)
             else:
@@ -170,8 +190,8 @@ class DiagnosisHarnessCore:
         assert call.id is not None
         if not self.boundary.is_registered(call.tool_name):
             self.ledger.count_violation()
-            self._protocol("UNKNOWN_TOOL", call.id, {})
-            return self._control_or_stop(call, {"code": "UNKNOWN_TOOL"}), None
+            self._protocol(ProtocolCode.UNKNOWN_TOOL, call.id, {})
+            return self._control_or_stop(call, {"code": ProtocolCode.UNKNOWN_TOOL}), None
         if self.ledger.is_known_call_id(call.id):
             return self._violation(call, {"invalid_field": "tool_call_id"}), None
 
@@ -183,7 +203,7 @@ class DiagnosisHarnessCore:
             evaluation = envelope["previous_observation"]["evaluation"]
             self.ledger.consume_evaluation(evaluation)
             self._protocol(
-                "EVALUATION_RECORDED",
+                ProtocolCode.EVALUATION_RECORDED,
                 call.id,
                 {"evaluated_tool_call_id": pending.tool_call_id, "evaluation": evaluation},
             )
@@ -199,10 +219,10 @@ class DiagnosisHarnessCore:
         key = canonical_input(business)
         if self.ledger.is_duplicate(call.tool_name, key):
             self.ledger.count_no_gain()
-            self._protocol("DUPLICATE_CALL", call.id, {})
+            self._protocol(ProtocolCode.DUPLICATE_CALL, call.id, {})
             if self._saturated(call.id):
                 return self._not_executed(call, STOP_REQUIRED), None
-            return self._not_executed(call, {"code": "DUPLICATE_CALL"}), None
+            return self._not_executed(call, {"code": ProtocolCode.DUPLICATE_CALL}), None
         return await self._execute(call, business, key)
 
     async def _execute(
@@ -211,7 +231,7 @@ class DiagnosisHarnessCore:
         assert call.id is not None
         self.ledger.record_invocation(call.id, call.tool_name, key)
         self.emitter.emit(
-            "tool_started",
+            ToolStarted,
             round=self.round,
             tool_call_id=call.id,
             tool=call.tool_name,
@@ -223,12 +243,12 @@ class DiagnosisHarnessCore:
             outcome = await self.boundary.invoke(request)
         except asyncio.CancelledError:
             self.emitter.emit(
-                "tool_finished",
+                ToolFinished,
                 round=self.round,
                 tool_call_id=call.id,
                 tool=call.tool_name,
-                status="CANCELLED",
-                error_code="CANCELLED",
+                status=InvocationStatus.CANCELLED,
+                error_code=ErrorCode.CANCELLED,
                 reason=None,
                 projection=None,
                 duration_ms=int((time.perf_counter() - started) * 1000),
@@ -237,7 +257,7 @@ class DiagnosisHarnessCore:
             raise
         self.ledger.finish_invocation(call.id, outcome.status)
         control = None
-        if outcome.status == "EMPTY":
+        if outcome.status == EvidenceStatus.EMPTY:
             self.ledger.count_no_gain()
             if self._saturated(call.id, emit=False):
                 control = STOP_REQUIRED
@@ -245,17 +265,17 @@ class DiagnosisHarnessCore:
             tool_call_id=call.id,
             tool=call.tool_name,
             evidence_status=outcome.status,
-            data=outcome.data if outcome.status == "FOUND" else None,
+            data=outcome.data if outcome.status == EvidenceStatus.FOUND else None,
             error_code=outcome.error_code,
             reason=outcome.reason,
             control=control,
         )
         self.emitter.emit(
-            "tool_finished",
+            ToolFinished,
             round=self.round,
             tool_call_id=call.id,
             tool=call.tool_name,
-            status=outcome.status,
+            status=InvocationStatus(outcome.status),
             error_code=outcome.error_code,
             reason=outcome.reason,
             projection=outcome.data,
@@ -264,13 +284,13 @@ class DiagnosisHarnessCore:
         )
         if control is not None:
             self._emit_saturation(call.id)
-        found = self.ledger.checks[-1] if outcome.status == "FOUND" else None
+        found = self.ledger.checks[-1] if outcome.status == EvidenceStatus.FOUND else None
         return obs, found
 
-    def _collection_stopped(self, state: Any, calls: list[ToolCall]) -> None:
+    def _collection_stopped(self, state: State, calls: list[ToolCall]) -> None:
         """The final completion opportunity was used for a tool call: nothing executes, the run stops."""
         self.ledger.collection_stopped = True
-        self._protocol("COLLECTION_STOPPED", None, {"tool_call_ids": [c.id for c in calls]})
+        self._protocol(ProtocolCode.COLLECTION_STOPPED, None, {"tool_call_ids": [c.id for c in calls]})
         reason = (
             StopReason(self.ledger.saturation)
             if self.ledger.saturation is not None
@@ -285,8 +305,8 @@ class DiagnosisHarnessCore:
     # ------------------------------------------------------------------ helpers
     def _violation(self, call: ToolCall, detail: dict[str, Any]) -> Observation:
         self.ledger.count_violation()
-        control = {"code": "INVALID_PROGRESS_PROTOCOL", **detail}
-        self._protocol("INVALID_PROGRESS_PROTOCOL", call.id, detail)
+        control = {"code": ProtocolCode.INVALID_PROGRESS_PROTOCOL, **detail}
+        self._protocol(ProtocolCode.INVALID_PROGRESS_PROTOCOL, call.id, detail)
         return self._control_or_stop(call, control)
 
     def _control_or_stop(self, call: ToolCall, control: dict[str, Any]) -> Observation:
@@ -302,40 +322,46 @@ class DiagnosisHarnessCore:
         return True
 
     def _emit_saturation(self, tool_call_id: str | None) -> None:
-        self._protocol("SATURATED", tool_call_id, {"saturation": self.ledger.saturation})
-        self._protocol("STOP_REQUIRED", tool_call_id, {"cause": "SATURATION"})
+        self._protocol(ProtocolCode.SATURATED, tool_call_id, {"saturation": self.ledger.saturation})
+        self._protocol(ProtocolCode.STOP_REQUIRED, tool_call_id, {"cause": StopCause.SATURATION})
 
     @staticmethod
     def _not_executed(call: ToolCall, control: dict[str, Any]) -> Observation:
         assert call.id is not None
         return Observation(
-            tool_call_id=call.id, tool=call.tool_name, evidence_status="NOT_EXECUTED", control=control
+            tool_call_id=call.id,
+            tool=call.tool_name,
+            evidence_status=EvidenceStatus.NOT_EXECUTED,
+            control=control,
         )
 
     def _invalid_input(self, call: ToolCall) -> Observation:
         assert call.id is not None
-        self._protocol("INVALID_INPUT", call.id, {})
+        self._protocol(ProtocolCode.INVALID_INPUT, call.id, {})
         return Observation(
-            tool_call_id=call.id, tool=call.tool_name, evidence_status="ERROR", error_code="INVALID_INPUT"
+            tool_call_id=call.id,
+            tool=call.tool_name,
+            evidence_status=EvidenceStatus.ERROR,
+            error_code=ErrorCode.INVALID_INPUT,
         )
 
-    def _stop(self, state: Any, reason: StopReason) -> None:
+    def _stop(self, state: State, reason: StopReason) -> None:
         if self.stop_reason is None:
             self.stop_reason = reason
         state.set("stop_run", reason.value)
-        self._emit_budget(exhausted=reason.value)
+        self._emit_budget(exhausted=reason)
 
-    def _protocol(self, code: str, tool_call_id: str | None, detail: dict[str, Any]) -> None:
+    def _protocol(self, code: ProtocolCode, tool_call_id: str | None, detail: dict[str, Any]) -> None:
         self.emitter.emit(
-            "protocol_changed",
+            ProtocolChanged,
             code=code,
             tool_call_id=tool_call_id,
             detail=detail,
             state=self.ledger.operator_state(),
         )
 
-    def _emit_budget(self, exhausted: str | None = None) -> None:
-        self.emitter.emit("budget_changed", **self.ctx.budget.gauge(), exhausted=exhausted)
+    def _emit_budget(self, exhausted: StopReason | None = None) -> None:
+        self.emitter.emit(BudgetChanged, **self.ctx.budget.gauge(), exhausted=exhausted)
 
 
 def _evaluation_problem(previous: Any, pending: CheckRecord) -> dict[str, str] | None:
@@ -346,7 +372,7 @@ def _evaluation_problem(previous: Any, pending: CheckRecord) -> dict[str, str] |
         return {"invalid_field": "previous_observation"}
     if previous.get("tool_call_id") != pending.tool_call_id:
         return {"invalid_field": "previous_observation.tool_call_id"}
-    if previous.get("evaluation") not in ("GAINED", "NO_GAIN"):
+    if previous.get("evaluation") not in tuple(Evaluation):
         return {"invalid_field": "previous_observation.evaluation"}
     if set(previous) != {"tool_call_id", "evaluation"}:
         return {"invalid_field": "previous_observation"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from haystack.components.agents.state.state import State
+from haystack.hooks import BEFORE_LLM, BEFORE_TOOL, ON_EXIT, Hook, HookPoint
 
 from agent.harness import DiagnosisHarnessCore
 
@@ -53,5 +54,5 @@ class RoundCloser(_AsyncOnlyHook):
         _core(state).close_model_round(messages[-1] if messages else None)
 
 
-def harness_hooks() -> dict[str, list[Any]]:
-    return {"before_llm": [ModelRoundGate()], "before_tool": [ToolInterceptor()], "on_exit": [RoundCloser()]}
+def harness_hooks() -> dict[HookPoint, list[Hook]]:
+    return {BEFORE_LLM: [ModelRoundGate()], BEFORE_TOOL: [ToolInterceptor()], ON_EXIT: [RoundCloser()]}

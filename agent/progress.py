@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agent.contracts import ProgressCheck, ProgressSnapshot, SaturationReason
+from agent.contracts import ProgressCheck, ProgressSnapshot
 from agent.settings import ProtocolSettings
+from tools.run_events import ProtocolState
+from tools.vocabulary import Evaluation, EvidenceStatus, SaturationReason, StopCause, StopReason
 
-Evaluation = Literal["GAINED", "NO_GAIN"]
-StopCause = Literal["SATURATION", "BUDGET"]
 MAX_SNAPSHOT_CHECKS = 50
 
 
@@ -26,7 +26,7 @@ MAX_SNAPSHOT_CHECKS = 50
 class CheckRecord:
     tool_call_id: str
     tool: str
-    evidence_status: Literal["FOUND", "EMPTY", "ERROR", "NOT_EXECUTED"]
+    evidence_status: EvidenceStatus
     evaluation: Evaluation | None = None
 
 
@@ -54,12 +54,16 @@ class ProgressLedger:
 
     def record_invocation(self, tool_call_id: str, tool: str, canonical_input: str) -> None:
         """Reserve the ID and equivalence key before the adapter runs, so a crash cannot allow a re-run."""
-        record = CheckRecord(tool_call_id, tool, "NOT_EXECUTED")
+        record = CheckRecord(tool_call_id, tool, EvidenceStatus.NOT_EXECUTED)
         self.checks.append(record)
         self._by_id[tool_call_id] = record
         self._equivalence_keys.add((tool, canonical_input))
 
-    def finish_invocation(self, tool_call_id: str, status: Literal["FOUND", "EMPTY", "ERROR"]) -> None:
+    def finish_invocation(
+        self,
+        tool_call_id: str,
+        status: Literal[EvidenceStatus.FOUND, EvidenceStatus.EMPTY, EvidenceStatus.ERROR],
+    ) -> None:
         self._by_id[tool_call_id].evidence_status = status
 
     def status_of(self, tool_call_id: str) -> str | None:
@@ -68,14 +72,14 @@ class ProgressLedger:
 
     @property
     def completed_checks(self) -> list[CheckRecord]:
-        return [c for c in self.checks if c.evidence_status != "NOT_EXECUTED"]
+        return [c for c in self.checks if c.evidence_status != EvidenceStatus.NOT_EXECUTED]
 
     # --- protocol counters -----------------------------------------------------------------
     def consume_evaluation(self, evaluation: Evaluation) -> None:
         assert self.pending is not None
         self.pending.evaluation = evaluation
         self.pending = None
-        if evaluation == "GAINED":
+        if evaluation == Evaluation.GAINED:
             self.consecutive_no_gain = 0
         else:
             self.consecutive_no_gain += 1
@@ -91,12 +95,12 @@ class ProgressLedger:
         if self.saturation is not None:
             return None
         if self.protocol_violations >= self.thresholds.max_protocol_violations:
-            self.saturation = "PROGRESS_PROTOCOL_VIOLATED"
+            self.saturation = StopReason.PROGRESS_PROTOCOL_VIOLATED
         elif self.consecutive_no_gain >= self.thresholds.max_consecutive_no_gain:
-            self.saturation = "INFORMATION_SATURATED"
+            self.saturation = StopReason.INFORMATION_SATURATED
         else:
             return None
-        self.require_stop("SATURATION")
+        self.require_stop(StopCause.SATURATION)
         return self.saturation
 
     def require_stop(self, cause: StopCause) -> None:
@@ -121,7 +125,7 @@ class ProgressLedger:
             saturation=self.saturation,
         )
 
-    def operator_state(self) -> dict[str, object]:
+    def operator_state(self) -> ProtocolState:
         """Counters and thresholds for the operator (events, console) — never for the model."""
         return {
             "pending_tool_call_id": self.pending.tool_call_id if self.pending else None,

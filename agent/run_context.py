@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent.budget import RunBudget
 
@@ -19,13 +20,13 @@ class RunContext:
     run_id: str
     budget: RunBudget
     _cancel_requested: bool = field(default=False, init=False)
-    _task: asyncio.Task[object] | None = field(default=None, init=False, repr=False)
+    _task: asyncio.Task[Any] | None = field(default=None, init=False, repr=False)
 
     @property
     def cancel_requested(self) -> bool:
         return self._cancel_requested
 
-    def attach(self, task: asyncio.Task[object]) -> None:
+    def attach(self, task: asyncio.Task[Any]) -> None:
         self._task = task
 
     def cancel(self) -> None:

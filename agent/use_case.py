@@ -3,7 +3,7 @@
 Input is validated before any model call (rejected, never truncated). The Agent runs once, under a
 deadline, with the harness hooks; no retry of the Agent or of a model call ever happens. Whatever
 happens inside (a budget, a saturation, an invalid Draft, a crash, a cancel) is classified into the
-ExecutionResult of DESIGN 3.5 and announced as the `run_finished` event.
+execution result (docs/architecture.md, "Execution result") and announced as the `run_finished` event.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import functools
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -30,7 +30,7 @@ from agent.contracts import (
     StopReason,
 )
 from agent.draft_parser import DraftRejected, parse_draft
-from agent.events import EventSink, RequiredSinkFailed, RunEventEmitter
+from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.model_call import GuardedChatGenerator, ModelCallError
@@ -41,6 +41,10 @@ from agent.settings import Settings
 from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
 from tools.redaction import NOOP, Redactor
+from tools.run_events import EventSink, ProtocolThresholds, RunFinished, RunLimits, RunStarted
+
+if TYPE_CHECKING:
+    from haystack.hooks import Hook, HookPoint
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +90,7 @@ class DiagnosisUseCase:
         session_id: str | None = None,
         sinks: list[EventSink] | None = None,
         required_sinks: list[EventSink] | None = None,
-        extra_hooks: dict[str, list[Any]] | None = None,
+        extra_hooks: dict[HookPoint, list[Hook]] | None = None,
         run_id_factory: Callable[[], str] = lambda: new_id("run"),
         redactor: Redactor = NOOP,
     ) -> None:
@@ -127,28 +131,27 @@ class DiagnosisUseCase:
             result = self._result(
                 ctx, rejected.reason, None, None, Failure(code=rejected.reason.value, detail=rejected.detail)
             )
-            emitter.emit(
-                "run_finished",
-                outcome=result.outcome.value,
-                stop_reason=result.stop_reason.value,
-                result=result.to_json_dict(),
-            )
+            _announce(emitter, result)
             return result
 
         ledger = ProgressLedger(self.settings.protocol)
         core = DiagnosisHarnessCore(ctx, ledger, self.boundary, emitter)
+        budget_limits, protocol = self.settings.budget, self.settings.protocol
         emitter.emit(
-            "run_started",
+            RunStarted,
             query=query,
             previous_turn=turn.model_dump(mode="json") if turn else None,
             model=self.model_label,
-            limits={
-                "max_model_calls": self.settings.budget.max_model_calls,
-                "max_total_tokens": self.settings.budget.max_total_tokens,
-                "deadline_s": self.settings.budget.deadline_s,
-                "max_run_bytes": self.settings.budget.max_run_bytes,
-            },
-            protocol=self.settings.protocol.model_dump(),
+            limits=RunLimits(
+                max_model_calls=budget_limits.max_model_calls,
+                max_total_tokens=budget_limits.max_total_tokens,
+                deadline_s=budget_limits.deadline_s,
+                max_run_bytes=budget_limits.max_run_bytes,
+            ),
+            protocol=ProtocolThresholds(
+                max_consecutive_no_gain=protocol.max_consecutive_no_gain,
+                max_protocol_violations=protocol.max_protocol_violations,
+            ),
         )
         self._current = ctx
         try:
@@ -156,21 +159,11 @@ class DiagnosisUseCase:
         except asyncio.CancelledError:
             # The caller itself was cancelled (e.g. the console's worker): record it, then obey.
             result = self._result(ctx, StopReason.CANCELLED, None, ledger.snapshot(), None)
-            emitter.emit(
-                "run_finished",
-                outcome=result.outcome.value,
-                stop_reason=result.stop_reason.value,
-                result=result.to_json_dict(),
-            )
+            _announce(emitter, result)
             raise
         finally:
             self._current = None
-        emitter.emit(
-            "run_finished",
-            outcome=result.outcome.value,
-            stop_reason=result.stop_reason.value,
-            result=result.to_json_dict(),
-        )
+        _announce(emitter, result)
         return result
 
     # ------------------------------------------------------------------ internals
@@ -216,7 +209,7 @@ class DiagnosisUseCase:
 
         # Injected observers run first: the harness gate must be the last step before the generator,
         # and the tool interceptor must see the round before it answers every call.
-        hooks: dict[str, list[Any]] = {point: list(extra) for point, extra in self.extra_hooks.items()}
+        hooks: dict[HookPoint, list[Hook]] = {point: list(extra) for point, extra in self.extra_hooks.items()}
         for point, own in harness_hooks().items():
             hooks.setdefault(point, []).extend(own)
         return Agent(
@@ -225,7 +218,7 @@ class DiagnosisUseCase:
             exit_conditions=["text"],
             # The harness budget is the real limit; this only guards against a harness bug looping.
             max_agent_steps=self.settings.budget.max_model_calls + 2,
-            hooks=hooks,  # type: ignore[arg-type]
+            hooks=hooks,
         )
 
     async def _run_agent(
@@ -240,7 +233,7 @@ class DiagnosisUseCase:
         inner: asyncio.Task[dict[str, Any]] = asyncio.create_task(
             agent.run_async(messages=messages, hook_context=hook_context)
         )
-        ctx.attach(inner)  # type: ignore[arg-type]
+        ctx.attach(inner)
         try:
             async with asyncio.timeout(max(ctx.budget.remaining_s(), 0)):
                 output = await asyncio.shield(inner)
@@ -275,7 +268,8 @@ class DiagnosisUseCase:
     ) -> ExecutionResult:
         ledger = core.ledger
         if output.get("exit_reason") == "max_agent_steps":
-            return self._result(ctx, StopReason.AGENT_ERROR, None, None, Failure(code="AGENT_ERROR"))
+            failure = Failure(code=StopReason.AGENT_ERROR.value)
+            return self._result(ctx, StopReason.AGENT_ERROR, None, None, failure)
         text = _final_assistant_text(output.get("messages") or [])
         try:
             draft = parse_draft(text, self.settings.budget.max_draft_bytes, ledger.status_of)
@@ -311,6 +305,13 @@ class DiagnosisUseCase:
             usage=ctx.budget.usage(),
             failure=failure,
         )
+
+
+def _announce(emitter: RunEventEmitter, result: ExecutionResult) -> None:
+    """The last event of every run, whatever ended it."""
+    emitter.emit(
+        RunFinished, outcome=result.outcome, stop_reason=result.stop_reason, result=result.to_json_dict()
+    )
 
 
 def _final_assistant_text(messages: list[Any]) -> str | None:

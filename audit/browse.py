@@ -15,10 +15,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from audit.store import RUN_LISTED_AT, AuditStore, audit_timestamp
+from tools.vocabulary import INTERRUPTED_RUN
 
 INVOCATION_ORDER = "started_at DESC, run_id DESC, tool_call_id DESC"
 RUN_ORDER = f"{RUN_LISTED_AT} DESC, run_id DESC"
-INTERRUPTED = "INTERRUPTED"  # `runs(outcome=...)` value for runs closed by crash recovery
 # The trigram tokenizer indexes 3-character sequences: shorter terms cannot use the index.
 _MIN_INDEXED_TERM = 3
 # How far a text search walks the page order before it asks the FTS index instead (a run is tested
@@ -242,15 +242,15 @@ class AuditBrowser:
     ) -> Page:
         """Newest first by start (by finish for a run recorded only by its finish, e.g. rejected input).
 
-        `outcome` is a DESIGN 3.5 outcome, or "INTERRUPTED" for runs closed by crash recovery (their
-        outcome column is NULL). `text` matches the run's query or any of its invocations.
+        `outcome` is an Outcome, or INTERRUPTED_RUN ("INTERRUPTED") for runs closed by crash recovery
+        (their outcome column is NULL). `text` matches the run's query or any of its invocations.
         """
         _check_limit(limit)
         where = _Where(terms=(text or "").split())
         if session_id is not None:
             where.add("session_id = ?", session_id)
         other = "+" if session_id is not None else ""  # a session's few runs beat any outcome index
-        if outcome == INTERRUPTED:
+        if outcome == INTERRUPTED_RUN:
             where.add(f"{other}interrupted = 1")
         elif outcome is not None:
             where.add(f"{other}outcome = ?", outcome)

@@ -1,34 +1,36 @@
-"""The audit sink: turns run events (DESIGN 3.10, plain dicts) into audit rows (DESIGN 3.9).
+"""The audit sink: turns run events into audit rows (docs/architecture.md, "Run events", "Audit").
 
-It takes events as mappings so `audit` never imports `agent`. Each event is written in its own
-committed transaction before the emitter moves on, which is what makes a STARTED invocation durable
-before the tool runs.
+It reads the typed events of `tools.run_events`, so `audit` never imports `agent`. Each event is written
+in its own committed transaction before the emitter moves on, which is what makes a STARTED invocation
+durable before the tool runs.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from audit.liveness import own_start_marker
 from audit.store import AuditStore, AuditStoreError
-
-Event = Mapping[str, Any]
-
-EVALUATION_RECORDED = "EVALUATION_RECORDED"
-# Only these protocol codes are audit rows (DESIGN 3.9); other codes are operator-only events.
-AUDITED_PROTOCOL_CODES = frozenset(
-    {
-        "INVALID_PROGRESS_PROTOCOL",
-        "UNKNOWN_TOOL",
-        "DUPLICATE_CALL",
-        "STOP_REQUIRED",
-        "COLLECTION_STOPPED",
-        "SATURATED",
-    }
+from tools.run_events import (
+    BudgetChanged,
+    InvalidRunEvent,
+    ModelRoundFinished,
+    ModelRoundStarted,
+    ProtocolChanged,
+    RunEvent,
+    RunEventBase,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+    parse_event,
 )
+from tools.vocabulary import AUDITED_PROTOCOL_CODES, EventType, InvocationStatus, Outcome, ProtocolCode
+
+_KNOWN_TYPES = frozenset(EventType)
 
 
 def _insert(db: Any, table: str, row: Mapping[str, Any]) -> None:
@@ -63,31 +65,39 @@ class AuditSink:
 
     def __init__(self, store: AuditStore) -> None:
         self._store = store
-        self._handlers: dict[str, Callable[[Event], None]] = {
-            "run_started": self._run_started,
-            "model_round_started": self._model_round_started,
-            "model_round_finished": self._model_round_finished,
-            "tool_started": self._tool_started,
-            "tool_finished": self._tool_finished,
-            "protocol_changed": self._protocol_changed,
-            "run_finished": self._run_finished,
-        }
 
-    def __call__(self, event: Event) -> None:
-        handler = self._handlers.get(event.get("type", ""))
-        if handler is None:  # budget_changed and unknown types carry nothing the audit keeps
-            return
+    def __call__(self, event: RunEvent | Mapping[str, Any]) -> None:
+        """Record one event: a typed event from the emitter, or an event's JSON object (validated first)."""
+        if not isinstance(event, RunEventBase) and event.get("type") not in _KNOWN_TYPES:
+            return  # a type this version does not know (a newer writer's): nothing to keep
         try:
-            handler(event)
-        except KeyError as exc:
-            raise AuditStoreError(f"malformed {event['type']} event: missing field {exc}") from exc
+            typed = parse_event(event)
+        except InvalidRunEvent as exc:
+            raise AuditStoreError(str(exc)) from None
+        match typed:
+            case RunStarted():
+                self._run_started(typed)
+            case ModelRoundStarted():
+                self._model_round_started(typed)
+            case ModelRoundFinished():
+                self._model_round_finished(typed)
+            case ToolStarted():
+                self._tool_started(typed)
+            case ToolFinished():
+                self._tool_finished(typed)
+            case ProtocolChanged():
+                self._protocol_changed(typed)
+            case RunFinished():
+                self._run_finished(typed)
+            case BudgetChanged():
+                pass  # gauges are operator views; the run row keeps the final usage
 
-    def _run_started(self, event: Event) -> None:
+    def _run_started(self, event: RunStarted) -> None:
         row = {
-            "run_id": event["run_id"],
-            "session_id": event["session_id"],
-            "query": event["query"],
-            "started_at": event["at"],
+            "run_id": event.run_id,
+            "session_id": event.session_id,
+            "query": event.query,
+            "started_at": event.at,
             # Lets recovery tell a crashed run from one still being written, even after pid reuse.
             "pid": os.getpid(),
             "pid_start": own_start_marker(),
@@ -95,27 +105,22 @@ class AuditSink:
         with self._store.write() as db:
             _insert(db, "runs", row)
 
-    def _model_round_started(self, event: Event) -> None:
-        row = {
-            "run_id": event["run_id"],
-            "round": event["round"],
-            "started_at": event["at"],
-            "seq": event["seq"],
-        }
+    def _model_round_started(self, event: ModelRoundStarted) -> None:
+        row = {"run_id": event.run_id, "round": event.round, "started_at": event.at, "seq": event.seq}
         with self._store.write() as db:
             _upsert(db, "model_rounds", row, pk=("run_id", "round"))
 
-    def _model_round_finished(self, event: Event) -> None:
+    def _model_round_finished(self, event: ModelRoundFinished) -> None:
         params = (
-            event["run_id"],
-            event["round"],
-            event["at"],
-            event.get("prompt_tokens"),
-            event.get("completion_tokens"),
-            json.dumps(list(event.get("tool_call_ids") or []), ensure_ascii=False),
-            event.get("has_text"),
-            event.get("duration_ms"),
-            event["seq"],
+            event.run_id,
+            event.round,
+            event.at,
+            event.prompt_tokens,
+            event.completion_tokens,
+            json.dumps(list(event.tool_call_ids), ensure_ascii=False),
+            event.has_text,
+            event.duration_ms,
+            event.seq,
         )
         # A round seen only by its finish is placed by the finish's seq; otherwise its start's seq stays.
         with self._store.write() as db:
@@ -129,79 +134,80 @@ class AuditSink:
                 params,
             )
 
-    def _tool_started(self, event: Event) -> None:
+    def _tool_started(self, event: ToolStarted) -> None:
         row = {
-            "run_id": event["run_id"],
-            "tool_call_id": event["tool_call_id"],
-            "session_id": event["session_id"],
-            "tool": event["tool"],
-            "round": event.get("round"),
-            "status": "STARTED",
-            "input_json": _json(event["input"]),
-            "started_at": event["at"],
-            "seq": event["seq"],
+            "run_id": event.run_id,
+            "tool_call_id": event.tool_call_id,
+            "session_id": event.session_id,
+            "tool": event.tool,
+            "round": event.round,
+            "status": InvocationStatus.STARTED,
+            "input_json": _json(event.input),
+            "started_at": event.at,
+            "seq": event.seq,
         }
         with self._store.write() as db:
             _insert(db, "invocations", row)
 
-    def _tool_finished(self, event: Event) -> None:
+    def _tool_finished(self, event: ToolFinished) -> None:
         params = (
-            event["status"],
-            event.get("error_code"),
-            event.get("reason"),
-            _json(event.get("projection")),
-            event["at"],
-            event.get("duration_ms"),
-            event["run_id"],
-            event["tool_call_id"],
+            event.status,
+            event.error_code,
+            event.reason,
+            _json(event.projection),
+            event.at,
+            event.duration_ms,
+            event.run_id,
+            event.tool_call_id,
+            InvocationStatus.STARTED,
         )
         with self._store.write() as db:
             cursor = db.execute(
                 "UPDATE invocations SET status = ?, error_code = ?, reason = ?, projection_json = ?,"
                 " finished_at = ?, duration_ms = ?"
-                " WHERE run_id = ? AND tool_call_id = ? AND status = 'STARTED'",
+                " WHERE run_id = ? AND tool_call_id = ? AND status = ?",
                 params,
             )
             if cursor.rowcount != 1:
                 raise AuditStoreError(
-                    f"tool_finished for {event['tool_call_id']!r} of run {event['run_id']!r} "
+                    f"tool_finished for {event.tool_call_id!r} of run {event.run_id!r} "
                     "matches no STARTED invocation"
                 )
 
-    def _protocol_changed(self, event: Event) -> None:
-        detail = event.get("detail") or {}
-        if event["code"] != EVALUATION_RECORDED and event["code"] not in AUDITED_PROTOCOL_CODES:
-            return  # operator-only codes: no transaction at all
-        with self._store.write() as db:
-            if event["code"] == EVALUATION_RECORDED:
+    def _protocol_changed(self, event: ProtocolChanged) -> None:
+        detail = event.detail or {}
+        if event.code == ProtocolCode.EVALUATION_RECORDED:
+            try:
+                params = (detail["evaluation"], event.run_id, detail["evaluated_tool_call_id"])
+            except KeyError as exc:
+                raise AuditStoreError(f"malformed {event.code} event: missing detail {exc}") from None
+            with self._store.write() as db:
                 db.execute(
-                    "UPDATE invocations SET evaluation = ? WHERE run_id = ? AND tool_call_id = ?",
-                    (detail["evaluation"], event["run_id"], detail["evaluated_tool_call_id"]),
+                    "UPDATE invocations SET evaluation = ? WHERE run_id = ? AND tool_call_id = ?", params
                 )
-                return
-            _insert(
-                db,
-                "protocol_events",
-                {
-                    "run_id": event["run_id"],
-                    "tool_call_id": event.get("tool_call_id"),
-                    "code": event["code"],
-                    "detail_json": _json(detail),
-                    "at": event["at"],
-                    "seq": event["seq"],
-                },
-            )
-
-    def _run_finished(self, event: Event) -> None:
-        result: Mapping[str, Any] = event.get("result") or {}
-        usage: Mapping[str, Any] = result.get("usage") or {}
-        outcome = event["outcome"]
+            return
+        if event.code not in AUDITED_PROTOCOL_CODES:
+            return  # operator-only codes: no transaction at all
         row = {
-            "run_id": event["run_id"],
-            "session_id": event["session_id"],
-            "outcome": outcome,
-            "stop_reason": event["stop_reason"],
-            "finished_at": event["at"],
+            "run_id": event.run_id,
+            "tool_call_id": event.tool_call_id,
+            "code": event.code,
+            "detail_json": _json(detail),
+            "at": event.at,
+            "seq": event.seq,
+        }
+        with self._store.write() as db:
+            _insert(db, "protocol_events", row)
+
+    def _run_finished(self, event: RunFinished) -> None:
+        result: Mapping[str, Any] = event.result or {}
+        usage: Mapping[str, Any] = result.get("usage") or {}
+        row = {
+            "run_id": event.run_id,
+            "session_id": event.session_id,
+            "outcome": event.outcome,
+            "stop_reason": event.stop_reason,
+            "finished_at": event.at,
             "model_calls": usage.get("model_calls"),
             "prompt_tokens": usage.get("prompt_tokens"),
             "completion_tokens": usage.get("completion_tokens"),
@@ -210,10 +216,12 @@ class AuditSink:
             "failure_json": _json(result.get("failure")),
         }
         # A finished run never leaves an invocation looking as if it were still executing.
-        closed_status = "CANCELLED" if outcome == "CANCELLED" else "INTERRUPTED"
+        closed = (
+            InvocationStatus.CANCELLED if event.outcome == Outcome.CANCELLED else InvocationStatus.INTERRUPTED
+        )
         with self._store.write() as db:
             _upsert(db, "runs", row, pk=("run_id",))
             db.execute(
-                "UPDATE invocations SET status = ?, finished_at = ? WHERE run_id = ? AND status = 'STARTED'",
-                (closed_status, event["at"], event["run_id"]),
+                "UPDATE invocations SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?",
+                (closed, event.at, event.run_id, InvocationStatus.STARTED),
             )

@@ -1,4 +1,5 @@
-"""The local SQLite audit database (DESIGN 3.9): schema, migrations, short write transactions, reads.
+"""The local SQLite audit database (docs/architecture.md, "Audit"): schema, migrations, short write
+transactions, reads.
 
 The audit is a required record of what the agent touched, so opening it never degrades silently: a
 corrupt file, a newer schema or an unwritable location raises `AuditStoreError` before any run starts.
@@ -26,8 +27,7 @@ import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
 from audit.liveness import is_process_live
-
-INVOCATION_STATUSES: tuple[str, ...] = ("STARTED", "FOUND", "EMPTY", "ERROR", "CANCELLED", "INTERRUPTED")
+from tools.vocabulary import InvocationStatus
 
 # A run recorded only by its finish (e.g. rejected input) has no started_at: it is listed by its finish.
 # Queries must spell this exactly as the index does for SQLite to use the index.
@@ -93,7 +93,8 @@ def trigram_available() -> bool:
 
 
 def _v1_initial_schema(db: sqlite_utils.Database) -> None:
-    statuses = ", ".join(f"'{status}'" for status in INVOCATION_STATUSES)
+    # Spelled out, not read from InvocationStatus: a shipped migration must never change.
+    statuses = "'STARTED', 'FOUND', 'EMPTY', 'ERROR', 'CANCELLED', 'INTERRUPTED'"
     statements = [
         """CREATE TABLE runs (
             run_id TEXT PRIMARY KEY,
@@ -378,8 +379,8 @@ class AuditStore:
         """Close what crashed processes left open; returns the run IDs it closed.
 
         A run without finished_at whose process is gone (or whose pid now belongs to another process)
-        gets finished_at = now and interrupted = 1, with outcome and stop_reason left NULL: DESIGN 3.5
-        outcomes describe how a run ended, and nobody saw this one end. Its STARTED invocations become
+        gets finished_at = now and interrupted = 1, with outcome and stop_reason left NULL: an Outcome
+        describes how a run ended, and nobody saw this one end. Its STARTED invocations become
         INTERRUPTED. Runs whose process is still alive are not touched, whichever process that is.
         """
         now = audit_timestamp(datetime.now(UTC))
@@ -390,9 +391,8 @@ class AuditStore:
             marks = ", ".join("?" for _ in live)
             keep_live = f"AND run_id NOT IN ({marks})" if live else ""
             db.execute(
-                "UPDATE invocations SET status = 'INTERRUPTED', finished_at = ?"
-                f" WHERE status = 'STARTED' {keep_live}",
-                (now, *live),
+                f"UPDATE invocations SET status = ?, finished_at = ? WHERE status = ? {keep_live}",
+                (InvocationStatus.INTERRUPTED, now, InvocationStatus.STARTED, *live),
             )
             if dead:
                 db.execute(

@@ -18,13 +18,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from console.presentation import NOT_FOUND, SETUP_ERROR, USAGE_ERROR
+from tools.vocabulary import INTERRUPTED_RUN
+
 if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils loads only for `audit`
     from audit import AuditStore
     from audit.browse import AuditBrowser, Page, RunTimeline
 
-NOT_FOUND = 1
-USAGE_ERROR = 2
-SETUP_ERROR = 3
 
 _AGE = re.compile(r"^\s*(\d+)\s*([dhm])\s*$")
 _AGE_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -248,7 +248,7 @@ def _preview(value: Any, width: int = _PREVIEW) -> str:
 
 def _run_state(run: dict[str, Any]) -> str:
     if run.get("interrupted"):
-        return "INTERRUPTED (closed by crash recovery)"
+        return f"{INTERRUPTED_RUN} (closed by crash recovery)"
     if run.get("finished_at") is None:
         return "RUNNING"
     return f"{run['outcome']} / {run['stop_reason']}"

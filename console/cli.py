@@ -20,9 +20,9 @@ from agent.events import RequiredSinkFailed
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.demo_cli import add_demo_parser, run_demo_command
 from console.errors import SetupError
+from console.presentation import SETUP_ERROR
 from tools.redaction import NOOP
-
-SETUP_ERROR = 3
+from tools.run_events import EventSink, RunEvent
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -163,16 +163,17 @@ def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
 
 
 class _NdjsonSink:
+    """`--events`: one event's JSON object per line, as it happens."""
+
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def __call__(self, event: Any) -> None:
-        self.stream.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+    def __call__(self, event: RunEvent) -> None:
+        self.stream.write(json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":")) + "\n")
         self.stream.flush()
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from agent.events import EventSink
     from console.wiring import open_run_environment
 
     env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)

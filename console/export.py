@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.contracts import EXIT_CODE_OF, Outcome
-from console.render_text import OUTCOME_MEANING
+from console.presentation import OUTCOME_MEANING, exit_code
 from console.widgets.run_state import RunState
+from tools.run_events import RunEvent, parse_event
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class RunRecord:
     previous_turn: Mapping[str, Any] | None
     model: str
     result: Mapping[str, Any]
-    events: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    # The run's events, typed (or as their JSON objects, which are validated when written).
+    events: tuple[RunEvent | Mapping[str, Any], ...] = field(default_factory=tuple)
 
 
 def _one_line(text: Any) -> str:
@@ -76,11 +77,11 @@ def _outcome_line(result: Mapping[str, Any]) -> str:
     outcome = str(result.get("outcome"))
     line = f"**{outcome} / {result.get('stop_reason')}**"
     if outcome in OUTCOME_MEANING:
-        line += f" (exit {EXIT_CODE_OF[Outcome(outcome)]}: {OUTCOME_MEANING[outcome]})"
+        line += f" (exit {exit_code(outcome)}: {OUTCOME_MEANING[outcome]})"
     return line
 
 
-def _timeline(events: Iterable[Mapping[str, Any]]) -> list[str]:
+def _timeline(events: Iterable[RunEvent | Mapping[str, Any]]) -> list[str]:
     state = RunState()
     state.apply_all(list(events))
     lines: list[str] = []
@@ -105,9 +106,7 @@ def _timeline(events: Iterable[Mapping[str, Any]]) -> list[str]:
                 lines.append("  - " + " — ".join(parts))
         elif entry.kind == "note":
             note = state.notes[entry.key]
-            lines.append(
-                f"- ⚑ {note.get('code')} `{json.dumps(note.get('detail') or {}, ensure_ascii=False)}`"
-            )
+            lines.append(f"- ⚑ {note.code} `{json.dumps(note.detail or {}, ensure_ascii=False)}`")
     return lines or ["_no model round was started_"]
 
 
@@ -171,7 +170,7 @@ def run_json(record: RunRecord, exported_at: str) -> str:
         "query": record.query,
         "previous_turn": record.previous_turn,
         "result": record.result,
-        "events": list(record.events),
+        "events": [parse_event(event).to_wire() for event in record.events],
     }
     return json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
 

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-from agent.contracts import EXIT_CODE_OF, ExecutionResult
+from agent.contracts import ExecutionResult
+from console.presentation import OUTCOME_MEANING, exit_code
 from console.safe_text import visible
-
-OUTCOME_MEANING = {
-    "DRAFT": "a Draft was produced",
-    "CONTROLLED_STOP": "the harness stopped evidence collection",
-    "BUDGET_EXHAUSTED": "a run budget ran out",
-    "CANCELLED": "the run was cancelled",
-    "FAILED": "the run failed closed",
-    "REJECTED": "the input was rejected before any model call",
-}
 
 
 def render_result(result: ExecutionResult, model_label: str = "") -> str:
@@ -23,7 +15,7 @@ def _render(result: ExecutionResult, model_label: str) -> str:
     lines = [
         f"run {result.run_id}  ({model_label})" if model_label else f"run {result.run_id}",
         f"outcome: {result.outcome.value} / {result.stop_reason.value} "
-        f"(exit {EXIT_CODE_OF[result.outcome]}: {OUTCOME_MEANING[result.outcome.value]})",
+        f"(exit {exit_code(result.outcome)}: {OUTCOME_MEANING[result.outcome]})",
         f"usage: {result.usage.model_calls} model calls, {result.usage.total_tokens} tokens",
     ]
     if result.failure is not None:

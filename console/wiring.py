@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from agent.events import EventSink
 from agent.evidence import build_boundary
 from agent.models import DEFAULT_SCENARIO, build_model
 from agent.scenarios import Scenario, ScenarioError, resolve_scenario
@@ -22,6 +21,10 @@ from audit import AuditSink, AuditStore, AuditStoreError, default_audit_path
 from console.errors import SetupError
 from tools.boundary import ToolBoundary
 from tools.redaction import Redactor
+from tools.run_events import EventSink
+
+if TYPE_CHECKING:
+    from haystack.hooks import Hook, HookPoint
 
 
 @dataclass
@@ -40,7 +43,7 @@ class RunEnvironment:
         self,
         sinks: list[EventSink] | None = None,
         session_id: str | None = None,
-        extra_hooks: dict[str, list[Any]] | None = None,
+        extra_hooks: dict[HookPoint, list[Hook]] | None = None,
         run_id_factory: Callable[[], str] | None = None,
     ) -> DiagnosisUseCase:
         """A fresh use case per run: a scripted model replays its script from the first round."""

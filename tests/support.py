@@ -85,7 +85,7 @@ def harness(
     for section, values in (settings_overrides or {}).items():
         overrides[section] = {**overrides.get(section, {}), **values}
     settings = load_settings(config_file, overrides=overrides)
-    events: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []  # each event's JSON object, exactly as `--events` writes it
     generator = ScriptedChatGenerator(chosen.rounds)
     boundary = ToolBoundary(adapters if adapters is not None else build_adapters(settings))
     use_case = DiagnosisUseCase(
@@ -93,7 +93,7 @@ def harness(
         generator,
         boundary,
         model_label=f"scripted: {chosen.name}",
-        sinks=[events.append, *(sinks or [])],
+        sinks=[lambda event: events.append(event.to_wire()), *(sinks or [])],
         extra_hooks=extra_hooks,
     )
     h = Harnessed(use_case, generator, events, settings)

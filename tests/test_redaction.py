@@ -179,12 +179,23 @@ ADVERSARIAL_UNITS = [
 ]
 
 
+def _redaction_seconds(text: str) -> float:
+    """Best of two, so a busy machine slows both sizes alike rather than one of them."""
+    redactor = Redactor(["some-configured-secret"])
+    timings = []
+    for _ in range(2):
+        started = time.perf_counter()
+        redactor.text(text)
+        timings.append(time.perf_counter() - started)
+    return min(timings)
+
+
 @pytest.mark.parametrize("unit", ADVERSARIAL_UNITS)
-def test_megabyte_adversarial_input_is_linear(unit: str) -> None:
-    text = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
-    started = time.perf_counter()
-    Redactor(["some-configured-secret"]).text(text)
-    assert time.perf_counter() - started < 1.0
+def test_adversarial_input_is_linear(unit: str) -> None:
+    """Four times the input costs about four times the time (a quadratic pattern would cost 16x)."""
+    text = (unit * (500_000 // len(unit) + 1))[:500_000]
+    small, large = _redaction_seconds(text[:125_000]), _redaction_seconds(text)
+    assert large < 8 * small + 0.05, (small, large)
 
 
 def test_bundled_runbooks_and_logs_have_no_false_positives() -> None:

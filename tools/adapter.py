@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from tools.observation import ErrorCode
+from tools.vocabulary import ErrorCode
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,11 @@ class AdapterResult:
 class ToolError(Exception):
     """A failure the model may be told about: a stable code and an optional stable reason, never raw text."""
 
-    def __init__(self, code: ErrorCode, reason: str | None = None) -> None:
-        super().__init__(code if reason is None else f"{code}:{reason}")
-        self.code: ErrorCode = code
+    def __init__(self, code: ErrorCode | str, reason: str | None = None) -> None:
+        """`code` is an `ErrorCode` or its name; any other text is a programming error (ValueError)."""
+        self.code = ErrorCode(code)
         self.reason = reason
+        super().__init__(self.code if reason is None else f"{self.code}:{reason}")
 
 
 class EvidenceAdapter(Protocol):

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from tools.adapter import EvidenceAdapter, ToolError, ToolRequest
 from tools.definitions import BUSINESS_INPUTS, TOOL_NAMES
-from tools.observation import ErrorCode
 from tools.redaction import NOOP, Redactor
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ DEFAULT_TOOL_TIMEOUT_S = 30.0
 
 @dataclass(frozen=True)
 class InvocationOutcome:
-    status: Literal["FOUND", "EMPTY", "ERROR"]
+    status: Literal[EvidenceStatus.FOUND, EvidenceStatus.EMPTY, EvidenceStatus.ERROR]
     data: dict[str, Any] | None
     error_code: ErrorCode | None
     reason: str | None
@@ -75,14 +75,14 @@ class ToolBoundary:
         try:
             return BUSINESS_INPUTS[tool].model_validate(raw)
         except ValidationError:
-            raise ToolError("INVALID_INPUT") from None
+            raise ToolError(ErrorCode.INVALID_INPUT) from None
 
     async def invoke(self, request: ToolRequest) -> InvocationOutcome:
         """Run one authorized invocation. Cancellation propagates (the caller records CANCELLED)."""
         started = time.perf_counter()
 
         def done(
-            status: Literal["FOUND", "EMPTY", "ERROR"],
+            status: Literal[EvidenceStatus.FOUND, EvidenceStatus.EMPTY, EvidenceStatus.ERROR],
             data: dict[str, Any] | None = None,
             code: ErrorCode | None = None,
             reason: str | None = None,
@@ -91,19 +91,21 @@ class ToolBoundary:
 
         adapter = self._adapters.get(request.tool)
         if adapter is None:
-            return done("ERROR", code="UNAVAILABLE")
+            return done(EvidenceStatus.ERROR, code=ErrorCode.UNAVAILABLE)
         try:
             async with asyncio.timeout(self._timeout_s):
                 result = await adapter.execute(request)
         except ToolError as exc:
-            return done("ERROR", code=exc.code, reason=exc.reason)
+            return done(EvidenceStatus.ERROR, code=exc.code, reason=exc.reason)
         except TimeoutError:
-            return done("ERROR", code="TIMEOUT")
+            return done(EvidenceStatus.ERROR, code=ErrorCode.TIMEOUT)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("adapter %s failed on %s", request.tool, request.tool_call_id)
-            return done("ERROR", code="BACKEND_ERROR")
+            return done(EvidenceStatus.ERROR, code=ErrorCode.BACKEND_ERROR)
         # Every projection string passes the redaction step before the model, an event or the audit sees it.
         data = self._redactor.value(result.data)
-        return done(result.status, data=data)
+        if result.status == EvidenceStatus.FOUND:
+            return done(EvidenceStatus.FOUND, data=data)
+        return done(EvidenceStatus.EMPTY, data=data)

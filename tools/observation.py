@@ -1,4 +1,4 @@
-"""The observation the model sees after each tool call (DESIGN 3.2).
+"""The observation the model sees after each tool call (docs/architecture.md, "Observation").
 
 Only stable, safe semantics: a status, a bounded projection, a stable error code, or a control code.
 Never raw backend text, exception messages, counters, thresholds or remaining budget.
@@ -7,21 +7,11 @@ Never raw backend text, exception messages, counters, thresholds or remaining bu
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-EvidenceStatus = Literal["FOUND", "EMPTY", "ERROR", "NOT_EXECUTED"]
-ErrorCode = Literal[
-    "TIMEOUT",
-    "UNAVAILABLE",
-    "INVALID_INPUT",
-    "POLICY_REJECTED",
-    "RESULT_TOO_LARGE",
-    "BACKEND_ERROR",
-    "CANCELLED",
-]
-ERROR_CODES: tuple[str, ...] = ErrorCode.__args__  # type: ignore[attr-defined]
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 
 class Observation(BaseModel):
@@ -42,10 +32,10 @@ class Observation(BaseModel):
             "tool": self.tool,
             "evidence_status": self.evidence_status,
         }
-        if self.evidence_status == "FOUND":
+        if self.evidence_status == EvidenceStatus.FOUND:
             out["data"] = self.data
             out["evaluation_required"] = True
-        if self.evidence_status == "ERROR":
+        if self.evidence_status == EvidenceStatus.ERROR:
             out["error_code"] = self.error_code
             if self.reason is not None:
                 out["reason"] = self.reason

@@ -20,6 +20,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable
+from enum import Enum
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -237,7 +238,8 @@ class Redactor:
         type; `None` stays `None`, because an unset secret hides nothing and "unset" helps a diagnosis.
         """
         if isinstance(obj, str):
-            return self.text(obj)
+            # A StrEnum member is one of the project's own words (a status, a code), never a secret.
+            return obj if isinstance(obj, Enum) else self.text(obj)
         if isinstance(obj, dict):
             return self._mapping(obj)
         if isinstance(obj, list):

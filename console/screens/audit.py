@@ -20,17 +20,16 @@ from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedCont
 from textual.worker import get_current_worker
 
 from console.messages import EngineStatus
+from console.presentation import OUTCOME_STYLE, STATUS_STYLE
 from console.screens.replay import ReplayScreen
 from console.widgets.status_bar import StatusBar
-from console.widgets.timeline import OUTCOME_STYLE, STATUS_STYLE, clip, input_summary
+from console.widgets.timeline import clip, input_summary
 from tools.definitions import TOOL_NAMES
-from tools.observation import ERROR_CODES
+from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
 
 PAGE_SIZE = 50
 PREFETCH_ROWS = 10  # fetch the next page when the cursor is this close to the last loaded row
 SEARCH_DEBOUNCE_S = 0.3
-TOOLS = TOOL_NAMES
-STATUSES = ("STARTED", "FOUND", "EMPTY", "ERROR", "CANCELLED", "INTERRUPTED")
 RUN_COLUMNS = (
     ("started (UTC)", 14),
     ("run", 16),
@@ -50,7 +49,7 @@ INVOCATION_COLUMNS = (
     ("eval", 7),
     ("input", 36),
 )
-OUTCOMES = ("DRAFT", "CONTROLLED_STOP", "BUDGET_EXHAUSTED", "CANCELLED", "FAILED", "REJECTED", "INTERRUPTED")
+OUTCOMES: tuple[str, ...] = (*Outcome, INTERRUPTED_RUN)  # what the outcome filter offers
 
 
 def when(stamp: Any) -> str:
@@ -59,7 +58,7 @@ def when(stamp: Any) -> str:
 
 
 def _select(prompt: str, values: tuple[str, ...], id: str) -> Select[str]:
-    return Select([(v, v) for v in values], prompt=prompt, id=id, allow_blank=True)
+    return Select([(str(v), str(v)) for v in values], prompt=prompt, id=id, allow_blank=True)
 
 
 def _value(select: Select[str]) -> str | None:
@@ -111,9 +110,9 @@ class AuditScreen(Screen[None]):
             with TabPane("Invocations", id="invocations-tab"):
                 with Horizontal(classes="filters"):
                     yield Input(placeholder="search inputs, projections, queries", id="inv-text")
-                    yield _select("tool", TOOLS, "inv-tool")
-                    yield _select("status", STATUSES, "inv-status")
-                    yield _select("error code", ERROR_CODES, "inv-error")
+                    yield _select("tool", TOOL_NAMES, "inv-tool")
+                    yield _select("status", tuple(InvocationStatus), "inv-status")
+                    yield _select("error code", tuple(ErrorCode), "inv-error")
                 yield PagedTable(id="invocations")
         yield Static(id="audit-count")
         yield Footer()
@@ -274,7 +273,7 @@ class AuditScreen(Screen[None]):
 
 
 def run_cells(row: dict[str, Any]) -> list[Text]:
-    outcome = row.get("outcome") or ("INTERRUPTED" if row.get("interrupted") else "—")
+    outcome = row.get("outcome") or (INTERRUPTED_RUN if row.get("interrupted") else "—")
     return [
         Text(when(row.get("started_at") or row.get("finished_at"))),
         Text(str(row["run_id"])),

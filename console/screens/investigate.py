@@ -22,13 +22,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from agent.contracts import EXIT_CODE_OF, Outcome
 from console.export import RunRecord, draft_markdown
 from console.messages import EngineStatus, RunAborted, RunCompleted, RunSubmitted
+from console.presentation import CallState, exit_code
 from console.widgets.result import ResultView
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
+from tools.run_events import RunEvent
 
 if TYPE_CHECKING:
     from console.app import DiagnoseApp
@@ -70,7 +71,7 @@ class InvestigateScreen(Screen[None]):
         self.carry: dict[str, Any] | None = None  # exactly the PreviousTurn the next run sends
         self.last_query = ""
         self.use_case: Any = None  # the use case of the latest run (tests inspect its model)
-        self._inbox: deque[dict[str, Any]] = deque()
+        self._inbox: deque[RunEvent] = deque()
         self._worker: Worker[dict[str, Any]] | None = None
         self._run_started: float | None = None
 
@@ -287,11 +288,11 @@ class InvestigateScreen(Screen[None]):
 
 def activity_text(state: RunState, running: bool, elapsed_s: float | None = None) -> str:
     if state.result is not None:
-        return f"finished: {state.outcome} (exit {EXIT_CODE_OF[Outcome(str(state.outcome))]})"
+        return f"finished: {state.outcome} (exit {exit_code(str(state.outcome))})"
     if not running and state.phase == "idle":
         return "idle · ctrl+r runs the query"
     label = f"running {elapsed_s:.0f} s" if elapsed_s is not None else "running"
-    running_calls = [c for c in state.calls.values() if c.status == "RUNNING"]
+    running_calls = [c for c in state.calls.values() if c.status == CallState.RUNNING]
     if running_calls:
         call = running_calls[-1]
         return f"{label}: {call.tool_call_id} {call.tool} · escape cancels"

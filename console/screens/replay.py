@@ -1,16 +1,19 @@
 """Replaying an audited run in the same widgets as a live one.
 
-The audit rows (DESIGN 3.9) are converted back into run events and fed to the same RunState reducer.
-Only what the audit keeps is replayed: no model-facing observations (the projection is shown instead),
-no protocol counters, no previous turn, no limits; the widgets say so rather than inventing them.
+The audit rows are converted back into typed run events and fed to the same RunState reducer. Only
+what the audit keeps is replayed: no model-facing observations (the projection is shown instead), no
+protocol counters, no previous turn, no limits; the events leave those fields out and the widgets say
+so rather than inventing them (docs/architecture.md, "Audit replay").
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from rich.text import Text
 from textual import work
@@ -22,9 +25,23 @@ from textual.widgets import Footer, Static
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
+from tools.run_events import (
+    BudgetChanged,
+    ModelRoundFinished,
+    ModelRoundStarted,
+    ProtocolChanged,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
+from tools.vocabulary import ErrorCode, Evaluation, InvocationStatus, Outcome, ProtocolCode, StopReason
 
 if TYPE_CHECKING:
     from audit.browse import RunTimeline
+
+W = TypeVar("W", bound=StrEnum)
 
 
 def _parsed(text: Any) -> Any:
@@ -36,6 +53,18 @@ def _parsed(text: Any) -> Any:
         return text
 
 
+def _word(kind: type[W], value: Any) -> W:
+    """A stored word as its enum member; a word this version does not know is shown as it is."""
+    try:
+        return kind(value)
+    except ValueError:
+        return cast(W, value)
+
+
+def _maybe(kind: type[W], value: Any) -> W | None:
+    return None if value is None else _word(kind, value)
+
+
 def _elapsed_s(started: str | None, finished: str | None) -> float | None:
     try:
         return (datetime.fromisoformat(str(finished)) - datetime.fromisoformat(str(started))).total_seconds()
@@ -43,88 +72,103 @@ def _elapsed_s(started: str | None, finished: str | None) -> float | None:
         return None
 
 
-def timeline_events(timeline: RunTimeline) -> list[dict[str, Any]]:
+def timeline_events(timeline: RunTimeline) -> list[RunEvent]:
     """The run events an audited run would have produced, as far as the audit recorded them."""
     run = timeline.run
-    events: list[dict[str, Any]] = []
-
-    def emit(type_: str, at: Any, **fields: Any) -> None:
-        events.append(
-            {
-                "type": type_,
-                "run_id": run["run_id"],
-                "session_id": run.get("session_id"),
-                "seq": len(events) + 1,
-                "at": at,
-                **fields,
-            }
-        )
-
+    ids = (str(run["run_id"]), str(run.get("session_id")))
+    seq = itertools.count(1)
+    events: list[RunEvent] = []
     if run.get("started_at"):
-        emit("run_started", run["started_at"], query=run.get("query"), model=None)
+        events.append(
+            RunStarted(
+                *ids,
+                next(seq),
+                run["started_at"],
+                query=run.get("query") or "",
+                previous_turn=None,
+                model=None,
+            )
+        )
     for entry in timeline.entries:
         row = entry.data
         if entry.kind == "model_round":
             if row.get("started_at"):
-                emit("model_round_started", row["started_at"], round=row["round"])
+                events.append(ModelRoundStarted(*ids, next(seq), row["started_at"], round=row["round"]))
             if row.get("finished_at"):
-                emit(
-                    "model_round_finished",
-                    row["finished_at"],
-                    round=row["round"],
-                    duration_ms=row.get("duration_ms"),
-                    prompt_tokens=row.get("prompt_tokens"),
-                    completion_tokens=row.get("completion_tokens"),
-                    tool_call_ids=_parsed(row.get("tool_call_ids")) or [],
-                    has_text=bool(row.get("has_text")),
+                events.append(
+                    ModelRoundFinished(
+                        *ids,
+                        next(seq),
+                        row["finished_at"],
+                        round=row["round"],
+                        duration_ms=row.get("duration_ms"),
+                        prompt_tokens=row.get("prompt_tokens"),
+                        completion_tokens=row.get("completion_tokens"),
+                        tool_call_ids=_parsed(row.get("tool_call_ids")) or [],
+                        has_text=bool(row.get("has_text")),
+                    )
                 )
         elif entry.kind == "invocation":
-            common = {"round": row.get("round"), "tool_call_id": row["tool_call_id"], "tool": row["tool"]}
-            emit("tool_started", row["started_at"], **common, input=_parsed(row.get("input_json")))
-            if row.get("status") != "STARTED":
-                emit(
-                    "tool_finished",
-                    row.get("finished_at"),
-                    **common,
-                    status=row.get("status"),
-                    error_code=row.get("error_code"),
-                    reason=row.get("reason"),
-                    projection=_parsed(row.get("projection_json")),
-                    duration_ms=row.get("duration_ms"),
-                    evaluation=row.get("evaluation"),
+            call = {"round": row.get("round"), "tool_call_id": row["tool_call_id"], "tool": row["tool"]}
+            business = _parsed(row.get("input_json"))
+            events.append(ToolStarted(*ids, next(seq), row["started_at"], **call, input=business))
+            if row.get("status") != InvocationStatus.STARTED:
+                events.append(
+                    ToolFinished(
+                        *ids,
+                        next(seq),
+                        row.get("finished_at") or "",
+                        **call,
+                        status=_word(InvocationStatus, row.get("status")),
+                        error_code=_maybe(ErrorCode, row.get("error_code")),
+                        reason=row.get("reason"),
+                        projection=_parsed(row.get("projection_json")),
+                        duration_ms=row.get("duration_ms"),
+                        observation=None,  # the audit keeps the projection, not what the model saw
+                        evaluation=_maybe(Evaluation, row.get("evaluation")),
+                    )
                 )
         else:
-            emit(
-                "protocol_changed",
-                row.get("at"),
-                code=row["code"],
-                tool_call_id=row.get("tool_call_id"),
-                detail=_parsed(row.get("detail_json")) or {},
+            events.append(
+                ProtocolChanged(
+                    *ids,
+                    next(seq),
+                    row.get("at") or "",
+                    code=_word(ProtocolCode, row["code"]),
+                    tool_call_id=row.get("tool_call_id"),
+                    detail=_parsed(row.get("detail_json")) or {},
+                )
             )
     if run.get("finished_at") or run.get("outcome"):
-        emit(
-            "budget_changed",
-            run.get("finished_at"),
-            model_calls={"used": run.get("model_calls"), "limit": None},
-            tokens={"used": run.get("total_tokens"), "limit": None},
-            run_bytes={"used": None, "limit": None},
-            deadline={
-                "elapsed_s": _elapsed_s(run.get("started_at"), run.get("finished_at")),
-                "limit_s": None,
-            },
-            exhausted=None,
+        events.append(
+            BudgetChanged(
+                *ids,
+                next(seq),
+                run.get("finished_at") or "",
+                model_calls={"used": run.get("model_calls"), "limit": None},
+                tokens={"used": run.get("total_tokens"), "limit": None},
+                run_bytes={"used": None, "limit": None},
+                deadline={
+                    "elapsed_s": _elapsed_s(run.get("started_at"), run.get("finished_at")),
+                    "limit_s": None,
+                },
+                exhausted=None,
+            )
         )
     if run.get("outcome"):
         result = _parsed(run.get("result_json")) or {
             "run_id": run["run_id"],
             "session_id": run.get("session_id"),
         }
-        emit(
-            "run_finished",
-            run.get("finished_at"),
-            outcome=run["outcome"],
-            stop_reason=run.get("stop_reason"),
-            result=result,
+        events.append(
+            RunFinished(
+                *ids,
+                next(seq),
+                run.get("finished_at") or "",
+                outcome=_word(Outcome, run["outcome"]),
+                stop_reason=_word(StopReason, run.get("stop_reason")),
+                result=result,
+            )
         )
     return events
 

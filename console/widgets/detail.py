@@ -17,8 +17,10 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from console.presentation import CallState
 from console.widgets.run_state import RunState
 from console.widgets.timeline import TimelineKey
+from tools.run_events import ProtocolChanged, RunEvent, ToolFinished
 
 EVENT_NOISE = ("type", "run_id", "session_id")
 TIMING_KEYS = ("at", "duration_ms", "elapsed_s")  # masked when timings are hidden (snapshots)
@@ -33,10 +35,10 @@ def heading(text: str) -> Text:
     return Text(text, style="bold underline")
 
 
-def _event_view(event: dict[str, Any], show_timings: bool) -> dict[str, Any]:
+def _event_view(event: RunEvent, show_timings: bool) -> dict[str, Any]:
     return {
         key: value if show_timings or key not in TIMING_KEYS else "(hidden)"
-        for key, value in event.items()
+        for key, value in event.to_wire().items()
         if key not in EVENT_NOISE
     }
 
@@ -56,9 +58,9 @@ def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
     parts += [Text(""), heading("Observation — exactly what the model saw")]
     if row.has_observation:
         parts.append(json_block(row.observation))
-    elif row.status == "RUNNING":
+    elif row.status == CallState.RUNNING:
         parts.append(Text("the tool is running; the observation appears when it finishes", style="italic"))
-    elif any(e.get("type") == "tool_finished" for e in row.events):
+    elif any(isinstance(e, ToolFinished) for e in row.events):
         parts.append(Text("no observation recorded for this call (cancelled, or replayed from the audit)"))
     else:
         parts.append(
@@ -72,10 +74,12 @@ def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
     observed_data = row.observation.get("data") if isinstance(row.observation, dict) else None
     if row.projection is not None and row.projection != observed_data:
         parts += [Text(""), heading("Safe projection (as audited)"), json_block(row.projection)]
-    protocol = [e for e in row.events if e.get("type") == "protocol_changed"]
+    protocol = [e for e in row.events if isinstance(e, ProtocolChanged)]
     if protocol:
         parts += [Text(""), heading("Protocol events")]
-        parts += [json_block({k: e.get(k) for k in ("code", "tool_call_id", "detail")}) for e in protocol]
+        parts += [
+            json_block({"code": e.code, "tool_call_id": e.tool_call_id, "detail": e.detail}) for e in protocol
+        ]
     return parts
 
 

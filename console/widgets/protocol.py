@@ -11,10 +11,11 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
+from console.presentation import STOP_CAUSE_TEXT
 from console.widgets.run_state import RunState
+from tools.vocabulary import Outcome, ProtocolCode, StopReason
 
 LABEL_WIDTH = 20
-CAUSE_TEXT = {"BUDGET": "one model call left", "SATURATION": "saturation"}
 
 
 def final_opportunity(state: RunState) -> str:
@@ -23,7 +24,7 @@ def final_opportunity(state: RunState) -> str:
         return "—"
     if state.collection_stopped:
         return "spent on a tool call (collection stopped)"
-    if state.stop_reason == "COMPLETED_AFTER_STOP_REQUIRED":
+    if state.stop_reason == StopReason.COMPLETED_AFTER_STOP_REQUIRED:
         return "used: the final Draft"
     if state.result is not None:
         return "not used"
@@ -33,13 +34,13 @@ def final_opportunity(state: RunState) -> str:
 def protocol_lines(state: RunState) -> list[tuple[str, str, str]]:
     """(label, value, level) rows; level is ok | warn | full."""
     protocol: dict[str, Any] = state.protocol or {}
-    if state.protocol is None and state.outcome == "REJECTED":
+    if state.protocol is None and state.outcome == Outcome.REJECTED:
         return [("protocol", "never started: the input was rejected before any model call", "ok")]
     if state.protocol is None and state.result is not None:
         progress = state.result.get("progress") or {}
         return [
             ("counters", "not recorded in the audit", "ok"),
-            ("STOP_REQUIRED", "yes" if progress.get("stop_required") else "no", "ok"),
+            (ProtocolCode.STOP_REQUIRED, "yes" if progress.get("stop_required") else "no", "ok"),
             (
                 "saturation",
                 str(progress.get("saturation") or "—"),
@@ -63,13 +64,13 @@ def protocol_lines(state: RunState) -> list[tuple[str, str, str]]:
     )
     stop = "no"
     if protocol.get("stop_required"):
-        stop = f"yes · {CAUSE_TEXT.get(str(state.stop_cause), str(state.stop_cause).lower())}"
+        stop = f"yes · {STOP_CAUSE_TEXT.get(str(state.stop_cause), str(state.stop_cause).lower())}"
     saturation = protocol.get("saturation")
     return [
         ("pending observation", str(protocol.get("pending_tool_call_id") or "none"), "ok"),
         ("no-gain streak", no_gain, no_gain_level),
         ("violations", violations, violations_level),
-        ("STOP_REQUIRED", stop, "full" if protocol.get("stop_required") else "ok"),
+        (ProtocolCode.STOP_REQUIRED, stop, "full" if protocol.get("stop_required") else "ok"),
         ("final opportunity", final_opportunity(state), "warn" if protocol.get("stop_required") else "ok"),
         ("saturation", str(saturation or "—"), "full" if saturation else "ok"),
     ]

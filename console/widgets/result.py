@@ -16,43 +16,17 @@ from textual.containers import VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from agent.contracts import EXIT_CODE_OF, Outcome
 from console.messages import CitationSelected
-from console.render_text import OUTCOME_MEANING
+from console.presentation import (
+    EVALUATION_STYLE,
+    OUTCOME_CLASS,
+    OUTCOME_MEANING,
+    STATUS_STYLE,
+    STOP_REASON_TEXT,
+    exit_code,
+)
 from console.safe_text import visible_values
 from console.widgets.run_state import RunState
-from console.widgets.timeline import EVALUATION_STYLE, STATUS_STYLE
-
-STOP_REASON_TEXT = {
-    "COMPLETED": "the model delivered a valid Draft",
-    "COMPLETED_AFTER_STOP_REQUIRED": "a valid Draft in the final completion opportunity after STOP_REQUIRED",
-    "INFORMATION_SATURATED": "no-gain results reached the threshold and the final opportunity "
-    "was not a Draft",
-    "PROGRESS_PROTOCOL_VIOLATED": "protocol violations reached the threshold and the final opportunity "
-    "was not a Draft",
-    "MODEL_CALLS_EXHAUSTED": "the model-call budget is spent",
-    "TOKENS_EXHAUSTED": "the token budget is spent: the next round was refused before reaching the model",
-    "DEADLINE_EXCEEDED": "the run deadline passed",
-    "RUN_BYTES_EXHAUSTED": "the run-bytes budget is spent",
-    "CANCELLED": "the operator cancelled the run; in-flight work was cancelled",
-    "INVALID_DRAFT": "the final text is not a valid Draft (no repair, no second call)",
-    "DRAFT_TOO_LARGE": "the final text exceeds the Draft size limit",
-    "MODEL_ERROR": "the model call failed",
-    "AGENT_ERROR": "the agent failed unexpectedly; no progress is published",
-    "QUERY_BLANK": "the query is blank",
-    "QUERY_TOO_LARGE": "the query exceeds its size limit (it is never truncated)",
-    "PREVIOUS_TURN_INVALID": "the previous turn is not a valid PreviousTurn",
-    "PREVIOUS_TURN_TOO_LARGE": "the previous turn exceeds its size limit",
-    "INPUT_TOO_LARGE": "query and previous turn together exceed the input limit",
-}
-OUTCOME_CLASS = {
-    "DRAFT": "-draft",
-    "CONTROLLED_STOP": "-stop",
-    "BUDGET_EXHAUSTED": "-stop",
-    "CANCELLED": "-cancelled",
-    "FAILED": "-failed",
-    "REJECTED": "-failed",
-}
 
 
 def heading(text: str) -> Text:
@@ -69,7 +43,7 @@ def banner(state: RunState) -> Text:
     outcome = str(state.outcome)
     text = Text.assemble((f"{outcome} / {state.stop_reason}", "bold"))
     if outcome in OUTCOME_MEANING:
-        text.append(f"   exit {EXIT_CODE_OF[Outcome(outcome)]}: {OUTCOME_MEANING[outcome]}")
+        text.append(f"   exit {exit_code(outcome)}: {OUTCOME_MEANING[outcome]}")
     usage = (state.result or {}).get("usage") or {}
     text.append(
         f"\nrun {state.run_id} · {usage.get('model_calls', 0)} model calls · "

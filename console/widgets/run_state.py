@@ -1,8 +1,9 @@
-"""RunState: folds the run-event stream (DESIGN 3.10) into what the run widgets draw.
+"""RunState: folds the run-event stream into what the run widgets draw.
 
 Live runs and audit replays feed this same reducer, so a replayed run is drawn exactly like a live one.
-It records which rows changed, so a burst of events costs one redraw of the changed rows, not one
-redraw per event. Pure Python: no Textual, no engine import.
+It dispatches on the typed events of `tools.run_events` (docs/architecture.md, "Run events") and
+records which rows changed, so a burst of events costs one redraw of the changed rows, not one redraw
+per event. Pure Python: no Textual, no engine import.
 """
 
 from __future__ import annotations
@@ -11,16 +12,44 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# Protocol codes that describe what the model was told about one call (DESIGN 3.2, operator extras).
-CALL_CONTROL_CODES = frozenset(
-    {"INVALID_PROGRESS_PROTOCOL", "DUPLICATE_CALL", "UNKNOWN_TOOL", "STOP_REQUIRED", "INVALID_INPUT"}
+from console.presentation import CallState
+from tools.run_events import (
+    BudgetChanged,
+    ModelRoundFinished,
+    ModelRoundStarted,
+    ProtocolChanged,
+    RunEvent,
+    RunEventBase,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+    parse_event,
 )
-BUDGET_OF_STOP_REASON = {
-    "MODEL_CALLS_EXHAUSTED": "model_calls",
-    "TOKENS_EXHAUSTED": "tokens",
-    "DEADLINE_EXCEEDED": "deadline",
-    "RUN_BYTES_EXHAUSTED": "run_bytes",
+from tools.vocabulary import ErrorCode, EventType, EvidenceStatus, ProtocolCode, StopReason
+
+# Protocol codes that describe what the model was told about one call (operator extras included).
+CALL_CONTROL_CODES = frozenset(
+    {
+        ProtocolCode.INVALID_PROGRESS_PROTOCOL,
+        ProtocolCode.DUPLICATE_CALL,
+        ProtocolCode.UNKNOWN_TOOL,
+        ProtocolCode.STOP_REQUIRED,
+        ProtocolCode.INVALID_INPUT,
+    }
+)
+# Codes after which the call they name was answered without running anything.
+_NOTHING_EXECUTED = frozenset(
+    {ProtocolCode.INVALID_PROGRESS_PROTOCOL, ProtocolCode.UNKNOWN_TOOL, ProtocolCode.DUPLICATE_CALL}
+)
+# The budget gauge (a `budget_changed` key) that a budget stop reason names.
+BUDGET_OF_STOP_REASON: dict[str, str] = {
+    StopReason.MODEL_CALLS_EXHAUSTED: "model_calls",
+    StopReason.TOKENS_EXHAUSTED: "tokens",
+    StopReason.DEADLINE_EXCEEDED: "deadline",
+    StopReason.RUN_BYTES_EXHAUSTED: "run_bytes",
 }
+_KNOWN_TYPES = frozenset(EventType)
 
 
 @dataclass
@@ -32,7 +61,7 @@ class CallRow:
     tool: str | None = None
     input: Any = None
     # REQUESTED (round seen, nothing yet) -> RUNNING -> FOUND|EMPTY|ERROR|CANCELLED, or NOT_EXECUTED
-    status: str = "REQUESTED"
+    status: str = CallState.REQUESTED
     error_code: str | None = None
     reason: str | None = None
     evaluation: str | None = None
@@ -43,7 +72,7 @@ class CallRow:
     projection: Any = None
     observation: Any = None  # exactly what the model saw; None when no event carried it
     has_observation: bool = False
-    events: list[dict[str, Any]] = field(default_factory=list)  # the raw events about this call
+    events: list[RunEvent] = field(default_factory=list)  # the events about this call
 
     @property
     def controls(self) -> list[str]:
@@ -59,7 +88,7 @@ class RoundRow:
     completion_tokens: int | None = None
     tool_call_ids: list[str] = field(default_factory=list)
     has_text: bool = False
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[RunEvent] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -111,14 +140,15 @@ class RunState:
         self.rounds: dict[int, RoundRow] = {}
         self.calls: dict[str, CallRow] = {}
         self.entries: list[Entry] = []
-        self.notes: list[dict[str, Any]] = []
+        self.notes: list[ProtocolChanged] = []
         self.budget: dict[str, Any] | None = None
         self.protocol: dict[str, Any] | None = None
         self.stop_cause: str | None = None
         self.collection_stopped = False
         self.result: dict[str, Any] | None = None
-        self.events: list[dict[str, Any]] = []
+        self.events: list[RunEvent] = []
         self._found_this_round: str | None = None
+        self._requested: list[str] = []  # calls created since the last settling (REQUESTED at birth)
         self._changes = Changes()
 
     # ------------------------------------------------------------------ derived views
@@ -157,36 +187,54 @@ class RunState:
         return changes
 
     # ------------------------------------------------------------------ reducer
-    def apply(self, event: Mapping[str, Any]) -> None:
-        event = dict(event)
-        self.events.append(event)
-        handler = getattr(self, f"_on_{event.get('type')}", None)
-        if handler is not None:
-            handler(event)
+    def apply(self, event: RunEvent | Mapping[str, Any]) -> None:
+        """Fold one event: a typed event, or an event's JSON object (validated first). An object of a
+        type this version does not know is skipped, as the audit skips it."""
+        if not isinstance(event, RunEventBase) and event.get("type") not in _KNOWN_TYPES:
+            return
+        typed = parse_event(event)
+        self.events.append(typed)
+        self._identity(typed)
+        match typed:
+            case RunStarted():
+                self._run_started(typed)
+            case ModelRoundStarted():
+                self._model_round_started(typed)
+            case ModelRoundFinished():
+                self._model_round_finished(typed)
+            case ToolStarted():
+                self._tool_started(typed)
+            case ToolFinished():
+                self._tool_finished(typed)
+            case ProtocolChanged():
+                self._protocol_changed(typed)
+            case BudgetChanged():
+                self._budget_changed(typed)
+            case RunFinished():
+                self._run_finished(typed)
 
-    def apply_all(self, events: Iterable[Mapping[str, Any]]) -> None:
+    def apply_all(self, events: Iterable[RunEvent | Mapping[str, Any]]) -> None:
         for event in events:
             self.apply(event)
 
-    def _identity(self, event: dict[str, Any]) -> None:
+    def _identity(self, event: RunEvent) -> None:
         if self.run_id is None:
-            self.run_id = event.get("run_id")
-            self.session_id = event.get("session_id")
+            self.run_id = event.run_id
+            self.session_id = event.session_id
             self._changes.header = True
 
-    def _on_run_started(self, event: dict[str, Any]) -> None:
-        self._identity(event)
-        self.query = event.get("query")
-        self.previous_turn = event.get("previous_turn")
-        self.model = event.get("model")
-        self.started_at = event.get("at")
-        if "limits" in event:
+    def _run_started(self, event: RunStarted) -> None:
+        self.query = event.query
+        self.previous_turn = event.previous_turn
+        self.model = event.model
+        self.started_at = event.at
+        if event.limits is not None:
             self._limits(event)
         self._changes.header = True
 
-    def _limits(self, event: dict[str, Any]) -> None:
+    def _limits(self, event: RunStarted) -> None:
         """Gauges and counters start from the run's limits; an audit replay has none and shows none."""
-        limits = event.get("limits") or {}
+        limits: Mapping[str, Any] = event.limits or {}
         self.budget = {
             "model_calls": _gauge(0, limits.get("max_model_calls")),
             "tokens": _gauge(0, limits.get("max_total_tokens")),
@@ -194,7 +242,7 @@ class RunState:
             "run_bytes": _gauge(0, limits.get("max_run_bytes")),
             "exhausted": None,
         }
-        protocol = event.get("protocol") or {}
+        protocol: Mapping[str, Any] = event.protocol or {}
         self.protocol = {
             "pending_tool_call_id": None,
             "consecutive_no_gain": 0,
@@ -221,6 +269,7 @@ class RunState:
         row = self.calls.get(tool_call_id)
         if row is None:
             row = self.calls[tool_call_id] = CallRow(tool_call_id, round=round_)
+            self._requested.append(tool_call_id)
             self._changes.new_calls.append(tool_call_id)
             if round_ is not None:
                 owner = self._round(round_)
@@ -230,58 +279,58 @@ class RunState:
         return row
 
     def _settle_requested_calls(self) -> None:
-        """A requested call that got no tool_started before the run moved on was not executed."""
-        for row in self.calls.values():
-            if row.status == "REQUESTED":
-                row.status = "NOT_EXECUTED"
-                self._changes.calls.add(row.tool_call_id)
+        """A requested call that got no tool_started before the run moved on was not executed.
 
-    def _on_model_round_started(self, event: dict[str, Any]) -> None:
-        self._identity(event)
+        Only calls created since the last settling can still be REQUESTED, so this stays linear."""
+        requested, not_executed = CallState.REQUESTED, EvidenceStatus.NOT_EXECUTED
+        for tool_call_id in self._requested:
+            row = self.calls[tool_call_id]
+            if row.status == requested:
+                row.status = not_executed
+                self._changes.calls.add(tool_call_id)
+        self._requested.clear()
+
+    def _model_round_started(self, event: ModelRoundStarted) -> None:
         if self._found_this_round is not None and self.protocol and not self.protocol.get("stop_required"):
             # No event reports it: the last FOUND of a tool round becomes the pending observation.
             self.protocol["pending_tool_call_id"] = self._found_this_round
             self._changes.protocol = True
         self._found_this_round = None
-        row = self._round(int(event["round"]))
+        row = self._round(int(event.round))
         row.events.append(event)
         self._changes.rounds.add(row.number)
 
-    def _on_model_round_finished(self, event: dict[str, Any]) -> None:
-        self._identity(event)
-        row = self._round(int(event["round"]))
+    def _model_round_finished(self, event: ModelRoundFinished) -> None:
+        row = self._round(int(event.round))
         row.finished = True
-        row.duration_ms = event.get("duration_ms")
-        row.prompt_tokens = event.get("prompt_tokens")
-        row.completion_tokens = event.get("completion_tokens")
-        row.has_text = bool(event.get("has_text"))
+        row.duration_ms = event.duration_ms
+        row.prompt_tokens = event.prompt_tokens
+        row.completion_tokens = event.completion_tokens
+        row.has_text = bool(event.has_text)
         row.events.append(event)
-        for tool_call_id in event.get("tool_call_ids") or []:
+        for tool_call_id in event.tool_call_ids or []:
             self._call(str(tool_call_id), row.number)
         self._changes.rounds.add(row.number)
 
-    def _on_tool_started(self, event: dict[str, Any]) -> None:
-        self._identity(event)
-        row = self._call(str(event["tool_call_id"]), event.get("round"))
-        row.tool = event.get("tool")
-        row.input = event.get("input")
-        row.status = "RUNNING"
+    def _tool_started(self, event: ToolStarted) -> None:
+        row = self._call(str(event.tool_call_id), event.round)
+        row.tool = event.tool
+        row.input = event.input
+        row.status = CallState.RUNNING
         row.events.append(event)
 
-    def _on_tool_finished(self, event: dict[str, Any]) -> None:
-        self._identity(event)
-        row = self._call(str(event["tool_call_id"]), event.get("round"))
-        row.tool = event.get("tool") or row.tool
-        row.status = event.get("status") or row.status
-        row.error_code = event.get("error_code")
-        row.reason = event.get("reason")
-        row.projection = event.get("projection")
-        row.duration_ms = event.get("duration_ms")
-        if event.get("evaluation"):  # only audit replays carry it here (the audited column)
-            row.evaluation = event["evaluation"]
-        if "observation" in event:
-            row.observation = event.get("observation")
-            row.has_observation = event.get("observation") is not None
+    def _tool_finished(self, event: ToolFinished) -> None:
+        row = self._call(str(event.tool_call_id), event.round)
+        row.tool = event.tool or row.tool
+        row.status = event.status or row.status
+        row.error_code = event.error_code
+        row.reason = event.reason
+        row.projection = event.projection
+        row.duration_ms = event.duration_ms
+        if event.evaluation:  # only audit replays carry it here (the audited column)
+            row.evaluation = event.evaluation
+        row.observation = event.observation
+        row.has_observation = event.observation is not None
         row.events.append(event)
         self._count_progress(row)
 
@@ -290,25 +339,24 @@ class RunState:
         an EMPTY result is a no-gain result, and a FOUND one awaits the model's evaluation."""
         if self.protocol is None:
             return
-        if row.status == "EMPTY":
+        if row.status == EvidenceStatus.EMPTY:
             self.protocol["consecutive_no_gain"] = int(self.protocol.get("consecutive_no_gain") or 0) + 1
             self._changes.protocol = True
         elif (
-            row.status == "FOUND"
+            row.status == EvidenceStatus.FOUND
             and isinstance(row.observation, dict)
             and row.observation.get("evaluation_required")
         ):
             self._found_this_round = row.tool_call_id
 
-    def _on_protocol_changed(self, event: dict[str, Any]) -> None:
-        self._identity(event)
-        code = str(event.get("code"))
-        detail = event.get("detail") or {}
-        if event.get("state") is not None:
-            self.protocol = dict(event["state"])
+    def _protocol_changed(self, event: ProtocolChanged) -> None:
+        code = event.code
+        detail: Mapping[str, Any] = event.detail or {}
+        if event.state is not None:
+            self.protocol = dict(event.state)
             self._changes.protocol = True
-        tool_call_id = event.get("tool_call_id")
-        if code == "EVALUATION_RECORDED":
+        tool_call_id = event.tool_call_id
+        if code == ProtocolCode.EVALUATION_RECORDED:
             evaluated = str(detail.get("evaluated_tool_call_id"))
             evaluation = detail.get("evaluation")
             target = self._call(evaluated)
@@ -316,22 +364,22 @@ class RunState:
             target.evaluated_by = tool_call_id
             if tool_call_id is not None:
                 self._call(str(tool_call_id)).evaluates = (evaluated, str(evaluation))
-        elif code == "STOP_REQUIRED":
+        elif code == ProtocolCode.STOP_REQUIRED:
             self.stop_cause = detail.get("cause") or self.stop_cause
-        elif code == "COLLECTION_STOPPED":
+        elif code == ProtocolCode.COLLECTION_STOPPED:
             self.collection_stopped = True
             self._changes.protocol = True
             for stopped in detail.get("tool_call_ids") or []:
                 row = self._call(str(stopped))
-                row.status = "NOT_EXECUTED"
-                row.codes.append("STOP_REQUIRED")
+                row.status = EvidenceStatus.NOT_EXECUTED
+                row.codes.append(ProtocolCode.STOP_REQUIRED)
                 row.events.append(event)
-        elif code == "INVALID_INPUT" and tool_call_id is not None:
+        elif code == ProtocolCode.INVALID_INPUT and tool_call_id is not None:
             row = self._call(str(tool_call_id))
-            row.status = "ERROR"
-            row.error_code = "INVALID_INPUT"
-        if code in {"INVALID_PROGRESS_PROTOCOL", "UNKNOWN_TOOL", "DUPLICATE_CALL"} and tool_call_id:
-            self._call(str(tool_call_id)).status = "NOT_EXECUTED"
+            row.status = EvidenceStatus.ERROR
+            row.error_code = ErrorCode.INVALID_INPUT
+        if code in _NOTHING_EXECUTED and tool_call_id:
+            self._call(str(tool_call_id)).status = EvidenceStatus.NOT_EXECUTED
         if tool_call_id is not None:
             row = self._call(str(tool_call_id))
             row.codes.append(code)
@@ -339,24 +387,26 @@ class RunState:
         else:
             self._note(event)
 
-    def _note(self, event: dict[str, Any]) -> None:
+    def _note(self, event: ProtocolChanged) -> None:
         self.notes.append(event)
         entry = Entry("note", len(self.notes) - 1)
         self.entries.append(entry)
         self._changes.new_entries.append(entry)
 
-    def _on_budget_changed(self, event: dict[str, Any]) -> None:
-        self._identity(event)
+    def _budget_changed(self, event: BudgetChanged) -> None:
         self.budget = {
-            key: event.get(key) for key in ("model_calls", "tokens", "deadline", "run_bytes", "exhausted")
+            "model_calls": event.model_calls,
+            "tokens": event.tokens,
+            "deadline": event.deadline,
+            "run_bytes": event.run_bytes,
+            "exhausted": event.exhausted,
         }
         self._changes.budget = True
 
-    def _on_run_finished(self, event: dict[str, Any]) -> None:
-        self._identity(event)
+    def _run_finished(self, event: RunFinished) -> None:
         self._settle_requested_calls()
-        result = event.get("result") or {}
-        self.result = {"outcome": event.get("outcome"), "stop_reason": event.get("stop_reason"), **result}
+        result = event.result or {}
+        self.result = {"outcome": event.outcome, "stop_reason": event.stop_reason, **result}
         entry = Entry("finish", None)
         self.entries.append(entry)
         self._changes.new_entries.append(entry)

@@ -13,34 +13,21 @@ from textual.message import Message
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from agent.contracts import EXIT_CODE_OF, Outcome
-from console.render_text import OUTCOME_MEANING
+from console.presentation import (
+    EVALUATION_STYLE,
+    OUTCOME_MEANING,
+    OUTCOME_STYLE,
+    STATUS_STYLE,
+    STATUS_TEXT,
+    STOP_CAUSE_NOTE,
+    exit_code,
+)
 from console.widgets.run_state import CallRow, Changes, Entry, RoundRow, RunState
+from tools.definitions import QUERY_LOGS
+from tools.run_events import ProtocolChanged
+from tools.vocabulary import ErrorCode, EvidenceStatus, InvocationStatus, ProtocolCode
 
 TimelineKey = tuple[str, Any]  # ("round", n) | ("call", id) | ("note", i) | ("finish", None)
-
-STATUS_STYLE = {
-    "FOUND": "bold green",
-    "EMPTY": "yellow",
-    "ERROR": "bold red",
-    "CANCELLED": "magenta",
-    "NOT_EXECUTED": "dim",
-    "RUNNING": "italic cyan",
-    "REQUESTED": "dim",
-    "INTERRUPTED": "magenta",
-    "STARTED": "italic cyan",
-}
-STATUS_TEXT = {"RUNNING": "running…", "REQUESTED": "requested", "NOT_EXECUTED": "not executed"}
-EVALUATION_STYLE = {"GAINED": "green", "NO_GAIN": "yellow"}
-OUTCOME_STYLE = {
-    "DRAFT": "bold green",
-    "CONTROLLED_STOP": "bold yellow",
-    "BUDGET_EXHAUSTED": "bold yellow",
-    "CANCELLED": "bold magenta",
-    "FAILED": "bold red",
-    "REJECTED": "bold red",
-}
-STOP_CAUSE_TEXT = {"BUDGET": "one model call left", "SATURATION": "saturated"}
 
 
 def clip(text: str, width: int) -> str:
@@ -54,7 +41,7 @@ def input_summary(tool: str | None, business: Any, width: int = 60) -> str:
     """The business input in one short line: the values an operator scans for."""
     if not isinstance(business, dict):
         return ""
-    if tool == "query_logs":
+    if tool == QUERY_LOGS:
         window = f"{business.get('start', '')}…{business.get('end', '')}"
         parts = [str(business.get("service", "")), window]
         for key in ("level", "contains"):
@@ -96,13 +83,14 @@ def call_label(row: CallRow, show_timings: bool) -> Text:
     label.append(f"{row.tool or '—':<16}", style="cyan" if row.tool else "dim")
     label.append(" ")
     label.append(STATUS_TEXT.get(row.status, row.status), style=STATUS_STYLE.get(row.status, ""))
-    if row.error_code and row.status in ("ERROR", "CANCELLED") and row.error_code != row.status:
+    failed = (EvidenceStatus.ERROR, InvocationStatus.CANCELLED)
+    if row.error_code and row.status in failed and row.error_code != row.status:
         label.append(f" {row.error_code}", style="red")
     if row.evaluation:
         label.append("  eval ", style="dim")
         label.append(row.evaluation, style=EVALUATION_STYLE.get(row.evaluation, ""))
     for control in dict.fromkeys(row.controls):
-        if control == "INVALID_INPUT" and row.error_code == "INVALID_INPUT":
+        if control == ProtocolCode.INVALID_INPUT and row.error_code == ErrorCode.INVALID_INPUT:
             continue
         label.append(f"  {control}", style="bold yellow")
     summary = input_summary(row.tool, row.input, 48)
@@ -114,16 +102,16 @@ def call_label(row: CallRow, show_timings: bool) -> Text:
     return label
 
 
-def note_label(event: dict[str, Any]) -> Text:
-    code = str(event.get("code"))
-    detail = event.get("detail") or {}
-    label = Text.assemble(("⚑ ", "yellow"), (code, "bold yellow"))
-    if code == "STOP_REQUIRED":
+def note_label(event: ProtocolChanged) -> Text:
+    code = event.code
+    detail = event.detail or {}
+    label = Text.assemble(("⚑ ", "yellow"), (str(code), "bold yellow"))
+    if code == ProtocolCode.STOP_REQUIRED:
         cause = str(detail.get("cause", ""))
         label.append(
-            f"  {STOP_CAUSE_TEXT.get(cause, cause.lower())}: the next round is the last", style="dim"
+            f"  {STOP_CAUSE_NOTE.get(cause, cause.lower())}: the next round is the last", style="dim"
         )
-    elif code == "COLLECTION_STOPPED":
+    elif code == ProtocolCode.COLLECTION_STOPPED:
         ids = ", ".join(str(i) for i in detail.get("tool_call_ids") or [])
         label.append(f"  final round asked for tools; not executed: {ids}", style="dim")
     return label
@@ -135,7 +123,7 @@ def finish_label(state: RunState) -> Text:
         ("■ ", OUTCOME_STYLE.get(outcome, "")), (f"{outcome} / {state.stop_reason}", "bold")
     )
     if outcome in OUTCOME_MEANING:
-        label.append(f"  exit {EXIT_CODE_OF[Outcome(outcome)]}: {OUTCOME_MEANING[outcome]}", style="dim")
+        label.append(f"  exit {exit_code(outcome)}: {OUTCOME_MEANING[outcome]}", style="dim")
     return label
 
 

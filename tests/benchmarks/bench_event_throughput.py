@@ -6,7 +6,7 @@ The console promises that a fast event stream never starves input and that no ev
 goes through the live pipeline: `ctrl+r` posts RunSubmitted, the screen's run worker calls the run
 environment's use case with the screen's own sink (`sinks=[screen._inbox.append]`), and the 50 ms drain
 timer applies the queued events in batches. Only the engine is replaced: a stub use case emits a
-realistic stream shaped like `agent/events.py` (run_started; per model round: model_round_started,
+realistic stream of typed events (`tools.run_events`; run_started; per model round: model_round_started,
 model_round_finished, tool_started/tool_finished with a ~1 KB log projection and the observation for
 each of 3 calls, protocol_changed EVALUATION_RECORDED with the protocol state, budget_changed; a final
 text round; run_finished with a DRAFT result), yielding to the event loop after each round only, i.e. as
@@ -35,6 +35,7 @@ from textual import events
 from textual.widgets import TextArea
 
 from tests.benchmarks.machine import hardware
+from tools.run_events import RunEvent, RunFinished, ToolStarted, parse_event
 
 TARGET_P99_MS = 100.0
 EVENTS = 10_000
@@ -57,8 +58,9 @@ DRAFT: dict[str, Any] = {
 }
 
 
-def event_stream(run_id: str) -> list[dict[str, Any]]:
-    """Exactly EVENTS events of one long run, in the order and shape the engine emits them."""
+def event_stream(run_id: str) -> list[RunEvent]:
+    """Exactly EVENTS events of one long run, in the order and shape the engine emits them (written as
+    their JSON objects, then parsed once, before anything is timed)."""
     stream: list[dict[str, Any]] = []
 
     def emit(type_: str, **fields: Any) -> None:
@@ -174,7 +176,7 @@ def event_stream(run_id: str) -> list[dict[str, Any]]:
     }
     emit("run_finished", outcome="DRAFT", stop_reason="COMPLETED", result=result)
     assert len(stream) == EVENTS, len(stream)
-    return stream
+    return [parse_event(event) for event in stream]
 
 
 @dataclass
@@ -188,7 +190,7 @@ class _Result:
 class StubUseCase:
     """Emits a prepared stream to the screen's sinks as fast as sharing the event loop allows."""
 
-    def __init__(self, sinks: list[Any], stream: list[dict[str, Any]]) -> None:
+    def __init__(self, sinks: list[Any], stream: list[RunEvent]) -> None:
         self.sinks = sinks
         self.stream = stream
         self.seconds = 0.0
@@ -201,7 +203,9 @@ class StubUseCase:
             if event["type"] == "budget_changed":  # the engine awaits the model and tools between rounds
                 await asyncio.sleep(0)
         self.seconds = time.perf_counter() - start
-        return _Result(self.stream[-1]["result"])
+        last = self.stream[-1]
+        assert isinstance(last, RunFinished)
+        return _Result(last.result)
 
 
 @dataclass
@@ -288,9 +292,9 @@ async def one_run(
     state = screen.state
     sent = screen.use_case.stream
     lost: list[str] = []
-    if [e["seq"] for e in state.events] != [e["seq"] for e in sent]:
+    if [e.seq for e in state.events] != [e.seq for e in sent]:
         lost.append(f"run state has {len(state.events)} events of {len(sent)}")
-    calls = sum(1 for e in sent if e["type"] == "tool_started")
+    calls = sum(1 for e in sent if isinstance(e, ToolStarted))
     if len(state.rounds) != ROUNDS + 1 or len(state.calls) != calls:
         lost.append(f"rounds {len(state.rounds)}/{ROUNDS + 1}, calls {len(state.calls)}/{calls}")
     if state.outcome != "DRAFT" or screen.running:

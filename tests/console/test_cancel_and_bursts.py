@@ -9,9 +9,23 @@ from typing import Any
 
 from textual.widgets import Static
 
+from agent.events import RunEventEmitter
 from console.widgets.result import ResultView
 from tests.console.conftest import SIZE, engine_ready, has_row, make_app, plain, timeline_labels
 from tests.support import RecordingAdapter
+from tools.definitions import QUERY_LOGS
+from tools.run_events import (
+    BudgetChanged,
+    ModelRoundFinished,
+    ModelRoundStarted,
+    ProtocolThresholds,
+    RunEvent,
+    RunLimits,
+    RunStarted,
+    ToolFinished,
+    ToolStarted,
+)
+from tools.vocabulary import InvocationStatus
 
 
 def slow_environment(tmp_path: Path, adapter: RecordingAdapter) -> Any:
@@ -77,28 +91,18 @@ async def test_escape_cancels_the_tool_in_flight(tmp_path: Path) -> None:
         assert invocation == ("CANCELLED", "CANCELLED")
 
 
-def synthetic_burst(rounds: int) -> list[dict[str, Any]]:
-    """A fast, valid-looking event stream: `rounds` rounds of three FOUND calls each."""
-    events: list[dict[str, Any]] = []
-
-    def emit(type_: str, **fields: Any) -> None:
-        events.append(
-            {
-                "type": type_,
-                "run_id": "run-burst",
-                "session_id": "s",
-                "seq": len(events) + 1,
-                "at": "t",
-                **fields,
-            }
-        )
-
-    emit("run_started", query="q", previous_turn=None, model="m", limits={}, protocol={})
+def synthetic_burst(rounds: int) -> list[RunEvent]:
+    """A fast, valid event stream from the real emitter: `rounds` rounds of three FOUND calls each."""
+    events: list[RunEvent] = []
+    emitter = RunEventEmitter("run-burst", "s", sinks=[events.append], clock=lambda: "t")
+    limits = RunLimits(max_model_calls=1000, max_total_tokens=10**6, deadline_s=300.0, max_run_bytes=10**6)
+    thresholds = ProtocolThresholds(max_consecutive_no_gain=1000, max_protocol_violations=1000)
+    emitter.emit(RunStarted, query="q", previous_turn=None, model="m", limits=limits, protocol=thresholds)
     for n in range(1, rounds + 1):
         ids = [f"call-{n}-{i}" for i in range(3)]
-        emit("model_round_started", round=n)
-        emit(
-            "model_round_finished",
+        emitter.emit(ModelRoundStarted, round=n)
+        emitter.emit(
+            ModelRoundFinished,
             round=n,
             duration_ms=0,
             prompt_tokens=1,
@@ -107,24 +111,24 @@ def synthetic_burst(rounds: int) -> list[dict[str, Any]]:
             has_text=False,
         )
         for tool_call_id in ids:
-            emit(
-                "tool_started", round=n, tool_call_id=tool_call_id, tool="query_logs", input={"service": "x"}
+            emitter.emit(
+                ToolStarted, round=n, tool_call_id=tool_call_id, tool=QUERY_LOGS, input={"service": "x"}
             )
-            observation = {"tool_call_id": tool_call_id, "tool": "query_logs", "evidence_status": "FOUND"}
-            emit(
-                "tool_finished",
+            observation = {"tool_call_id": tool_call_id, "tool": QUERY_LOGS, "evidence_status": "FOUND"}
+            emitter.emit(
+                ToolFinished,
                 round=n,
                 tool_call_id=tool_call_id,
-                tool="query_logs",
-                status="FOUND",
+                tool=QUERY_LOGS,
+                status=InvocationStatus.FOUND,
                 error_code=None,
                 reason=None,
                 projection={},
                 duration_ms=0,
                 observation=observation,
             )
-        emit(
-            "budget_changed",
+        emitter.emit(
+            BudgetChanged,
             model_calls={"used": n, "limit": 1000},
             tokens={"used": 2 * n, "limit": 10**6},
             run_bytes={"used": n, "limit": 10**6},

@@ -59,7 +59,17 @@ def test_invalid_input_and_duplicate_calls() -> None:
     state = fold(
         [
             {**base, "seq": 1, "type": "model_round_started", "round": 1},
-            {**base, "seq": 2, "type": "model_round_finished", "round": 1, "tool_call_ids": ["a", "b"]},
+            {
+                **base,
+                "seq": 2,
+                "type": "model_round_finished",
+                "round": 1,
+                "duration_ms": 5,
+                "prompt_tokens": 10,
+                "completion_tokens": 2,
+                "tool_call_ids": ["a", "b"],
+                "has_text": False,
+            },
             {
                 **base,
                 "seq": 3,

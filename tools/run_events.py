@@ -1,0 +1,293 @@
+"""The run-event protocol: one typed class per event type, their union, and their JSON form.
+
+One ordered stream of these events feeds the console, `diagnose run --events` (NDJSON) and the audit.
+Every event carries `run_id`, `session_id`, `seq` (1-based, gap-free per run) and `at` (ISO-8601 UTC),
+plus the fields of its type; docs/architecture.md ("Run events") describes each field.
+
+Producers are trusted: the emitter builds these dataclasses directly, with no validation cost on the
+hot path (a run emits several events per model round). Data from outside the process (an NDJSON file,
+a recording, a test's dict) goes through `parse_event`, which validates it once with pydantic.
+
+The JSON form is the contract, byte for byte: `to_wire()` gives the object in the documented key order
+(`type`, `run_id`, `session_id`, `seq`, `at`, then the fields in the order below). An event also reads
+as that object (a read-only `Mapping`), so code and scripts that index the JSON keep working.
+
+Events replayed from the audit carry only what the audit keeps. Fields the audit does not record are
+`None` and, where marked *replay only* or *absent when not recorded*, left out of the JSON object.
+Reading is tolerant in the same way: a nullable field that is absent from a JSON object reads as null.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias, cast
+
+from typing_extensions import TypedDict  # pydantic validates only this TypedDict on Python 3.11
+
+from tools.vocabulary import (
+    ErrorCode,
+    Evaluation,
+    EventType,
+    InvocationStatus,
+    Outcome,
+    ProtocolCode,
+    SaturationReason,
+    StopReason,
+)
+
+JsonObject: TypeAlias = dict[str, Any]
+
+
+# --- the shapes inside events ---------------------------------------------------------------------------
+
+
+class RunLimits(TypedDict):
+    """The budget limits a run started with (`run_started.limits`)."""
+
+    max_model_calls: int
+    max_total_tokens: int
+    deadline_s: float
+    max_run_bytes: int
+
+
+class ProtocolThresholds(TypedDict):
+    """The saturation thresholds a run started with (`run_started.protocol`)."""
+
+    max_consecutive_no_gain: int
+    max_protocol_violations: int
+
+
+class ProtocolState(TypedDict):
+    """The progress protocol's counters and thresholds for the operator (never shown to the model)."""
+
+    pending_tool_call_id: str | None
+    consecutive_no_gain: int
+    max_consecutive_no_gain: int
+    protocol_violations: int
+    max_protocol_violations: int
+    stop_required: bool
+    final_opportunity: bool
+    saturation: SaturationReason | None
+
+
+class Gauge(TypedDict):
+    """One budget, used against its limit (`None`: not recorded, e.g. in an audit replay)."""
+
+    used: int | None
+    limit: int | None
+
+
+class DeadlineGauge(TypedDict):
+    elapsed_s: float | None
+    limit_s: float | None
+
+
+# --- the events -----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class RunEventBase(Mapping[str, Any]):
+    """The envelope every event shares. Treat events as immutable: every sink sees the same object."""
+
+    run_id: str
+    session_id: str
+    seq: int
+    at: str
+
+    # Filled in per class below: the JSON keys in contract order, and the keys left out when None.
+    wire_keys: ClassVar[tuple[str, ...]] = ()
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset()
+
+    def to_wire(self) -> JsonObject:
+        """The event's JSON object, exactly as `--events` writes it."""
+        return {key: getattr(self, key) for key in self}
+
+    # Mapping: the event reads as its JSON object.
+    def __getitem__(self, key: str) -> Any:
+        if key in self.wire_keys:
+            value = getattr(self, key)
+            if value is not None or key not in self.omitted_when_none:
+                return value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        omitted = self.omitted_when_none
+        return (key for key in self.wire_keys if key not in omitted or getattr(self, key) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class RunStarted(RunEventBase):
+    type: Literal[EventType.RUN_STARTED] = field(default=EventType.RUN_STARTED, init=False)
+    query: str
+    previous_turn: JsonObject | None  # the PreviousTurn sent with the query
+    model: str | None  # the model/profile label (None: not recorded)
+    limits: RunLimits | None = None  # absent when not recorded
+    protocol: ProtocolThresholds | None = None  # absent when not recorded
+
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"limits", "protocol"})
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class ModelRoundStarted(RunEventBase):
+    type: Literal[EventType.MODEL_ROUND_STARTED] = field(default=EventType.MODEL_ROUND_STARTED, init=False)
+    round: int
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class ModelRoundFinished(RunEventBase):
+    type: Literal[EventType.MODEL_ROUND_FINISHED] = field(default=EventType.MODEL_ROUND_FINISHED, init=False)
+    round: int
+    duration_ms: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    tool_call_ids: list[str]  # the calls the model asked for in this round, in order
+    has_text: bool
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class ToolStarted(RunEventBase):
+    """An authorized invocation of one of the three tools is about to run."""
+
+    type: Literal[EventType.TOOL_STARTED] = field(default=EventType.TOOL_STARTED, init=False)
+    round: int | None
+    tool_call_id: str
+    tool: str
+    input: Any  # the canonical business input object
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class ToolFinished(RunEventBase):
+    type: Literal[EventType.TOOL_FINISHED] = field(default=EventType.TOOL_FINISHED, init=False)
+    round: int | None
+    tool_call_id: str
+    tool: str
+    status: InvocationStatus  # FOUND | EMPTY | ERROR | CANCELLED (a replay may show INTERRUPTED)
+    error_code: ErrorCode | None
+    reason: str | None  # a stable reason beside the error code, e.g. WRITE_STATEMENT
+    projection: JsonObject | None  # the safe projection (FOUND)
+    duration_ms: int | None
+    observation: JsonObject | None  # exactly what the model saw (None: cancelled, or not recorded)
+    # Replay only: the evaluation the audit stored on the invocation (live runs report it as an
+    # EVALUATION_RECORDED protocol event instead).
+    evaluation: Evaluation | None = None
+
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"evaluation"})
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class ProtocolChanged(RunEventBase):
+    """A progress-protocol event; `detail` per code is described in docs/architecture.md."""
+
+    type: Literal[EventType.PROTOCOL_CHANGED] = field(default=EventType.PROTOCOL_CHANGED, init=False)
+    code: ProtocolCode
+    tool_call_id: str | None  # the call it is about; None for run-level notes
+    detail: JsonObject
+    state: ProtocolState | None = None  # absent when not recorded (an audit replay)
+
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"state"})
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class BudgetChanged(RunEventBase):
+    type: Literal[EventType.BUDGET_CHANGED] = field(default=EventType.BUDGET_CHANGED, init=False)
+    model_calls: Gauge
+    tokens: Gauge
+    run_bytes: Gauge
+    deadline: DeadlineGauge
+    exhausted: StopReason | None  # the stop reason that ended the run here, if any
+
+
+@dataclass(slots=True, eq=False, kw_only=True)
+class RunFinished(RunEventBase):
+    type: Literal[EventType.RUN_FINISHED] = field(default=EventType.RUN_FINISHED, init=False)
+    outcome: Outcome
+    stop_reason: StopReason
+    result: JsonObject  # the execution result's JSON object
+
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+
+RunEvent: TypeAlias = (
+    RunStarted
+    | ModelRoundStarted
+    | ModelRoundFinished
+    | ToolStarted
+    | ToolFinished
+    | ProtocolChanged
+    | BudgetChanged
+    | RunFinished
+)
+EventSink: TypeAlias = Callable[[RunEvent], None]
+
+EVENT_CLASSES: dict[EventType, type[RunEvent]] = {
+    EventType.RUN_STARTED: RunStarted,
+    EventType.MODEL_ROUND_STARTED: ModelRoundStarted,
+    EventType.MODEL_ROUND_FINISHED: ModelRoundFinished,
+    EventType.TOOL_STARTED: ToolStarted,
+    EventType.TOOL_FINISHED: ToolFinished,
+    EventType.PROTOCOL_CHANGED: ProtocolChanged,
+    EventType.BUDGET_CHANGED: BudgetChanged,
+    EventType.RUN_FINISHED: RunFinished,
+}
+_ENVELOPE = ("type", "run_id", "session_id", "seq", "at")
+for _cls in EVENT_CLASSES.values():
+    _cls.wire_keys = _ENVELOPE + tuple(f.name for f in fields(_cls) if f.name not in _ENVELOPE)
+
+
+# --- events from outside the process --------------------------------------------------------------------
+
+
+class InvalidRunEvent(ValueError):
+    """A JSON object that is not a run event of this protocol; the message names the first problem."""
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[RunEvent]:
+    # Imported and built on first use: `diagnose` starts, and the console paints, without pydantic's
+    # schema work for events it may never parse.
+    from pydantic import ConfigDict, Field, TypeAdapter
+
+    union = Annotated[RunEvent, Field(discriminator="type")]
+    # Unknown keys are ignored: a reader must not break on a field a newer writer added.
+    return TypeAdapter(union, config=ConfigDict(extra="ignore"))
+
+
+@functools.cache
+def _nullable_fields(kind: type[RunEvent]) -> frozenset[str]:
+    hints = typing.get_type_hints(kind)
+    return frozenset(f.name for f in fields(kind) if f.init and type(None) in typing.get_args(hints[f.name]))
+
+
+def parse_event(data: Mapping[str, Any]) -> RunEvent:
+    """Validate one event's JSON object (types, required fields, known values) into its class."""
+    if isinstance(data, RunEventBase):
+        return cast(RunEvent, data)  # already an event of this protocol
+    from pydantic import ValidationError
+
+    obj = dict(data)
+    kind = EVENT_CLASSES.get(obj.get("type", ""))
+    if kind is not None:
+        for name in _nullable_fields(kind) - obj.keys():
+            obj[name] = None
+    try:
+        return _adapter().validate_python(obj)
+    except ValidationError as exc:
+        raise InvalidRunEvent(_describe(data, exc)) from None
+
+
+def _describe(data: Mapping[str, Any], exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        return f"not a run event: unknown type {data.get('type')!r}"
+    where = ".".join(str(part) for part in error["loc"][1:]) or "type"
+    kind = data.get("type", "?")
+    if error["type"] == "missing":
+        return f"malformed {kind} event: missing field {where!r}"
+    return f"malformed {kind} event: invalid field {where!r} ({error['msg']})"
