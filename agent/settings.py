@@ -118,7 +118,7 @@ def load_settings(config_file: Path | str | None = None, overrides: dict[str, An
     settings_cls: type[Settings] = Settings
     if toml_path is not None:
         # A per-call subclass carries the file, so concurrent loads never share a global.
-        config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml_path})  # type: ignore[typeddict-item]
+        config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml_path})
         settings_cls = type("FileSettings", (Settings,), {"model_config": config})
     try:
         return settings_cls(**(overrides or {}))

@@ -54,8 +54,8 @@ class LokiServer:
         self.streams: list[dict[str, Any]] = []
         self._behavior: Behavior | None = None
         self._release = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._httpd.loki = self  # type: ignore[attr-defined]
+        self._httpd = _LokiHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.loki = self
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="loki-stub", daemon=True
         )
@@ -118,12 +118,20 @@ def _huge_body(total_bytes: int) -> Iterator[bytes]:
     yield b" " * (total_bytes - sent - len(tail)) + tail
 
 
+class _LokiHTTPServer(ThreadingHTTPServer):
+    """The HTTP server of one stub; handlers reach the stub's state through it."""
+
+    loki: LokiServer
+
+
 class _Handler(BaseHTTPRequestHandler):
+    server: _LokiHTTPServer
+
     protocol_version = "HTTP/1.1"  # keep-alive and chunked encoding, like Loki behind a proxy
 
     def do_GET(self) -> None:
         split = urlsplit(self.path)
-        server: LokiServer = self.server.loki  # type: ignore[attr-defined]
+        server = self.server.loki
         server.requests.append(
             RecordedRequest(
                 method="GET",

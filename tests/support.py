@@ -7,10 +7,10 @@ sources or from test adapters defined here. No test hand-writes the model/tool l
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.contracts import ExecutionResult
 from agent.evidence import build_adapters
@@ -20,6 +20,9 @@ from agent.settings import Settings, load_settings
 from agent.use_case import DiagnosisUseCase
 from tools.adapter import AdapterResult, EvidenceAdapter, ToolError, ToolRequest
 from tools.boundary import ToolBoundary
+
+if TYPE_CHECKING:
+    from haystack.hooks import Hook, HookPoint
 
 
 @dataclass
@@ -44,7 +47,7 @@ class RecordingAdapter:
 
 def failing(code: str) -> Callable[[ToolRequest], AdapterResult]:
     def answer(_: ToolRequest) -> AdapterResult:
-        raise ToolError(code)  # type: ignore[arg-type]
+        raise ToolError(code)
 
     return answer
 
@@ -73,9 +76,9 @@ def scenario_from(text_or_dict: str | dict[str, Any]) -> Scenario:
 
 def harness(
     scenario: Scenario | str | dict[str, Any],
-    adapters: dict[str, EvidenceAdapter] | None = None,
+    adapters: Mapping[str, EvidenceAdapter] | None = None,
     settings_overrides: dict[str, Any] | None = None,
-    extra_hooks: dict[str, list[Any]] | None = None,
+    extra_hooks: dict[HookPoint, list[Hook]] | None = None,
     sinks: list[Callable[[Any], None]] | None = None,
     config_file: Path | None = None,
 ) -> Harnessed:

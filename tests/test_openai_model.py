@@ -14,6 +14,7 @@ from agent.settings import ConfigError, ModelSettings, load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.openai_server import completion, fake_openai
 from tools.boundary import ToolBoundary
+from tools.run_events import RunEvent
 
 DRAFT = {
     "conclusion": None,
@@ -126,7 +127,7 @@ async def test_malformed_tool_call_arguments_fail_closed_without_invocation() ->
     broken["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"input": {"service": '
     with fake_openai([broken, completion(text="not json")]) as srv:
         use_case = _use_case(srv.url)
-        events: list[dict[str, Any]] = []
+        events: list[RunEvent] = []
         use_case.sinks.append(events.append)
         result = await use_case.execute("payment-service 超时")
     assert (result.outcome, result.stop_reason) == ("FAILED", "INVALID_DRAFT")

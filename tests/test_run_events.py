@@ -250,7 +250,7 @@ async def test_a_real_run_writes_every_type_with_its_contract_keys_in_order(scen
     assert h.events[-1]["type"] == EventType.RUN_FINISHED
 
 
-async def test_trusted_producers_are_not_validated_again() -> None:
+async def test_trusted_producers_are_not_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """The hot path builds events directly: a whole run never goes through the pydantic parser."""
     from agent.scenarios import resolve_scenario
 
@@ -262,11 +262,8 @@ async def test_trusted_producers_are_not_validated_again() -> None:
         return original()
 
     h = harness(resolve_scenario("evidence-backed-diagnosis"))
-    run_events._adapter = counting  # type: ignore[assignment]
-    try:
-        await h.run()
-    finally:
-        run_events._adapter = original
+    monkeypatch.setattr(run_events, "_adapter", counting)
+    await h.run()
     assert len(h.events) > 20 and parse_calls == []
 
 

@@ -29,13 +29,16 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import events
 from textual.widgets import TextArea
 
 from tests.benchmarks.machine import hardware
 from tools.run_events import RunEvent, RunFinished, ToolStarted, parse_event
+
+if TYPE_CHECKING:
+    from console.wiring import RunEnvironment
 
 TARGET_P99_MS = 100.0
 EVENTS = 10_000
@@ -320,7 +323,7 @@ async def bench(runs: int, key_interval_s: float) -> int:
         env = StubEnvironment()
         app = DiagnoseApp(
             audit_db=Path(tmp) / "audit.db",
-            env_factory=lambda scenario: env,
+            env_factory=lambda scenario: cast("RunEnvironment", env),  # a stub standing in for one
             session_id="bench",
             show_timings=False,
             cursor_blink=False,

@@ -155,11 +155,11 @@ class HarnessSide:
         )
         original = use_case_module.frozen_tools
         if self.reuse_tools:
-            use_case_module.frozen_tools = _cached_tools  # type: ignore[assignment]
+            use_case_module.frozen_tools = _cached_tools
         try:
             result = await use_case.execute(QUERY)
         finally:
-            use_case_module.frozen_tools = original  # type: ignore[assignment]
+            use_case_module.frozen_tools = original
         return f"{result.outcome.value}/{result.stop_reason.value}"
 
     def close(self) -> None:

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 
 from agent.events import RunEventEmitter
 from console.widgets.result import ResultView
@@ -153,4 +153,4 @@ async def test_a_burst_of_events_is_drawn_in_a_few_batches_and_input_stays_live(
         assert screen.run_view.batches <= 3  # one redraw per timer tick, not one per event
         labels = timeline_labels(app)
         assert sum(label.startswith("round ") for label in labels) == 200 and len(labels) == 800
-        assert screen.query_one("#query").text.endswith("typed during the burst")  # type: ignore[attr-defined]
+        assert screen.query_one("#query", TextArea).text.endswith("typed during the burst")

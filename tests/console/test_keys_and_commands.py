@@ -18,7 +18,7 @@ README = Path(__file__).parents[2] / "README.md"
 async def test_every_action_has_a_palette_command(tmp_path: Path) -> None:
     app = make_app(tmp_path)
     async with app.run_test(size=SIZE):
-        commands = {cmd.callback.__name__ for cmd in app.get_system_commands(app.screen)}  # type: ignore[union-attr]
+        commands = {cmd.callback.__name__ for cmd in app.get_system_commands(app.screen)}
     bindings = [b for b in (*DiagnoseApp.BINDINGS, *InvestigateScreen.BINDINGS) if isinstance(b, Binding)]
     for binding in bindings:
         assert f"action_{binding.action}" in commands, binding

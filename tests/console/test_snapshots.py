@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from textual.pilot import Pilot
 
+from console.app import DiagnoseApp
 from console.screens.audit import PagedTable
 from tests.console.conftest import SIZE, engine_ready, make_app, run_to_end
 from tests.console.recorded import fill_audit
@@ -57,7 +58,7 @@ def test_run_in_progress(snap_compare: SnapCompare, tmp_path: Path) -> None:
         await engine_ready(pilot)
         await pilot.press("ctrl+r")
         for _ in range(500):
-            if pilot.app.investigate.state.round_in_flight == 2:  # type: ignore[attr-defined]
+            if cast(DiagnoseApp, pilot.app).investigate.state.round_in_flight == 2:
                 break
             await asyncio.sleep(0.02)
         await pilot.pause(0.1)
@@ -68,7 +69,7 @@ def test_run_in_progress(snap_compare: SnapCompare, tmp_path: Path) -> None:
 def test_evidence_backed_draft(snap_compare: SnapCompare, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await run_to_end(pilot)
-        view = pilot.app.investigate.run_view  # type: ignore[attr-defined]
+        view = cast(DiagnoseApp, pilot.app).investigate.run_view
         view.timeline.jump_to("call-2")
         view.show_detail(("call", "call-2"))
         await pilot.pause()

@@ -31,6 +31,7 @@ from tests.resilience.helpers import (
     write_scenario,
 )
 from tools.definitions import QUERY_MYSQL
+from tools.mysql import MysqlAdapter
 
 pytestmark = pytest.mark.mysql
 
@@ -52,7 +53,9 @@ def _files(tmp_path: Path, env: MysqlTestEnv, sql: str) -> tuple[Path, Path]:
 
 
 def _adapter_pool(env: RunEnvironment) -> dict[str, int]:
-    return env.boundary._adapters[QUERY_MYSQL].pool_stats()  # type: ignore[attr-defined]
+    adapter = env.boundary._adapters[QUERY_MYSQL]
+    assert isinstance(adapter, MysqlAdapter)
+    return adapter.pool_stats()
 
 
 def test_mariadb_stopped_before_the_query(

@@ -24,7 +24,7 @@ from agent.scenarios import Scenario, ScenarioError, parse_scenario
 from tests.test_sql_guard import check_random_statement, guard, statements
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
-from tools.definitions import BUSINESS_INPUTS, MAX_SQL_BYTES, QUERY_MYSQL, TOOL_NAMES
+from tools.definitions import BUSINESS_INPUTS, MAX_SQL_BYTES, QUERY_MYSQL, TOOL_NAMES, QueryMysqlInput
 from tools.logql import MAX_CONTAINS_CHARS, build_logql
 from tools.sql_guard import SqlPolicyError
 
@@ -264,7 +264,7 @@ def check_input(tool: str, raw: Any) -> None:
     assert isinstance(model, BUSINESS_INPUTS[tool])
     assert type(model).model_validate(model.model_dump()) == model  # what is executed validates again
     if tool == QUERY_MYSQL:
-        assert len(model.sql.encode("utf-8")) <= MAX_SQL_BYTES  # type: ignore[attr-defined]
+        assert isinstance(model, QueryMysqlInput) and len(model.sql.encode("utf-8")) <= MAX_SQL_BYTES
     else:
         texts = [v for v in model.model_dump().values() if isinstance(v, str)]
         assert all(ch.isprintable() or ch == " " or ord(ch) >= 128 for text in texts for ch in text), texts

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from textual.strip import Strip
+from textual.widgets import Static
 
 from console.widgets.detail import DetailPanel
 from tests.console.conftest import SIZE, make_app, plain, run_to_end, timeline_labels
@@ -119,7 +120,7 @@ async def _run_console(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[
         timeline.move_cursor_to_line(call_2)  # the detail panel shows the observation of the logs call
         await pilot.pause()
         detail = app.investigate.query_one(DetailPanel)
-        seen["detail"] = "".join(plain(child.content, width=4_000) for child in detail.query("Static"))
+        seen["detail"] = "".join(plain(child.content, width=4_000) for child in detail.query(Static))
         seen["painted"] = screen_text(app)
         seen["clicks"] = click_actions(app)
         seen["svg"] = app.export_screenshot()
