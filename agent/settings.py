@@ -1,4 +1,5 @@
-"""Configuration (DESIGN 3.7): a TOML file, overridden by `DIAGNOSE_<SECTION>__<KEY>` env vars.
+"""Configuration: a TOML file, overridden by `DIAGNOSE_<SECTION>__<KEY>` env vars.
+(docs/architecture.md, "Configuration")
 
 With no file and no env, everything runs on embedded defaults: the scripted model, the bundled demo
 runbooks and log file, MySQL unconfigured and the audit in the user state dir. Secrets are never

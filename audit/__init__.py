@@ -1,4 +1,7 @@
-"""Local SQLite audit of runs, model rounds, tool invocations and protocol events (DESIGN 3.9)."""
+"""Local SQLite audit of runs, model rounds, tool invocations and protocol events.
+
+The tables and what they promise: docs/architecture.md, "Audit".
+"""
 
 from audit.browse import AuditBrowser, InvocationFilter, Page, RunTimeline, TimelineEntry
 from audit.sink import AuditSink

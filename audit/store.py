@@ -194,7 +194,8 @@ def _v2_browse_and_recovery(db: sqlite_utils.Database) -> None:
     statements = [
         "ALTER TABLE runs ADD COLUMN pid_start TEXT",  # process start marker, see audit.liveness
         "ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0",
-        # Event seq (DESIGN 3.10) orders a run's timeline exactly, even when timestamps tie.
+        # Event seq (docs/architecture.md, "Run events") orders a run's timeline exactly, even when
+        # timestamps tie.
         "ALTER TABLE model_rounds ADD COLUMN seq INTEGER",
         "ALTER TABLE invocations ADD COLUMN seq INTEGER",
         "ALTER TABLE protocol_events ADD COLUMN seq INTEGER",

@@ -1,4 +1,5 @@
-"""`diagnose audit ...`: browse, export and prune the audit database from a terminal (DESIGN 3.8).
+"""`diagnose audit ...`: browse, export and prune the audit database from a terminal.
+(docs/architecture.md, "CLI")
 
 Every subcommand finds the file the way a run does (`--audit-db`, else `[audit] path` of the
 configuration, else the user state directory) and never creates one: reading a file that does not

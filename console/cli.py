@@ -1,7 +1,8 @@
-"""`diagnose`: headless runs, scenario listing and the console entry point (DESIGN 3.8).
+"""`diagnose`: headless runs, scenario listing and the console entry point (docs/architecture.md, "CLI").
 
-Exit codes follow DESIGN 3.5 (0 Draft, 10 controlled stop, 11 budget, 12 cancelled, 1 failed,
-2 rejected); 3 means the run could not be set up (bad config, unknown scenario, unusable audit file).
+Exit codes follow docs/architecture.md, "Execution result" (0 Draft, 10 controlled stop, 11 budget,
+12 cancelled, 1 failed, 2 rejected); 3 means the run could not be set up (bad config, unknown scenario,
+unusable audit file).
 """
 
 from __future__ import annotations

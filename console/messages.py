@@ -23,7 +23,10 @@ class RunSubmitted(Message):
 
 
 class RunCompleted(Message):
-    """The use case returned: `result` is the ExecutionResult JSON (DESIGN 3.5)."""
+    """The use case returned: `result` is the ExecutionResult JSON.
+
+    (docs/architecture.md, "Execution result")
+    """
 
     def __init__(self, result: dict[str, Any]) -> None:
         super().__init__()

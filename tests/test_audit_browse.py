@@ -17,7 +17,7 @@ from audit.browse import AuditBrowser, InvocationFilter, normalize_time
 from audit.sink import AuditSink
 from audit.store import AuditStore, audit_timestamp
 from tests.benchmarks.bench_audit import populate_audit
-from tests.test_audit_sink import KNOWLEDGE_INPUT, LOGS_INPUT, Events
+from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
 
 FIELDS = ("run_id", "session_id", "tool", "status", "error_code", "since", "until", "text")
 

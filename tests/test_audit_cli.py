@@ -1,5 +1,6 @@
-"""`diagnose audit ...` (DESIGN 3.8) through the parser the CLI mounts: runs, show, invocations,
-export (streaming, constant memory), prune, path resolution and errors (exit 3)."""
+"""`diagnose audit ...` through the parser the CLI mounts: runs, show, invocations, export (streaming,
+constant memory), prune, path resolution and errors (exit 3). (docs/architecture.md, "CLI")
+"""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from audit.sink import AuditSink
 from audit.store import AuditStore, audit_timestamp
 from console.audit_cli import add_audit_parser, run_audit_command
 from tests.benchmarks.bench_audit import populate_audit
-from tests.test_audit_sink import KNOWLEDGE_INPUT, LOGS_INPUT, Events
+from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
 
 
 def parser() -> argparse.ArgumentParser:

@@ -22,7 +22,7 @@ from audit.browse import AuditBrowser, InvocationFilter
 from audit.liveness import is_process_live, own_start_marker, process_start_marker
 from audit.sink import AuditSink
 from audit.store import AuditStore, AuditStoreError, audit_timestamp
-from tests.test_audit_sink import LOGS_INPUT, Events, on_disk
+from tests.support.audit_events import LOGS_INPUT, Events, on_disk
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,7 @@
-"""`diagnose run` / `diagnose scenarios` as scripts and operators use them (DESIGN 3.5, 3.8)."""
+"""`diagnose run` / `diagnose scenarios` as scripts and operators use them.
+
+(docs/architecture.md, "Execution result", "CLI")
+"""
 
 from __future__ import annotations
 
@@ -15,25 +18,7 @@ import pytest
 
 from agent.scenarios import builtin_scenarios
 from console.cli import main
-
-# Built-in scenario -> (outcome, stop_reason, exit code, tool call IDs that must be canonical invocations)
-EXPECTED = {
-    "evidence-backed-diagnosis": ("DRAFT", "COMPLETED", 0, ["call-1", "call-2", "call-3"]),
-    "tool-finds-no-evidence": ("DRAFT", "COMPLETED", 0, ["call-1", "call-2"]),
-    "missing-context-zero-tools": ("DRAFT", "COMPLETED", 0, []),
-    "missing-previous-observation-repaired": ("DRAFT", "COMPLETED", 0, ["call-1", "call-3"]),
-    "protocol-violations-saturate": ("CONTROLLED_STOP", "PROGRESS_PROTOCOL_VIOLATED", 10, ["call-1"]),
-    "no-gain-saturation-final-draft": ("DRAFT", "COMPLETED_AFTER_STOP_REQUIRED", 0, ["call-1", "call-2"]),
-    "stop-required-ignored": ("CONTROLLED_STOP", "INFORMATION_SATURATED", 10, ["call-1", "call-2"]),
-    "model-call-budget-exhausted": ("BUDGET_EXHAUSTED", "MODEL_CALLS_EXHAUSTED", 11, ["call-1", "call-2"]),
-    "token-budget-exhausted": ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED", 11, ["call-1", "call-2"]),
-    "tool-error-no-retry": ("DRAFT", "COMPLETED", 0, ["call-1"]),
-    "unknown-tool": ("DRAFT", "COMPLETED", 0, []),
-    "fenced-json-fails-closed": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),
-    "oversized-query-rejected": ("REJECTED", "QUERY_TOO_LARGE", 2, []),
-    # Without [mysql] configured both queries answer UNAVAILABLE, so the scripted conclusion is refused.
-    "mysql-stuck-enterprise-orders": ("FAILED", "INVALID_DRAFT", 1, ["call-1", "call-2"]),
-}
+from tests.support.expected import EXPECTED
 
 
 def test_every_builtin_scenario_has_an_expectation() -> None:

@@ -1,4 +1,7 @@
-"""Strict DiagnosisDraft parsing (DESIGN 3.3): every violation code, and what a valid Draft keeps."""
+"""Strict DiagnosisDraft parsing: every violation code, and what a valid Draft keeps.
+
+(docs/architecture.md, "DiagnosisDraft")
+"""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.loki_server import LokiServer, loki_server_fixture, streams_body  # noqa: F401 (fixture)
+from tests.support.loki import LokiServer, loki_server_fixture, streams_body  # noqa: F401 (fixture)
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.definitions import QueryLogsInput
 from tools.logql import build_logql, validate_config

@@ -12,7 +12,7 @@ from agent.evidence import build_adapters
 from agent.models import build_model
 from agent.settings import ConfigError, ModelSettings, load_settings
 from agent.use_case import DiagnosisUseCase
-from tests.openai_server import completion, fake_openai
+from tests.support.openai_server import completion, fake_openai
 from tools.boundary import ToolBoundary
 from tools.run_events import RunEvent
 

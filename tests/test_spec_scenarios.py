@@ -1,4 +1,4 @@
-"""Every "#### Scenario:" of the requirements spec (spec/000_650979927b54eb69.txt), end to end.
+"""Every scenario of the requirements (docs/architecture.md, "Requirements"), end to end.
 
 Each test drives the real Haystack Agent through `DiagnosisUseCase` with a scripted model whose
 scenario is written inline here (own tool call IDs, queries and data), and evidence from either the

@@ -13,7 +13,7 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.sql_corpus import ALLOWED_SCHEMAS, DATABASE, HOSTILE, LEGIT
+from tests.support.sql_corpus import ALLOWED_SCHEMAS, DATABASE, HOSTILE, LEGIT
 from tools.sql_guard import (
     ALLOWED_FUNCTIONS,
     SYSTEM_SCHEMAS,
@@ -577,3 +577,89 @@ def test_random_statements_are_rejected_or_read_only(sql: str) -> None:
 @given(statements())
 def test_random_statements_are_rejected_or_read_only_long(sql: str) -> None:
     check_random_statement(sql)
+
+
+# --- MariaDB syntax spliced into the random statements (with the resilience suite's fuzzing budget) ---------
+
+MARIADB_ODDITIES = [
+    "TABLE orders",
+    "VALUES (1)",
+    "SELECT * FROM orders FOR SHARE",
+    "LOCK TABLES orders READ",
+    "HELP 'x'",
+    "SHOW GRANTS",
+    "SHOW PROCESSLIST",
+    "KILL 1",
+    "PREPARE s FROM 'DROP TABLE orders'",
+    "EXECUTE s",
+    "XA START 'x'",
+    "SELECT {fn NOW()}",
+    "SELECT {oj orders}",
+    "SELECT N'x'",
+    "SELECT _utf8mb4'x'",
+    "SELECT x'41'",
+    "SELECT 0x41",
+    "SELECT b'1'",
+    "SELECT \\N",
+    "SELECT 1 INTO @x",
+    "(SELECT 1) INTO @x",
+    "SELECT * FROM orders PROCEDURE ANALYSE()",
+    "WITH RECURSIVE r AS (SELECT 1 UNION SELECT 1 FROM r) SELECT * FROM r",
+    "SELECT 1\u00a0FROM orders",
+    "SELECT 1 FROM orders\u2028; DROP TABLE orders",
+    "SELECT `a``;DROP` FROM orders",
+    "SELECT 'a' 'b' FROM orders",
+    "SELECT * FROM shop.orders, mysql.user",
+    "SELECT 1 FROM DUAL WHERE 1 = 1 LIMIT 1 INTO OUTFILE '/tmp/x'",
+    "SELECT LOAD_FILE('/etc/passwd')",
+    "SELECT * FROM information_schema.processlist",
+    "DO SLEEP(1)",
+    "SELECT 1 /*!*/",
+    "SELECT 1 /*M!100000 , SLEEP(1)*/",
+    "SELECT 1 -- \nFROM orders",
+    "SELECT $$x$$",
+]
+
+
+@st.composite
+def more_statements(draw: st.DrawFn) -> str:
+    """The guard test's generator, plus MariaDB-specific syntax spliced into it."""
+    base = draw(statements())
+    if draw(st.booleans()):
+        return base
+    oddity = draw(st.sampled_from(MARIADB_ODDITIES))
+    return draw(st.sampled_from([oddity, f"{base} {oddity}", f"{oddity} {base}", f"{base} UNION {oddity}"]))
+
+
+def check_sql(sql: str) -> None:
+    check_random_statement(sql)
+
+
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(more_statements())
+def test_sql_guard_rejects_or_is_read_only(sql: str) -> None:
+    check_sql(sql)
+
+
+@pytest.mark.long
+@settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(more_statements())
+def test_sql_guard_rejects_or_is_read_only_long(sql: str) -> None:
+    check_sql(sql)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "( 1) UNION TABLE orders",
+        "(1) UNION SELECT 1",
+        "('a') INTERSECT SELECT note FROM orders",
+        "SELECT 1 UNION TABLE orders",
+    ],
+)
+def test_the_guard_accepts_only_selects_in_set_operations(sql: str) -> None:
+    try:
+        accepted = guard(sql)
+    except SqlPolicyError:
+        return
+    raise AssertionError(f"accepted {sql!r} as {accepted.sql!r}")

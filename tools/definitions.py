@@ -96,7 +96,7 @@ class PreviousObservation(StrictModel):
 
 
 def envelope_schema(tool: str) -> dict[str, Any]:
-    """JSON schema of a tool's envelope as the model sees it (the contract of DESIGN 3.1)."""
+    """JSON schema of a tool's envelope as the model sees it (docs/architecture.md, "Tool envelope")."""
     business = BUSINESS_INPUTS[tool].model_json_schema()
     previous = PreviousObservation.model_json_schema()
     return {

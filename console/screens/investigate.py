@@ -38,7 +38,10 @@ DRAIN_INTERVAL_S = 0.05
 
 
 def previous_turn_from(query: str, draft: dict[str, Any]) -> dict[str, Any]:
-    """The only memory a follow-up carries (DESIGN 3.4): the last query, its conclusion, its limits."""
+    """The only memory a follow-up carries: the last query, its conclusion, its limits.
+
+    (docs/architecture.md, "Agent input")
+    """
     limitations = draft.get("limitations") or {}
     return {
         "query": query,

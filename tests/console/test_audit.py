@@ -15,8 +15,8 @@ from console.screens.audit import PAGE_SIZE, AuditScreen, PagedTable
 from console.screens.replay import ReplayScreen, timeline_events
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
-from tests.console.conftest import SIZE, engine_ready, make_app
-from tests.console.recorded import T0, fill_audit, pinned
+from tests.support.console import SIZE, engine_ready, make_app
+from tests.support.recorded import T0, fill_audit, pinned
 
 
 async def until(pilot: Any, predicate: Any, timeout_s: float = 10.0) -> None:

@@ -11,8 +11,8 @@ from textual.widgets import Static, TextArea
 
 from agent.events import RunEventEmitter
 from console.widgets.result import ResultView
-from tests.console.conftest import SIZE, engine_ready, has_row, make_app, plain, timeline_labels
 from tests.support import RecordingAdapter
+from tests.support.console import SIZE, engine_ready, has_row, make_app, plain, timeline_labels
 from tools.definitions import QUERY_LOGS
 from tools.run_events import (
     BudgetChanged,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from console.export import RunRecord, draft_markdown, export_paths, run_json, run_markdown, write_run
-from tests.console.recorded import T0, pinned, record
+from tests.support.recorded import T0, pinned, record
 
 DRAFT = {
     "conclusion": None,

@@ -20,7 +20,16 @@ from console.widgets.budget import BudgetGauge
 from console.widgets.detail import DetailPanel, entry_detail
 from console.widgets.protocol import ProtocolPanel
 from console.widgets.result import ResultView
-from tests.console.conftest import SIZE, engine_ready, has_row, plain, run_to_end, settled, timeline_labels
+from tests.support.console import (
+    SIZE,
+    engine_ready,
+    has_row,
+    plain,
+    result_text,
+    run_to_end,
+    settled,
+    timeline_labels,
+)
 
 AppFactory = Callable[..., DiagnoseApp]
 
@@ -31,17 +40,6 @@ def gauge_text(app: DiagnoseApp) -> str:
 
 def protocol_text(app: DiagnoseApp) -> str:
     return " ".join(app.investigate.query_one(ProtocolPanel).render().plain.split())
-
-
-def result_text(app: DiagnoseApp) -> str:
-    view = app.investigate.query_one(ResultView)
-    parts = [
-        plain(view.query_one(f"#{name}", Static).content) for name in ("result-banner", "result-summary")
-    ]
-    options = view.query_one(OptionList)
-    parts += [plain(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-    parts.append(plain(view.query_one("#result-sections", Static).content))
-    return " ".join(" ".join(parts).split())
 
 
 async def test_evidence_backed_diagnosis(app_factory: AppFactory) -> None:

@@ -10,7 +10,7 @@ from console.app import DiagnoseApp
 from console.screens.audit import AuditScreen
 from console.screens.help import HelpScreen, key_table
 from console.screens.investigate import InvestigateScreen
-from tests.console.conftest import SIZE, engine_ready, make_app, plain
+from tests.support.console import SIZE, engine_ready, make_app, plain
 
 README = Path(__file__).parents[2] / "README.md"
 

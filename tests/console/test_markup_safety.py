@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.console.conftest import SIZE, has_row, make_app, run_to_end, timeline_labels
-from tests.console.test_investigate import result_text
+from tests.support.console import SIZE, has_row, make_app, result_text, run_to_end, timeline_labels
 
 HOSTILE = "[bold red]boom[/] [@click=app.quit]x[/]"
 SCENARIO = """\

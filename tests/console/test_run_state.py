@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from console.widgets.run_state import RunState
-from tests.console.recorded import record
+from tests.support.recorded import record
 
 
 def fold(events: list[dict[str, Any]]) -> RunState:

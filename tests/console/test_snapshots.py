@@ -15,8 +15,8 @@ from textual.pilot import Pilot
 
 from console.app import DiagnoseApp
 from console.screens.audit import PagedTable
-from tests.console.conftest import SIZE, engine_ready, make_app, run_to_end
-from tests.console.recorded import fill_audit
+from tests.support.console import SIZE, engine_ready, make_app, run_to_end
+from tests.support.recorded import fill_audit
 
 SnapCompare = Callable[..., bool]
 

@@ -13,7 +13,7 @@ import pytest
 from pymysql.constants import CLIENT
 from pymysql.err import MySQLError
 
-from tests.mysql_support import (
+from tests.support.mysql import (
     MYSQL_HOST,
     MysqlTestEnv,
     closed_port,

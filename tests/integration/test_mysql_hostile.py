@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.mysql_support import MysqlTestEnv, mysql_request
-from tests.sql_corpus import HOSTILE, LEGIT
+from tests.support.mysql import MysqlTestEnv, mysql_request
+from tests.support.sql_corpus import HOSTILE, LEGIT
 from tools.adapter import ToolError
 
 pytestmark = pytest.mark.mysql

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from console.cli import main
-from tests.mysql_support import MysqlTestEnv
+from tests.support.mysql import MysqlTestEnv
 
 pytestmark = pytest.mark.mysql
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from console.cli import main
-from tests.mysql_support import MysqlTestEnv
+from tests.support.mysql import MysqlTestEnv
 
 pytestmark = pytest.mark.mysql
 

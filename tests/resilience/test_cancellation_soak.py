@@ -25,9 +25,9 @@ from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStore
-from tests.mysql_support import MysqlTestEnv, running_with_marker, wait_until
-from tests.resilience.helpers import QUERY, WINDOW, assert_audit_consistent, no_conclusion_draft, tool_call
 from tests.support import RecordingAdapter
+from tests.support.mysql import MysqlTestEnv, running_with_marker, wait_until
+from tests.support.resilience import QUERY, WINDOW, assert_audit_consistent, no_conclusion_draft, tool_call
 from tools.boundary import ToolBoundary
 from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL
 
@@ -196,7 +196,7 @@ async def _soak(mysql_env: MysqlTestEnv, tmp_path: Path, runs: int, seed: int) -
 
 
 def _mysql_ping() -> Any:
-    from tests.mysql_support import mysql_request
+    from tests.support.mysql import mysql_request
 
     return mysql_request(f"SELECT 1 AS {MARKER}ping")
 

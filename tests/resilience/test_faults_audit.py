@@ -23,7 +23,7 @@ import pytest
 
 import audit.store
 from audit import AuditStore
-from tests.resilience.helpers import (
+from tests.support.resilience import (
     CliRun,
     assert_audit_consistent,
     no_conclusion_draft,

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.loki_server import LokiServer
-from tests.resilience.helpers import (
+from tests.support.loki import LokiServer
+from tests.support.resilience import (
     WINDOW,
     assert_audit_consistent,
     invocations,

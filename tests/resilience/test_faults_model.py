@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.mysql_support import closed_port
-from tests.openai_server import Drop, Hang, Reply, completion, fake_openai
-from tests.resilience.helpers import (
+from tests.support.mysql import closed_port
+from tests.support.openai_server import Drop, Hang, Reply, completion, fake_openai
+from tests.support.resilience import (
     QUERY,
     assert_audit_consistent,
     invocations,

@@ -16,8 +16,8 @@ import pytest
 
 from agent.contracts import ExecutionResult
 from console.wiring import RunEnvironment, open_run_environment
-from tests.mysql_support import MysqlTestEnv, running_with_marker, wait_until
-from tests.resilience.helpers import (
+from tests.support.mysql import MysqlTestEnv, running_with_marker, wait_until
+from tests.support.resilience import (
     QUERY,
     assert_audit_consistent,
     invocations,
@@ -33,7 +33,7 @@ from tests.resilience.helpers import (
 from tools.definitions import QUERY_MYSQL
 from tools.mysql import MysqlAdapter
 
-pytestmark = pytest.mark.mysql
+pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("mariadb_left_running")]
 
 COUNT_SQL = "SELECT status, COUNT(*) AS n FROM orders GROUP BY status"
 

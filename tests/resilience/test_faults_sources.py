@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.resilience.helpers import (
+from tests.support.resilience import (
     WINDOW,
     assert_audit_consistent,
     invocations,

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from tests.mysql_support import MysqlTestEnv, root_connection
-from tests.resilience.helpers import REPO, assert_audit_consistent
-from tests.test_cli_run import EXPECTED
+from tests.support.expected import EXPECTED
+from tests.support.mysql import MysqlTestEnv, root_connection
+from tests.support.resilience import REPO, assert_audit_consistent
 from tools.mysql import load_demo_fixture
 
 pytestmark = pytest.mark.mysql

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent.scenarios import resolve_scenario
 from audit import AuditSink, AuditStore
-from tests.support import harness
+from tests.support.engine import harness
 
 T0 = datetime(2026, 11, 30, 2, 30, 0, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ from typing import Any
 import pymysql
 import pytest
 
-from tests.mysql_support import root_connection
+from tests.support.mysql import root_connection
 
 MARIADBD = "/usr/sbin/mariadbd"
 EXIT_CODES = {0, 1, 2, 10, 11, 12}

@@ -1,0 +1,119 @@
+"""Driving the console in tests: an app pinned for determinism, waiting for it, reading what it shows.
+
+Every source of variation is pinned (session and run IDs, clock, timings, cursor blink), each test
+gets its own audit file, and what a test asserts on is the text an operator would read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from rich.console import Console
+from textual.pilot import Pilot
+from textual.widgets import OptionList, Static
+
+from console.app import DiagnoseApp
+from console.widgets.result import ResultView
+
+SIZE = (120, 40)
+FIXED_NOW = datetime(2026, 11, 30, 3, 0, 0, tzinfo=UTC)
+# Built-in scenarios whose recorded runs fill the audit in audit-screen tests and snapshots.
+AUDIT_SCENARIOS = (
+    "evidence-backed-diagnosis",
+    "model-call-budget-exhausted",
+    "oversized-query-rejected",
+    "stop-required-ignored",
+    "tool-error-no-retry",
+)
+
+
+def pinned_ids(prefix: str = "run") -> Callable[[], str]:
+    counter = itertools.count(1)
+    return lambda: f"{prefix}-{next(counter):04d}"
+
+
+def make_app(tmp_path: Path, scenario: str | None = None, **overrides: Any) -> DiagnoseApp:
+    """The console as snapshots and pilots need it: every source of variation pinned."""
+    options: dict[str, Any] = {
+        "audit_db": tmp_path / "audit.db",
+        "session_id": "session-test",
+        "run_id_factory": pinned_ids(),
+        "clock": lambda: FIXED_NOW,
+        "show_timings": False,
+        "cursor_blink": False,
+        "export_dir": tmp_path,
+    }
+    options.update(overrides)
+    return DiagnoseApp(scenario=scenario, **options)
+
+
+async def engine_ready(pilot: Pilot[Any]) -> None:
+    """Wait until the environment is open (the engine loads in a worker after the first frame)."""
+    await settled(pilot)
+    status = cast(DiagnoseApp, pilot.app).engine_status
+    assert status.state == "ready", status
+
+
+async def settled(pilot: Pilot[Any], timeout_s: float = 30.0) -> None:
+    """Wait for the engine (re)load to end, whatever its result (it starts after the first refresh)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    await pilot.pause()
+    while cast(DiagnoseApp, pilot.app).engine_status.state == "loading" and loop.time() < deadline:
+        await pilot.pause(0.02)
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def run_to_end(pilot: Pilot[Any], *keys: str) -> None:
+    """Press ctrl+r (after optional keys) and wait until the run's worker and its last batch are done."""
+    await engine_ready(pilot)
+    for key in keys:
+        await pilot.press(key)
+    await pilot.press("ctrl+r")
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def plain(renderable: Any, width: int = 110) -> str:
+    """What a renderable shows, as plain text (for asserting on widget content)."""
+    console = Console(width=width, file=io.StringIO(), record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def timeline_labels(app: DiagnoseApp) -> list[str]:
+    """Every timeline row's text, depth-first, as the operator reads it."""
+    tree = app.investigate.run_view.timeline
+    labels: list[str] = []
+
+    def walk(node: Any) -> None:
+        for child in node.children:
+            labels.append(" ".join(str(child.label.plain).split()))
+            walk(child)
+
+    walk(tree.root)
+    return labels
+
+
+def has_row(labels: list[str], *parts: str) -> bool:
+    return any(all(part in label for part in parts) for label in labels)
+
+
+def result_text(app: DiagnoseApp) -> str:
+    """Everything the result panel shows, as one line of plain text."""
+    view = app.investigate.query_one(ResultView)
+    parts = [
+        plain(view.query_one(f"#{name}", Static).content) for name in ("result-banner", "result-summary")
+    ]
+    options = view.query_one(OptionList)
+    parts += [plain(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+    parts.append(plain(view.query_one("#result-sections", Static).content))
+    return " ".join(" ".join(parts).split())
