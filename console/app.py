@@ -7,22 +7,18 @@ imports the engine at module level; the import-hygiene test keeps it that way.
 
 from __future__ import annotations
 
-import json
 import logging
-import uuid
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
-from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from console.export import write_run
+from console.host import ConsoleHost, ConsoleOptions
 from console.messages import EngineStatus
 from console.screens.audit import AuditScreen
 from console.screens.export_dialog import ExportDialog
@@ -38,10 +34,6 @@ EnvFactory = Callable[[str | None], "RunEnvironment"]
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def quiet_logging() -> None:
     """Library logging must never write over the screen: without any handler, Python's last-resort
     handler prints warnings to stderr. (`diagnose` itself logs to a file before the app starts.)"""
@@ -50,7 +42,9 @@ def quiet_logging() -> None:
         root.addHandler(logging.NullHandler())
 
 
-class DiagnoseApp(App[int]):
+class DiagnoseApp(ConsoleHost):
+    """Owns the screens and the engine: opens the run environment, switches screens, offers commands."""
+
     TITLE = "diagnose"
     CSS_PATH = Path(__file__).with_name("app.tcss")
     ENABLE_COMMAND_PALETTE = True
@@ -70,8 +64,6 @@ class DiagnoseApp(App[int]):
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {"investigate": "investigate"}
     DEFAULT_MODE = "investigate"
 
-    engine_status: reactive[EngineStatus] = reactive(EngineStatus("loading", "loading engine…"))
-
     def __init__(
         self,
         config: Path | None = None,
@@ -80,28 +72,16 @@ class DiagnoseApp(App[int]):
         *,
         scenario_dir: Path | None = None,
         env_factory: EnvFactory | None = None,
-        session_id: str | None = None,
-        run_id_factory: Callable[[], str] | None = None,
-        clock: Callable[[], datetime] = _utc_now,
-        show_timings: bool = True,
-        cursor_blink: bool = True,
-        export_dir: Path | None = None,
+        options: ConsoleOptions | None = None,
     ) -> None:
-        """`env_factory`, `session_id`, `run_id_factory`, `clock`, `show_timings=False` and
-        `cursor_blink=False` exist so tests and snapshots are deterministic; operators never need them."""
-        super().__init__()
+        """`env_factory` replaces how the run environment is opened (a test's stub engine); `options`
+        pins IDs, clock, timings and cursor blink for tests and snapshots."""
+        super().__init__(options)
         self.config = config
         self.scenario_arg = scenario
         self.audit_db = audit_db
         self.scenario_dir = scenario_dir
         self.env_factory: EnvFactory = env_factory or self._open_environment
-        self.session_id = session_id or f"session-{uuid.uuid4().hex[:12]}"
-        self.run_id_factory = run_id_factory
-        self.clock = clock
-        self.show_timings = show_timings
-        self.cursor_blink = cursor_blink
-        self.export_dir = export_dir
-        self.env: RunEnvironment | None = None
         self.theme = DARK_THEME
         self._prefill = True
         quiet_logging()
@@ -138,11 +118,6 @@ class DiagnoseApp(App[int]):
             return None
         return env, env.model_label
 
-    def take_prefill(self) -> bool:
-        """True once after a (re)load that should put the scenario's query into the input."""
-        prefill, self._prefill = self._prefill, False
-        return prefill
-
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "engine":
             return
@@ -153,6 +128,9 @@ class DiagnoseApp(App[int]):
                 handler.addFilter(env.redactor.logging_filter())  # configured secret values, exactly
             name = env.scenario.name if env.scenario is not None else None
             self.engine_status = EngineStatus("ready", label, scenario=name)
+            if self._prefill and env.scenario is not None:  # a (re)load puts its scenario's query in
+                self.investigate.prefill(env.scenario.query, env.scenario.previous_turn)
+            self._prefill = False
             if old is not None:
                 await old.aclose()
         elif event.state == WorkerState.ERROR:
@@ -177,7 +155,7 @@ class DiagnoseApp(App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.key_sections()))
 
     def action_investigate(self) -> None:
         while len(self.screen_stack) > 1:
@@ -215,31 +193,6 @@ class DiagnoseApp(App[int]):
             screen.minimize()
         elif screen.focused is not None:
             screen.maximize(screen.focused)
-
-    def action_copy_draft_json(self) -> None:
-        draft = self.investigate.state.draft
-        if draft is None:
-            self.notify("There is no Draft to copy.", severity="warning")
-            return
-        self.copy_to_clipboard(json.dumps(draft, ensure_ascii=False, indent=2))
-        self.notify("Draft copied to the clipboard as JSON.")
-
-    def action_export(self) -> None:
-        if self.investigate.run_record() is None:
-            self.notify("There is no finished run to export.", severity="warning")
-            return
-        self.push_screen(ExportDialog(self.export_dir or Path.cwd()), self._export_to)
-
-    def _export_to(self, directory: Path | None) -> None:
-        record = self.investigate.run_record()
-        if directory is None or record is None:
-            return
-        try:
-            written = write_run(record, directory, self.clock().isoformat(timespec="seconds"))
-        except OSError as exc:
-            self.notify(str(exc), title="Export failed", severity="error", markup=False)
-            return
-        self.notify("\n".join(path.name for path in written), title=f"Exported to {directory}", markup=False)
 
     def key_sections(self) -> KeySections:
         """Every key, where it works and what it does (the help screen and the README table)."""
@@ -288,9 +241,11 @@ class DiagnoseApp(App[int]):
         yield SystemCommand(
             "Copy Draft", "Copy the Draft as Markdown (ctrl+g)", investigate.action_copy_draft
         )
-        yield SystemCommand("Copy Draft as JSON", "Copy the Draft JSON exactly", self.action_copy_draft_json)
         yield SystemCommand(
-            "Export run", "Write the run as Markdown and JSON files (ctrl+s)", self.action_export
+            "Copy Draft as JSON", "Copy the Draft JSON exactly", investigate.action_copy_draft_json
+        )
+        yield SystemCommand(
+            "Export run", "Write the run as Markdown and JSON files (ctrl+s)", investigate.action_export
         )
         yield SystemCommand("Investigate", "Go to the investigate screen (f2)", self.action_investigate)
         yield SystemCommand("Audit", "Browse audited runs and invocations (f3)", self.action_audit)

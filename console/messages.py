@@ -1,8 +1,8 @@
-"""The console's typed message pipeline: RunSubmitted -> (run events, batched) -> RunCompleted.
+"""The console's typed message pipeline: RunSubmitted -> (run events, batched) -> the run's end.
 
 Widgets never call the engine: they post these messages and the screen that owns the run worker acts.
-Payloads are plain JSON-able values (the ExecutionResult as its contract JSON), so nothing here imports
-the engine.
+Payloads are plain JSON-able values, so nothing here imports the engine. Messages are dataclasses, as
+Textual's own are.
 """
 
 from __future__ import annotations
@@ -13,41 +13,27 @@ from typing import Any
 from textual.message import Message
 
 
+@dataclass
 class RunSubmitted(Message):
     """The operator asked for a run of `query`, carrying `previous_turn` (the exact PreviousTurn JSON)."""
 
-    def __init__(self, query: str, previous_turn: dict[str, Any] | None) -> None:
-        super().__init__()
-        self.query = query
-        self.previous_turn = previous_turn
+    query: str
+    previous_turn: dict[str, Any] | None
 
 
-class RunCompleted(Message):
-    """The use case returned: `result` is the ExecutionResult JSON.
-
-    (docs/architecture.md, "Execution result")
-    """
-
-    def __init__(self, result: dict[str, Any]) -> None:
-        super().__init__()
-        self.result = result
-
-
+@dataclass
 class RunAborted(Message):
     """The run worker ended without a result: cancelled (the result came as an event) or crashed."""
 
-    def __init__(self, cancelled: bool, error: str | None = None) -> None:
-        super().__init__()
-        self.cancelled = cancelled
-        self.error = error
+    cancelled: bool
+    error: str | None = None
 
 
+@dataclass
 class CitationSelected(Message):
     """A Draft citation or progress check was chosen: show that tool call in the timeline."""
 
-    def __init__(self, tool_call_id: str) -> None:
-        super().__init__()
-        self.tool_call_id = tool_call_id
+    tool_call_id: str
 
 
 @dataclass(frozen=True)

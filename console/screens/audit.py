@@ -1,24 +1,30 @@
 """The audit screen: runs and invocations from the browse API, filtered, searched and keyset-paged.
 
-Pages are fetched in a thread as the cursor nears the end of what is loaded; nothing ever loads the
-whole audit. Enter opens a run's timeline in the same widgets as a live run.
+Each tab is a pane widget that owns its filters, its table and the pages it loads: `RunsPane` and
+`InvocationsPane` share the paging in `AuditPane`. Pages are fetched in a thread as the cursor nears the
+end of what is loaded; nothing ever loads the whole audit. Enter opens a run's timeline in the same
+widgets as a live run.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from console.host import ConsoleHost
 from console.messages import EngineStatus
 from console.presentation import OUTCOME_STYLE, STATUS_STYLE
 from console.screens.replay import ReplayScreen
@@ -26,6 +32,9 @@ from console.widgets.status_bar import StatusBar
 from console.widgets.timeline import clip, input_summary
 from tools.definitions import TOOL_NAMES
 from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
+
+if TYPE_CHECKING:
+    from audit.browse import AuditBrowser
 
 PAGE_SIZE = 50
 PREFETCH_ROWS = 10  # fetch the next page when the cursor is this close to the last loaded row
@@ -91,6 +100,207 @@ class PagedTable(DataTable[Any]):
         )
 
 
+class AuditPane(TabPane):
+    """One tab of the audit: its filters, its keyset-paged table, and the pages it fetches."""
+
+    app = getters.app(ConsoleHost)
+    NOUN: ClassVar[str]
+    COLUMNS: ClassVar[tuple[tuple[str, int], ...]]
+    TABLE_ID: ClassVar[str]
+    SEARCH_ID: ClassVar[str]
+
+    @dataclass
+    class PageLoaded(Message):
+        """A page arrived (or the pane restarted): the screen's count line is out of date."""
+
+    def __init__(self, title: str, *, id: str) -> None:
+        super().__init__(title, id=id)
+        self.matching: int | None = None  # how many rows match the filters, when the pane counts them
+        self._debounce: Timer | None = None
+
+    @property
+    def table(self) -> PagedTable:
+        return self.query_one(f"#{self.TABLE_ID}", PagedTable)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="filters"):
+            yield from self.compose_filters()
+        yield PagedTable(id=self.TABLE_ID)
+
+    def compose_filters(self) -> ComposeResult:
+        raise NotImplementedError
+
+    def on_mount(self) -> None:
+        # Fixed widths: columns never jump as pages arrive, and nothing waits on measuring cells.
+        for label, width in self.COLUMNS:
+            self.table.add_column(label, width=width)
+        for search in self.query(Input):
+            search.cursor_blink = self.app.options.cursor_blink
+
+    # ------------------------------------------------------------------ filters
+    def filters(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @on(Input.Changed)
+    def _search_changed(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(SEARCH_DEBOUNCE_S, self.reload)
+
+    @on(Input.Submitted)
+    def _search_submitted(self) -> None:
+        self.table.focus()
+
+    @on(Select.Changed)
+    def _select_changed(self) -> None:
+        self.reload()
+
+    def focus_search(self) -> None:
+        self.query_one(f"#{self.SEARCH_ID}", Input).focus()
+
+    # ------------------------------------------------------------------ keyset pages
+    def reload(self) -> None:
+        self.table.restart()
+        self._fetch(None, first=True)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if self.table.wants_more():
+            self._fetch(self.table.next_cursor, first=False)
+
+    def _fetch(self, cursor: str | None, first: bool) -> None:
+        if self.app.env is None:
+            return
+        self.table.loading_page = True
+        self._load_page(self.table.generation, cursor, self.filters(), first)
+
+    @work(thread=True, exit_on_error=False)
+    def _load_page(self, generation: int, cursor: str | None, filters: dict[str, Any], first: bool) -> None:
+        from audit.browse import AuditBrowser
+
+        env = self.app.env
+        if env is None:
+            return
+        rows, next_cursor, matching = self.fetch_page(AuditBrowser(env.audit), cursor, filters, first)
+        if not get_current_worker().is_cancelled:
+            self.app.call_from_thread(self._add_page, generation, rows, next_cursor, matching)
+
+    def fetch_page(
+        self, browser: AuditBrowser, cursor: str | None, filters: dict[str, Any], first: bool
+    ) -> tuple[list[dict[str, Any]], str | None, int | None]:
+        """(rows, next page's cursor, how many match or None) for one page. Runs in a thread."""
+        raise NotImplementedError
+
+    def _add_page(
+        self, generation: int, rows: list[dict[str, Any]], next_cursor: str | None, matching: int | None
+    ) -> None:
+        table = self.table
+        if generation != table.generation:
+            return  # a page for filters the operator has since changed
+        table.loading_page = False
+        for row in rows:
+            table.keys.append(self.key(row))
+            table.add_row(*self.cells(row))
+        table.next_cursor = next_cursor
+        if matching is not None:
+            self.matching = matching
+        self.post_message(self.PageLoaded())
+
+    def key(self, row: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def cells(self, row: dict[str, Any]) -> list[Text]:
+        raise NotImplementedError
+
+    def count_text(self) -> str:
+        table = self.table
+        text = f"{table.row_count} {self.NOUN} loaded"
+        if self.matching is not None:
+            text += f" of {self.matching} matching"
+        text += " · more load as you scroll" if table.next_cursor else " · all loaded"
+        return text + " · enter opens the run's timeline"
+
+    def replay_of(self, row_index: int) -> ReplayScreen | None:
+        """The replay that enter on a row opens."""
+        raise NotImplementedError
+
+
+class RunsPane(AuditPane):
+    NOUN = "runs"
+    COLUMNS = RUN_COLUMNS
+    TABLE_ID = "runs"
+    SEARCH_ID = "runs-text"
+
+    def compose_filters(self) -> ComposeResult:
+        yield Input(placeholder="search query and evidence text", id="runs-text")
+        yield _select("outcome", OUTCOMES, "runs-outcome")
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "text": self.query_one("#runs-text", Input).value.strip() or None,
+            "outcome": _value(self.query_one("#runs-outcome", Select)),
+        }
+
+    def fetch_page(
+        self, browser: AuditBrowser, cursor: str | None, filters: dict[str, Any], first: bool
+    ) -> tuple[list[dict[str, Any]], str | None, int | None]:
+        page = browser.runs(limit=PAGE_SIZE, cursor=cursor, outcome=filters["outcome"], text=filters["text"])
+        return page.rows, page.next_cursor, None
+
+    def key(self, row: dict[str, Any]) -> Any:
+        return row["run_id"]
+
+    def cells(self, row: dict[str, Any]) -> list[Text]:
+        return run_cells(row)
+
+    def replay_of(self, row_index: int) -> ReplayScreen | None:
+        return ReplayScreen(self.table.keys[row_index])
+
+
+class InvocationsPane(AuditPane):
+    NOUN = "invocations"
+    COLUMNS = INVOCATION_COLUMNS
+    TABLE_ID = "invocations"
+    SEARCH_ID = "inv-text"
+
+    def compose_filters(self) -> ComposeResult:
+        yield Input(placeholder="search inputs, projections, queries", id="inv-text")
+        yield _select("tool", TOOL_NAMES, "inv-tool")
+        yield _select("status", tuple(InvocationStatus), "inv-status")
+        yield _select("error code", tuple(ErrorCode), "inv-error")
+
+    def filters(self) -> dict[str, Any]:
+        return {
+            "text": self.query_one("#inv-text", Input).value.strip() or None,
+            "tool": _value(self.query_one("#inv-tool", Select)),
+            "status": _value(self.query_one("#inv-status", Select)),
+            "error_code": _value(self.query_one("#inv-error", Select)),
+        }
+
+    def fetch_page(
+        self, browser: AuditBrowser, cursor: str | None, filters: dict[str, Any], first: bool
+    ) -> tuple[list[dict[str, Any]], str | None, int | None]:
+        from audit.browse import InvocationFilter
+
+        flt = InvocationFilter(
+            tool=filters["tool"],
+            status=filters["status"],
+            error_code=filters["error_code"],
+            text=filters["text"],
+        )
+        page = browser.invocations(flt, limit=PAGE_SIZE, cursor=cursor)
+        return page.rows, page.next_cursor, browser.count_invocations(flt) if first else None
+
+    def key(self, row: dict[str, Any]) -> Any:
+        return (row["run_id"], row["tool_call_id"])
+
+    def cells(self, row: dict[str, Any]) -> list[Text]:
+        return invocation_cells(row)
+
+    def replay_of(self, row_index: int) -> ReplayScreen | None:
+        run_id, tool_call_id = self.table.keys[row_index]
+        return ReplayScreen(run_id, focus_call=tool_call_id)
+
+
 class AuditScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_name("audit.tcss")
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -99,42 +309,32 @@ class AuditScreen(Screen[None]):
         Binding("ctrl+o", "switch_tab", "Runs/Invocations", tooltip="Switch between runs and invocations"),
     ]
 
+    app = getters.app(ConsoleHost)
+
     def compose(self) -> ComposeResult:
         yield StatusBar("Audit", id="status")
         with TabbedContent(initial="runs-tab", id="audit-tabs"):
-            with TabPane("Runs", id="runs-tab"):
-                with Horizontal(classes="filters"):
-                    yield Input(placeholder="search query and evidence text", id="runs-text")
-                    yield _select("outcome", OUTCOMES, "runs-outcome")
-                yield PagedTable(id="runs")
-            with TabPane("Invocations", id="invocations-tab"):
-                with Horizontal(classes="filters"):
-                    yield Input(placeholder="search inputs, projections, queries", id="inv-text")
-                    yield _select("tool", TOOL_NAMES, "inv-tool")
-                    yield _select("status", tuple(InvocationStatus), "inv-status")
-                    yield _select("error code", tuple(ErrorCode), "inv-error")
-                yield PagedTable(id="invocations")
+            yield RunsPane("Runs", id="runs-tab")
+            yield InvocationsPane("Invocations", id="invocations-tab")
         yield Static(id="audit-count")
         yield Footer()
 
+    @property
+    def panes(self) -> tuple[AuditPane, ...]:
+        return tuple(self.query(AuditPane))
+
+    @property
+    def active_pane(self) -> AuditPane:
+        return self.query_one(f"#{self.query_one(TabbedContent).active}", AuditPane)
+
     def on_mount(self) -> None:
-        # Fixed widths: columns never jump as pages arrive, and nothing waits on measuring cells.
-        runs = self.query_one("#runs", PagedTable)
-        for label, width in RUN_COLUMNS:
-            runs.add_column(label, width=width)
-        invocations = self.query_one("#invocations", PagedTable)
-        for label, width in INVOCATION_COLUMNS:
-            invocations.add_column(label, width=width)
-        for search in self.query(Input):
-            search.cursor_blink = self.app.cursor_blink  # type: ignore[attr-defined]
-        self._debounce: Any = None
         self.watch(self.app, "engine_status", self._engine_changed, init=False)
-        runs.focus()
+        self.query_one("#runs", PagedTable).focus()
 
     def _engine_changed(self, status: EngineStatus) -> None:
         if status.state == "ready":
-            self.reload("runs")
-            self.reload("invocations")
+            for pane in self.panes:
+                pane.reload()
         else:
             self.query_one("#audit-count", Static).update(
                 Text("waiting for the engine to open the audit…", "dim")
@@ -142,134 +342,32 @@ class AuditScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         """Load on first display; coming back from a replay keeps the rows and the cursor where they were."""
-        if getattr(self.app, "env", None) is not None and self.query_one("#runs", PagedTable).generation == 0:
-            self.reload("runs")
-            self.reload("invocations")
-
-    # ------------------------------------------------------------------ filters
-    def filters(self) -> dict[str, Any]:
-        return {
-            "runs_text": self.query_one("#runs-text", Input).value.strip() or None,
-            "outcome": _value(self.query_one("#runs-outcome", Select)),
-            "inv_text": self.query_one("#inv-text", Input).value.strip() or None,
-            "tool": _value(self.query_one("#inv-tool", Select)),
-            "status": _value(self.query_one("#inv-status", Select)),
-            "error_code": _value(self.query_one("#inv-error", Select)),
-        }
-
-    @on(Input.Changed)
-    def _search_changed(self, event: Input.Changed) -> None:
-        which = "runs" if event.input.id == "runs-text" else "invocations"
-        if self._debounce is not None:
-            self._debounce.stop()
-        self._debounce = self.set_timer(SEARCH_DEBOUNCE_S, lambda: self.reload(which))
-
-    @on(Input.Submitted)
-    def _search_submitted(self, event: Input.Submitted) -> None:
-        self.query_one("#runs" if event.input.id == "runs-text" else "#invocations", PagedTable).focus()
-
-    @on(Select.Changed)
-    def _select_changed(self, event: Select.Changed) -> None:
-        self.reload("runs" if event.select.id == "runs-outcome" else "invocations")
+        if self.app.env is not None and self.query_one("#runs", PagedTable).generation == 0:
+            for pane in self.panes:
+                pane.reload()
 
     def action_focus_search(self) -> None:
-        tabs = self.query_one(TabbedContent)
-        self.query_one("#runs-text" if tabs.active == "runs-tab" else "#inv-text", Input).focus()
+        self.active_pane.focus_search()
 
     def action_switch_tab(self) -> None:
         tabs = self.query_one(TabbedContent)
         tabs.active = "invocations-tab" if tabs.active == "runs-tab" else "runs-tab"
-        self.query_one("#runs" if tabs.active == "runs-tab" else "#invocations", PagedTable).focus()
+        self.active_pane.table.focus()
         self._show_count()
 
     @on(TabbedContent.TabActivated)
-    def _tab_activated(self) -> None:
-        self._show_count()
-
-    # ------------------------------------------------------------------ keyset pages
-    def reload(self, which: str) -> None:
-        table = self.query_one(f"#{which}", PagedTable)
-        table.restart()
-        self._fetch(which, None, self.filters(), first=True)
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        table = event.data_table
-        if isinstance(table, PagedTable) and table.wants_more():
-            self._fetch(str(table.id), table.next_cursor, self.filters(), first=False)
-
-    def _fetch(self, which: str, cursor: str | None, filters: dict[str, Any], first: bool) -> None:
-        if getattr(self.app, "env", None) is None:
-            return
-        table = self.query_one(f"#{which}", PagedTable)
-        table.loading_page = True
-        self._load_page(which, table.generation, cursor, filters, first)
-
-    @work(thread=True, exit_on_error=False)
-    def _load_page(
-        self, which: str, generation: int, cursor: str | None, filters: dict[str, Any], first: bool
-    ) -> None:
-        from audit.browse import AuditBrowser, InvocationFilter
-
-        browser = AuditBrowser(self.app.env.audit)  # type: ignore[attr-defined]
-        count = None
-        if which == "runs":
-            page = browser.runs(
-                limit=PAGE_SIZE, cursor=cursor, outcome=filters["outcome"], text=filters["runs_text"]
-            )
-        else:
-            flt = InvocationFilter(
-                tool=filters["tool"],
-                status=filters["status"],
-                error_code=filters["error_code"],
-                text=filters["inv_text"],
-            )
-            page = browser.invocations(flt, limit=PAGE_SIZE, cursor=cursor)
-            count = browser.count_invocations(flt) if first else None
-        if not get_current_worker().is_cancelled:
-            self.app.call_from_thread(self._add_page, which, generation, page.rows, page.next_cursor, count)
-
-    def _add_page(
-        self,
-        which: str,
-        generation: int,
-        rows: list[dict[str, Any]],
-        next_cursor: str | None,
-        count: int | None,
-    ) -> None:
-        table = self.query_one(f"#{which}", PagedTable)
-        if generation != table.generation:
-            return  # a page for filters the operator has since changed
-        table.loading_page = False
-        for row in rows:
-            key = row["run_id"] if which == "runs" else (row["run_id"], row["tool_call_id"])
-            table.keys.append(key)
-            table.add_row(*(run_cells(row) if which == "runs" else invocation_cells(row)))
-        table.next_cursor = next_cursor
-        if count is not None:
-            self._invocation_count = count
-        self._show_count()
-
+    @on(AuditPane.PageLoaded)
     def _show_count(self) -> None:
-        tabs = self.query_one(TabbedContent)
-        table = self.query_one("#runs" if tabs.active == "runs-tab" else "#invocations", PagedTable)
-        noun = "runs" if table.id == "runs" else "invocations"
-        text = f"{table.row_count} {noun} loaded"
-        if table.id == "invocations" and getattr(self, "_invocation_count", None) is not None:
-            text += f" of {self._invocation_count} matching"
-        text += " · more load as you scroll" if table.next_cursor else " · all loaded"
-        text += " · enter opens the run's timeline"
-        self.query_one("#audit-count", Static).update(Text(text, style="dim"))
+        self.query_one("#audit-count", Static).update(Text(self.active_pane.count_text(), style="dim"))
 
-    # ------------------------------------------------------------------ open a run
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         table = event.data_table
         if not isinstance(table, PagedTable) or not 0 <= event.cursor_row < len(table.keys):
             return
-        key = table.keys[event.cursor_row]
-        if table.id == "runs":
-            self.app.push_screen(ReplayScreen(key))
-        else:
-            self.app.push_screen(ReplayScreen(key[0], focus_call=key[1]))
+        pane = next(pane for pane in self.panes if pane.table is table)
+        replay = pane.replay_of(event.cursor_row)
+        if replay is not None:
+            self.app.push_screen(replay)
 
 
 def run_cells(row: dict[str, Any]) -> list[Text]:

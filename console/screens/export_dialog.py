@@ -19,9 +19,10 @@ class ExportDialog(ModalScreen[Path | None]):
         Binding("escape", "close", "Cancel", tooltip="Cancel the export")
     ]
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, cursor_blink: bool = True) -> None:
         super().__init__(id="export-dialog")
         self.directory = directory
+        self.cursor_blink = cursor_blink
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export"):
@@ -31,7 +32,7 @@ class ExportDialog(ModalScreen[Path | None]):
                 )
             )
             directory = Input(str(self.directory), id="export-dir", placeholder="directory")
-            directory.cursor_blink = self.app.cursor_blink  # type: ignore[attr-defined]
+            directory.cursor_blink = self.cursor_blink
             yield directory
             yield Static(id="export-error")
 

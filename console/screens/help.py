@@ -55,11 +55,15 @@ class HelpScreen(ModalScreen[None]):
         Binding("f1", "close", "Close", show=False),
     ]
 
+    def __init__(self, sections: KeySections) -> None:
+        """`sections`: every key, grouped by where it works (the app knows every screen's bindings)."""
+        super().__init__()
+        self.sections = sections
+
     def compose(self) -> ComposeResult:
-        sections: KeySections = self.app.key_sections()  # type: ignore[attr-defined]
         with VerticalScroll(id="help"):
             yield Static(Text.assemble(("Keys", "bold"), ("  escape closes", "dim")), id="help-title")
-            yield Static(key_table(sections), id="help-keys")
+            yield Static(key_table(self.sections), id="help-keys")
 
     def action_close(self) -> None:
         self.dismiss(None)

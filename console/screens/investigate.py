@@ -1,8 +1,10 @@
 """The investigate screen: type a query, run the agent, watch it work, read the Draft, follow up.
 
-One async worker per run (`exclusive=True, group="run"`), so escape cancels the worker's task for real:
-the use case cancels the model call or tool in flight, records CANCELLED and re-raises. Run events are
-queued by the event sink and applied on a 50 ms timer in batches, so a fast stream never starves input.
+The screen owns its run, its export and its copy; it reads the engine and its options from the app
+(`ConsoleHost`) and never imports the app. One async worker per run (`exclusive=True, group="run"`),
+so escape cancels the worker's task for real: the use case cancels the model call or tool in flight,
+records CANCELLED and re-raises. Run events are queued by the event sink and applied on a 50 ms timer
+in batches, so a fast stream never starves input.
 """
 
 from __future__ import annotations
@@ -11,28 +13,28 @@ import json
 import time
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from console.export import RunRecord, draft_markdown
-from console.messages import EngineStatus, RunAborted, RunCompleted, RunSubmitted
+from console.export import RunRecord, draft_markdown, write_run
+from console.host import ConsoleHost
+from console.messages import RunAborted, RunSubmitted
 from console.presentation import CallState, exit_code
+from console.screens.export_dialog import ExportDialog
 from console.widgets.result import ResultView
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
 from tools.run_events import RunEvent
-
-if TYPE_CHECKING:
-    from console.app import DiagnoseApp
 
 DRAIN_INTERVAL_S = 0.05
 
@@ -68,32 +70,33 @@ class InvestigateScreen(Screen[None]):
         Binding("ctrl+s", "export", "Export", tooltip="Write the run as Markdown and JSON files"),
     ]
 
+    app = getters.app(ConsoleHost)
+    running: reactive[bool] = reactive(False, bindings=True)
+    # Exactly the PreviousTurn the next run sends, shown under the input.
+    carry: reactive[dict[str, Any] | None] = reactive(None, bindings=True, init=False)
+    activity: reactive[str] = reactive("", init=False)  # what the status bar says is happening
+
     def __init__(self) -> None:
         super().__init__(id="investigate")
         self.state = RunState()
-        self.carry: dict[str, Any] | None = None  # exactly the PreviousTurn the next run sends
         self.last_query = ""
         self.use_case: Any = None  # the use case of the latest run (tests inspect its model)
         self._inbox: deque[RunEvent] = deque()
         self._worker: Worker[dict[str, Any]] | None = None
         self._run_started: float | None = None
 
-    @property
-    def diagnose_app(self) -> DiagnoseApp:
-        return self.app  # type: ignore[return-value]
-
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
-        app = self.diagnose_app
+        options = self.app.options
         yield StatusBar("Investigate", id="status")
         with Vertical(id="ask"):
             query = TextArea(id="query", soft_wrap=True, tab_behavior="focus", show_line_numbers=False)
             query.border_title = "Query"
             query.border_subtitle = "ctrl+r run"
-            query.cursor_blink = app.cursor_blink
+            query.cursor_blink = options.cursor_blink
             yield query
             yield Static(id="carry")
-        yield RunView(show_timings=app.show_timings, id="run")
+        yield RunView(show_timings=options.show_timings, id="run")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -102,7 +105,6 @@ class InvestigateScreen(Screen[None]):
         self._drain_timer = self.set_interval(DRAIN_INTERVAL_S, self._drain, pause=True)
         # Events arrive only at round and tool boundaries: a slow model round still shows time passing.
         self._ticker = self.set_interval(1.0, self._set_activity, pause=True)
-        self.watch(self.app, "engine_status", self._engine_changed)
         self.query_one("#query", TextArea).focus()
         self._set_activity()
 
@@ -110,18 +112,7 @@ class InvestigateScreen(Screen[None]):
     def run_view(self) -> RunView:
         return self.query_one(RunView)
 
-    @property
-    def running(self) -> bool:
-        return self._worker is not None and self._worker.is_running
-
-    # ------------------------------------------------------------------ engine and scenario
-    def _engine_changed(self, status: EngineStatus) -> None:
-        self.refresh_bindings()
-        if status.state == "ready" and self.diagnose_app.take_prefill():
-            scenario = self.diagnose_app.env.scenario if self.diagnose_app.env else None
-            if scenario is not None:
-                self.prefill(scenario.query, scenario.previous_turn)
-
+    # ------------------------------------------------------------------ carried turn and activity
     def prefill(self, query: str, previous_turn: Any) -> None:
         """A scenario's query (and its own previous turn, if it has one) ready to run."""
         area = self.query_one("#query", TextArea)
@@ -130,17 +121,18 @@ class InvestigateScreen(Screen[None]):
         turn = (
             previous_turn.model_dump(mode="json") if hasattr(previous_turn, "model_dump") else previous_turn
         )
-        self.set_carry(turn)
+        self.carry = turn
 
-    def set_carry(self, previous_turn: dict[str, Any] | None) -> None:
-        self.carry = previous_turn
+    def watch_carry(self, previous_turn: dict[str, Any] | None) -> None:
         carry = self.query_one("#carry", Static)
         carry.display = previous_turn is not None
         if previous_turn is not None:
             text = Text.assemble(("carried over to the next run ", "bold"), ("(ctrl+f drops it): ", "dim"))
             text.append(json.dumps(previous_turn, ensure_ascii=False))
             carry.update(text)
-        self.refresh_bindings()
+
+    def watch_activity(self, activity: str) -> None:
+        self.query_one(StatusBar).set_activity(activity)
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -170,21 +162,21 @@ class InvestigateScreen(Screen[None]):
         area.call_later(lambda: self.post_message(RunSubmitted(area.text, self.carry)))
 
     def action_cancel_run(self) -> None:
-        if self._worker is not None and self._worker.is_running:
+        if self._worker is not None and not self._worker.is_finished:
             self._worker.cancel()
             self._set_activity("cancelling…")
 
     def action_follow_up(self) -> None:
         """Arm a follow-up from the last Draft (or drop the carried turn): shows exactly what will be sent."""
         if self.carry is not None:
-            self.set_carry(None)
+            self.carry = None
             self.notify("The next run carries no previous turn.")
             return
         draft = self.state.draft
         if draft is None:
             self.notify("A follow-up needs a Draft from the last run.", severity="warning")
             return
-        self.set_carry(previous_turn_from(self.last_query, draft))
+        self.carry = previous_turn_from(self.last_query, draft)
         area = self.query_one("#query", TextArea)
         area.text = ""
         area.focus()
@@ -197,8 +189,33 @@ class InvestigateScreen(Screen[None]):
         self.app.copy_to_clipboard(draft_markdown(draft))
         self.notify("Draft copied to the clipboard as Markdown.")
 
+    def action_copy_draft_json(self) -> None:
+        draft = self.state.draft
+        if draft is None:
+            self.notify("There is no Draft to copy.", severity="warning")
+            return
+        self.app.copy_to_clipboard(json.dumps(draft, ensure_ascii=False, indent=2))
+        self.notify("Draft copied to the clipboard as JSON.")
+
     def action_export(self) -> None:
-        self.diagnose_app.action_export()
+        if self.run_record() is None:
+            self.notify("There is no finished run to export.", severity="warning")
+            return
+        options = self.app.options
+        dialog = ExportDialog(options.export_dir or Path.cwd(), cursor_blink=options.cursor_blink)
+        self.app.push_screen(dialog, self._export_to)
+
+    def _export_to(self, directory: Path | None) -> None:
+        record = self.run_record()
+        if directory is None or record is None:
+            return
+        exported_at = self.app.options.clock().isoformat(timespec="seconds")
+        try:
+            written = write_run(record, directory, exported_at)
+        except OSError as exc:
+            self.notify(str(exc), title="Export failed", severity="error", markup=False)
+            return
+        self.notify("\n".join(path.name for path in written), title=f"Exported to {directory}", markup=False)
 
     def run_record(self) -> RunRecord | None:
         if self.state.result is None:
@@ -206,15 +223,15 @@ class InvestigateScreen(Screen[None]):
         return RunRecord(
             query=self.state.query if self.state.query is not None else self.last_query,
             previous_turn=self.state.previous_turn,
-            model=self.state.model or self.diagnose_app.engine_status.label,
+            model=self.state.model or self.app.engine_status.label,
             result=self.state.result,
             events=tuple(self.state.events),
         )
 
     # ------------------------------------------------------------------ the run pipeline
     def on_run_submitted(self, message: RunSubmitted) -> None:
-        env = self.diagnose_app.env
-        status = self.diagnose_app.engine_status
+        env = self.app.env
+        status = self.app.engine_status
         if env is None or status.state != "ready":
             reason = status.message if status.state == "failed" else "the engine is still loading"
             self.notify(f"Cannot run yet: {reason}", severity="warning", markup=False)
@@ -227,14 +244,14 @@ class InvestigateScreen(Screen[None]):
         self._run_started = time.monotonic()
         self._ticker.resume()
         self._worker = self._execute(env, message.query, message.previous_turn)
-        self.refresh_bindings()
+        self.running = True
         self._set_activity("starting…")
 
     @work(exclusive=True, group="run", exit_on_error=False)
     async def _execute(self, env: Any, query: str, previous_turn: dict[str, Any] | None) -> dict[str, Any]:
-        app = self.diagnose_app
+        options = self.app.options
         use_case = env.use_case(
-            sinks=[self._inbox.append], session_id=app.session_id, run_id_factory=app.run_id_factory
+            sinks=[self._inbox.append], session_id=options.session_id, run_id_factory=options.run_id_factory
         )
         self.use_case = use_case
         try:
@@ -247,7 +264,7 @@ class InvestigateScreen(Screen[None]):
         if event.worker is not self._worker:
             return
         if event.state == WorkerState.SUCCESS:
-            self.post_message(RunCompleted(event.worker.result or {}))
+            self._run_ended()
         elif event.state == WorkerState.CANCELLED:
             self.post_message(RunAborted(cancelled=True))
         elif event.state == WorkerState.ERROR:
@@ -263,9 +280,6 @@ class InvestigateScreen(Screen[None]):
         self.run_view.sync()
         self._set_activity()
 
-    def on_run_completed(self, message: RunCompleted) -> None:
-        self._run_ended()
-
     def on_run_aborted(self, message: RunAborted) -> None:
         self._run_ended()
         if message.error is not None and self.state.result is None:
@@ -278,15 +292,15 @@ class InvestigateScreen(Screen[None]):
         self._drain_timer.pause()
         self._ticker.pause()
         if self.state.result is not None:
-            self.set_carry(None)  # a carried turn is consumed by the run that sent it
-        self.refresh_bindings()
+            self.carry = None  # a carried turn is consumed by the run that sent it
+        self.running = False  # bindings refresh: the finished run's Draft enables copy, follow-up, export
         self._set_activity()
 
     def _set_activity(self, override: str | None = None) -> None:
         elapsed = None
-        if self.running and self.diagnose_app.show_timings and self._run_started is not None:
+        if self.running and self.app.options.show_timings and self._run_started is not None:
             elapsed = time.monotonic() - self._run_started
-        self.query_one(StatusBar).set_activity(override or activity_text(self.state, self.running, elapsed))
+        self.activity = override or activity_text(self.state, self.running, elapsed)
 
 
 def activity_text(state: RunState, running: bool, elapsed_s: float | None = None) -> str:

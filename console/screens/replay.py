@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from rich.text import Text
-from textual import work
+from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from console.host import ConsoleHost
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
@@ -177,6 +178,8 @@ class ReplayScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_name("replay.tcss")
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Back to the audit")]
 
+    app = getters.app(ConsoleHost)
+
     def __init__(self, run_id: str, focus_call: str | None = None) -> None:
         super().__init__(id="replay")
         self.run_id = run_id
@@ -185,7 +188,7 @@ class ReplayScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield StatusBar(f"Audit · run {self.run_id}", model="not recorded in the audit", id="status")
         yield Static(id="replay-query")
-        yield RunView(show_timings=self.app.show_timings, id="run")  # type: ignore[attr-defined]
+        yield RunView(show_timings=self.app.options.show_timings, id="run")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -196,7 +199,9 @@ class ReplayScreen(Screen[None]):
     def _load(self) -> None:
         from audit.browse import AuditBrowser
 
-        env = self.app.env  # type: ignore[attr-defined]
+        env = self.app.env
+        if env is None:  # the audit screen opens a replay only once the engine is open
+            return
         timeline = AuditBrowser(env.audit).timeline(self.run_id)
         self.app.call_from_thread(self._show, timeline)
 

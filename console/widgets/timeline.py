@@ -6,6 +6,7 @@ Labels are Rich `Text` built from parts, never markup strings: tool inputs and I
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
@@ -130,10 +131,11 @@ def finish_label(state: RunState) -> Text:
 class Timeline(Tree[TimelineKey]):
     """Grows as events arrive; highlighting a row shows its detail, enter on the end shows the result."""
 
+    @dataclass
     class EntryHighlighted(Message):
-        def __init__(self, key: TimelineKey | None) -> None:
-            super().__init__()
-            self.key = key
+        """The cursor is on an entry: the detail panel shows it."""
+
+        key: TimelineKey | None
 
     def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
         super().__init__("run", id=id)

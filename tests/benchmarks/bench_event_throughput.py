@@ -288,7 +288,7 @@ async def one_run(
     while screen.running:  # noqa: ASYNC110
         await asyncio.sleep(0.001)
     await app.workers.wait_for_complete()
-    await asyncio.sleep(0.2)  # the last drain and RunCompleted, with keys still arriving
+    await asyncio.sleep(0.2)  # the last drain and the run's end, with keys still arriving
     stop.set()
     await typing
 
@@ -317,6 +317,7 @@ def percentile(values: list[float], q: float) -> float:
 
 async def bench(runs: int, key_interval_s: float) -> int:
     from console.app import DiagnoseApp
+    from console.host import ConsoleOptions
 
     with tempfile.TemporaryDirectory(prefix="bench-events-") as tmp:
         os.environ["XDG_STATE_HOME"] = str(Path(tmp) / "state")
@@ -324,10 +325,9 @@ async def bench(runs: int, key_interval_s: float) -> int:
         app = DiagnoseApp(
             audit_db=Path(tmp) / "audit.db",
             env_factory=lambda scenario: cast("RunEnvironment", env),  # a stub standing in for one
-            session_id="bench",
-            show_timings=False,
-            cursor_blink=False,
-            export_dir=Path(tmp),
+            options=ConsoleOptions(
+                session_id="bench", show_timings=False, cursor_blink=False, export_dir=Path(tmp)
+            ),
         )
         samples: list[tuple[float, float, bool]] = []
         problems: list[str] = []

@@ -14,6 +14,7 @@ PROBE = r"""
 import asyncio, json, sys
 from pathlib import Path
 from console.app import DiagnoseApp
+from console.host import ConsoleOptions
 
 seen = {"after_import": "haystack" in sys.modules}
 
@@ -22,7 +23,7 @@ class Probe(DiagnoseApp):
         self.call_after_refresh(lambda: seen.setdefault("first_paint", "haystack" in sys.modules))
 
 async def main() -> None:
-    app = Probe(audit_db=Path(sys.argv[1]), show_timings=False, cursor_blink=False)
+    app = Probe(audit_db=Path(sys.argv[1]), options=ConsoleOptions(show_timings=False, cursor_blink=False))
     async with app.run_test(size=(120, 40)) as pilot:
         seen["status_at_first_paint"] = app.engine_status.label
         for _ in range(1500):

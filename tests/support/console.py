@@ -19,6 +19,7 @@ from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
 
 from console.app import DiagnoseApp
+from console.host import ConsoleOptions
 from console.widgets.result import ResultView
 
 SIZE = (120, 40)
@@ -38,19 +39,24 @@ def pinned_ids(prefix: str = "run") -> Callable[[], str]:
     return lambda: f"{prefix}-{next(counter):04d}"
 
 
+def pinned_options(tmp_path: Path) -> ConsoleOptions:
+    """Every source of variation pinned: IDs, clock, timings, cursor blink, export folder."""
+    return ConsoleOptions(
+        session_id="session-test",
+        run_id_factory=pinned_ids(),
+        clock=lambda: FIXED_NOW,
+        show_timings=False,
+        cursor_blink=False,
+        export_dir=tmp_path,
+    )
+
+
 def make_app(tmp_path: Path, scenario: str | None = None, **overrides: Any) -> DiagnoseApp:
-    """The console as snapshots and pilots need it: every source of variation pinned."""
-    options: dict[str, Any] = {
-        "audit_db": tmp_path / "audit.db",
-        "session_id": "session-test",
-        "run_id_factory": pinned_ids(),
-        "clock": lambda: FIXED_NOW,
-        "show_timings": False,
-        "cursor_blink": False,
-        "export_dir": tmp_path,
-    }
-    options.update(overrides)
-    return DiagnoseApp(scenario=scenario, **options)
+    """The console as snapshots and pilots need it, on its own audit file; `overrides` are
+    DiagnoseApp's arguments (config, scenario_dir, env_factory, options)."""
+    arguments: dict[str, Any] = {"audit_db": tmp_path / "audit.db", "options": pinned_options(tmp_path)}
+    arguments.update(overrides)
+    return DiagnoseApp(scenario=scenario, **arguments)
 
 
 async def engine_ready(pilot: Pilot[Any]) -> None:
