@@ -26,11 +26,10 @@ from tools.run_events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    known_type,
     parse_event,
 )
-from tools.vocabulary import AUDITED_PROTOCOL_CODES, EventType, InvocationStatus, Outcome, ProtocolCode
-
-_KNOWN_TYPES = frozenset(EventType)
+from tools.vocabulary import AUDITED_PROTOCOL_CODES, InvocationStatus, Outcome, ProtocolCode
 
 
 def _insert(db: Any, table: str, row: Mapping[str, Any]) -> None:
@@ -68,7 +67,7 @@ class AuditSink:
 
     def __call__(self, event: RunEvent | Mapping[str, Any]) -> None:
         """Record one event: a typed event from the emitter, or an event's JSON object (validated first)."""
-        if not isinstance(event, RunEventBase) and event.get("type") not in _KNOWN_TYPES:
+        if not isinstance(event, RunEventBase) and known_type(event) is None:
             return  # a type this version does not know (a newer writer's): nothing to keep
         try:
             typed = parse_event(event)

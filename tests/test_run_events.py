@@ -319,6 +319,7 @@ def test_an_event_reads_as_its_json_object() -> None:
         ({"status": "NOT_EXECUTED"}, "invalid field 'status'"),
         ({"tool_call_id": ...}, "missing field 'tool_call_id'"),
         ({"type": "tool_exploded"}, "unknown type 'tool_exploded'"),
+        ({"type": ["tool_finished"]}, "unknown type"),
     ],
 )
 def test_a_foreign_object_that_is_not_an_event_is_refused_with_a_reason(

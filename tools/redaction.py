@@ -237,6 +237,8 @@ class Redactor:
         of a `{"name": ..., "value": ...}` pair such as a Kubernetes env entry) are replaced whatever their
         type; `None` stays `None`, because an unset secret hides nothing and "unset" helps a diagnosis.
         """
+        if type(obj) is str:
+            return self.text(obj)
         if isinstance(obj, str):
             # A StrEnum member is one of the project's own words (a status, a code), never a secret.
             return obj if isinstance(obj, Enum) else self.text(obj)

@@ -89,8 +89,14 @@ class DeadlineGauge(TypedDict):
 
 
 @dataclass(slots=True, eq=False)
-class RunEventBase(Mapping[str, Any]):
-    """The envelope every event shares. Treat events as immutable: every sink sees the same object."""
+class RunEventBase:
+    """The envelope every event shares. Treat events as immutable: every sink sees the same object.
+
+    An event also reads as its JSON object: `event["type"]`, `event.get(...)`, `dict(event)`, `**event`
+    and `==` against a dict work, and it is registered as a `Mapping`. It deliberately does not inherit
+    from `Mapping`: an ABC would make every `isinstance` and `match` on the event types several times
+    slower, and consumers dispatch on them for every event.
+    """
 
     run_id: str
     session_id: str
@@ -103,9 +109,25 @@ class RunEventBase(Mapping[str, Any]):
 
     def to_wire(self) -> JsonObject:
         """The event's JSON object, exactly as `--events` writes it."""
-        return {key: getattr(self, key) for key in self}
+        return {key: getattr(self, key) for key in self.keys()}
 
-    # Mapping: the event reads as its JSON object.
+    # --- read-only mapping: the event as its JSON object ------------------------------------------------
+    def keys(self) -> list[str]:
+        omitted = self.omitted_when_none
+        return [key for key in self.wire_keys if key not in omitted or getattr(self, key) is not None]
+
+    def items(self) -> list[tuple[str, Any]]:
+        return list(self.to_wire().items())
+
+    def values(self) -> list[Any]:
+        return list(self.to_wire().values())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
     def __getitem__(self, key: str) -> Any:
         if key in self.wire_keys:
             value = getattr(self, key)
@@ -113,12 +135,19 @@ class RunEventBase(Mapping[str, Any]):
                 return value
         raise KeyError(key)
 
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self.keys()
+
     def __iter__(self) -> Iterator[str]:
-        omitted = self.omitted_when_none
-        return (key for key in self.wire_keys if key not in omitted or getattr(self, key) is not None)
+        return iter(self.keys())
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        return len(self.keys())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RunEventBase | Mapping):
+            return self.to_wire() == dict(other.items())
+        return NotImplemented
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -236,9 +265,11 @@ EVENT_CLASSES: dict[EventType, type[RunEvent]] = {
     EventType.BUDGET_CHANGED: BudgetChanged,
     EventType.RUN_FINISHED: RunFinished,
 }
+_KNOWN_TYPES = frozenset(EventType)
 _ENVELOPE = ("type", "run_id", "session_id", "seq", "at")
 for _cls in EVENT_CLASSES.values():
     _cls.wire_keys = _ENVELOPE + tuple(f.name for f in fields(_cls) if f.name not in _ENVELOPE)
+Mapping.register(RunEventBase)
 
 
 # --- events from outside the process --------------------------------------------------------------------
@@ -259,22 +290,36 @@ def _adapter() -> TypeAdapter[RunEvent]:
     return TypeAdapter(union, config=ConfigDict(extra="ignore"))
 
 
-@functools.cache
-def _nullable_fields(kind: type[RunEvent]) -> frozenset[str]:
-    hints = typing.get_type_hints(kind)
-    return frozenset(f.name for f in fields(kind) if f.init and type(None) in typing.get_args(hints[f.name]))
+_NULLABLE: dict[EventType, frozenset[str]] = {}
 
 
-def parse_event(data: Mapping[str, Any]) -> RunEvent:
+def _nullable_fields(type_: EventType) -> frozenset[str]:
+    """Fields that may be null: a writer that leaves one out means null (older and partial writers do)."""
+    if type_ not in _NULLABLE:
+        kind = EVENT_CLASSES[type_]
+        hints = typing.get_type_hints(kind)
+        _NULLABLE[type_] = frozenset(
+            f.name for f in fields(kind) if f.init and type(None) in typing.get_args(hints[f.name])
+        )
+    return _NULLABLE[type_]
+
+
+def known_type(data: RunEvent | Mapping[str, Any]) -> EventType | None:
+    """The event type a JSON object names, if this version knows it (a newer writer's type: None)."""
+    type_ = data.get("type")
+    return EventType(type_) if isinstance(type_, str) and type_ in _KNOWN_TYPES else None
+
+
+def parse_event(data: RunEvent | Mapping[str, Any]) -> RunEvent:
     """Validate one event's JSON object (types, required fields, known values) into its class."""
     if isinstance(data, RunEventBase):
         return cast(RunEvent, data)  # already an event of this protocol
     from pydantic import ValidationError
 
     obj = dict(data)
-    kind = EVENT_CLASSES.get(obj.get("type", ""))
-    if kind is not None:
-        for name in _nullable_fields(kind) - obj.keys():
+    type_ = known_type(obj)
+    if type_ is not None:
+        for name in _nullable_fields(type_) - obj.keys():
             obj[name] = None
     try:
         return _adapter().validate_python(obj)

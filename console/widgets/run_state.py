@@ -24,9 +24,10 @@ from tools.run_events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    known_type,
     parse_event,
 )
-from tools.vocabulary import ErrorCode, EventType, EvidenceStatus, ProtocolCode, StopReason
+from tools.vocabulary import ErrorCode, EvidenceStatus, ProtocolCode, StopReason
 
 # Protocol codes that describe what the model was told about one call (operator extras included).
 CALL_CONTROL_CODES = frozenset(
@@ -49,7 +50,6 @@ BUDGET_OF_STOP_REASON: dict[str, str] = {
     StopReason.DEADLINE_EXCEEDED: "deadline",
     StopReason.RUN_BYTES_EXHAUSTED: "run_bytes",
 }
-_KNOWN_TYPES = frozenset(EventType)
 
 
 @dataclass
@@ -190,7 +190,7 @@ class RunState:
     def apply(self, event: RunEvent | Mapping[str, Any]) -> None:
         """Fold one event: a typed event, or an event's JSON object (validated first). An object of a
         type this version does not know is skipped, as the audit skips it."""
-        if not isinstance(event, RunEventBase) and event.get("type") not in _KNOWN_TYPES:
+        if not isinstance(event, RunEventBase) and known_type(event) is None:
             return
         typed = parse_event(event)
         self.events.append(typed)
