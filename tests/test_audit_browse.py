@@ -16,7 +16,7 @@ from audit import browse as browse_module
 from audit.browse import AuditBrowser, InvocationFilter, normalize_time
 from audit.sink import AuditSink
 from audit.store import AuditStore, audit_timestamp
-from tests.benchmarks.bench_audit import populate_audit
+from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
 
 FIELDS = ("run_id", "session_id", "tool", "status", "error_code", "since", "until", "text")

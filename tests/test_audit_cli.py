@@ -17,7 +17,7 @@ import pytest
 from audit.sink import AuditSink
 from audit.store import AuditStore, audit_timestamp
 from console.audit_cli import add_audit_parser, run_audit_command
-from tests.benchmarks.bench_audit import populate_audit
+from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
 
 

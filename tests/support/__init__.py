@@ -3,6 +3,7 @@
 - `engine`: a real DiagnosisUseCase around the real Haystack Agent, driven by a scripted model
   (re-exported here: most engine tests need only `harness`);
 - `audit_events`: run events written by hand for audit tests;
+- `audit_data`: a large, realistic audit file (browse tests and the audit benchmark);
 - `console`: the console pinned for determinism, and what it shows as text;
 - `recorded`: real engine runs with pinned identity and clock (audit and snapshot fixtures);
 - `expected`: what every built-in scenario ends in;
