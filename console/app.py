@@ -1,4 +1,5 @@
-"""DiagnoseApp: the operator console (docs/architecture.md, "CLI") — investigate, audit, scenarios, help.
+"""DiagnoseApp: the operator console — investigate, audit, scenarios, help (docs/architecture.md,
+"Console structure").
 
 The first frame is painted before the engine is imported: `console.wiring` pulls in Haystack (~0.7 s),
 so the environment is opened in a thread worker after mount while the status bar says so. Nothing here
