@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.contracts import EXIT_CODE_OF, ExecutionResult
-from console.safe_text import visible
+from console.safe_text import neutralize
 
 OUTCOME_MEANING = {
     "DRAFT": "a Draft was produced",
@@ -16,7 +16,7 @@ OUTCOME_MEANING = {
 
 
 def render_result(result: ExecutionResult, model_label: str = "") -> str:
-    return visible(_render(result, model_label))
+    return neutralize(_render(result, model_label))
 
 
 def _render(result: ExecutionResult, model_label: str) -> str:

@@ -19,7 +19,7 @@ from textual.widgets.option_list import Option
 from agent.contracts import EXIT_CODE_OF, Outcome
 from console.messages import CitationSelected
 from console.render_text import OUTCOME_MEANING
-from console.safe_text import visible_values
+from console.safe_text import neutralize_values
 from console.widgets.run_state import RunState
 from console.widgets.timeline import EVALUATION_STYLE, STATUS_STYLE
 
@@ -137,7 +137,7 @@ class ResultView(VerticalScroll):
         banner_widget.update(banner(state))
         draft = state.draft
         if draft is not None:
-            self._show_draft(state, visible_values(draft), summary, options, sections)
+            self._show_draft(state, neutralize_values(draft), summary, options, sections)
         else:
             self._show_stop(state, summary, options, sections)
         options.display = bool(self._targets)
@@ -200,7 +200,7 @@ class ResultView(VerticalScroll):
         )
 
     def _show_stop(self, state: RunState, summary: Static, options: OptionList, sections: Static) -> None:
-        result = visible_values(state.result or {})
+        result = neutralize_values(state.result or {})
         reason = str(state.stop_reason)
         parts: list[RenderableType] = [
             heading("Why there is no Draft"),
