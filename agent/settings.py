@@ -8,18 +8,22 @@ values here, only the *names* of env vars that hold them.
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
+from agent.input_files import MIB, InputFileError, read_input_text
+
 CONFIG_ENV = "DIAGNOSE_CONFIG"
+MAX_CONFIG_BYTES = MIB
 
 
 class Section(BaseModel):
@@ -53,6 +57,8 @@ class ProtocolSettings(Section):
 
 class KnowledgeSettings(Section):
     path: Path | None = None
+    # Runbooks larger than this are skipped (and reported), so one huge file cannot stall every lookup.
+    max_file_bytes: int = Field(default=2 * 1024 * 1024, ge=1)
 
 
 class LogsSettings(Section):
@@ -79,6 +85,18 @@ class AuditSettings(Section):
     path: Path | None = None
 
 
+class ServeSettings(Section):
+    """`diagnose serve`: every browser tab is a console process holding the operator's credentials."""
+
+    max_consoles: int = Field(default=4, ge=1, le=64)
+
+
+class TelemetrySettings(Section):
+    """Library usage telemetry (Haystack's): off unless the operator opts in."""
+
+    enabled: bool = False
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DIAGNOSE_", env_nested_delimiter="__", extra="forbid")
 
@@ -89,6 +107,11 @@ class Settings(BaseSettings):
     logs: LogsSettings = Field(default_factory=LogsSettings)
     mysql: MysqlSettings = Field(default_factory=MysqlSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+
+    # The parsed configuration file of a per-load subclass (see `load_settings`); None: no file.
+    config_document: ClassVar[dict[str, Any] | None] = None
 
     @classmethod
     def settings_customise_sources(
@@ -100,8 +123,9 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if settings_cls.model_config.get("toml_file"):
-            sources.append(TomlConfigSettingsSource(settings_cls))
+        document = getattr(settings_cls, "config_document", None)
+        if document is not None:
+            sources.append(InitSettingsSource(settings_cls, init_kwargs=document))
         return tuple(sources)
 
 
@@ -109,17 +133,28 @@ class ConfigError(Exception):
     """The configuration cannot be used; the message says which file/key and why (no secret values)."""
 
 
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The TOML document, read with a size cap from a regular file only (never a FIFO or a device)."""
+    try:
+        text = read_input_text(path, what="config file", limit=MAX_CONFIG_BYTES)
+    except InputFileError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"cannot read config file {path}: nested too deeply") from None
+
+
 def load_settings(config_file: Path | str | None = None, overrides: dict[str, Any] | None = None) -> Settings:
     """Load settings: defaults < TOML file < env vars < `overrides` (a scenario's own settings)."""
     path = config_file or os.environ.get(CONFIG_ENV) or None
     toml_path = Path(path) if path else None
-    if toml_path is not None and not toml_path.is_file():
-        raise ConfigError(f"config file not found: {toml_path}")
     settings_cls: type[Settings] = Settings
     if toml_path is not None:
-        # A per-call subclass carries the file, so concurrent loads never share a global.
-        config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml_path})  # type: ignore[typeddict-item]
-        settings_cls = type("FileSettings", (Settings,), {"model_config": config})
+        # A per-call subclass carries the document, so concurrent loads never share a global.
+        settings_cls = type("FileSettings", (Settings,), {"config_document": read_config_file(toml_path)})
     try:
         return settings_cls(**(overrides or {}))
     except ValidationError as exc:

@@ -6,7 +6,8 @@ strict so an adapter never has to defend against shapes it did not ask for.
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -25,14 +26,26 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+# RFC 3339 date-time exactly: `datetime.fromisoformat` alone also takes ISO week dates, basic format
+# and naive times. The instant must fall in a range a log query can mean (and Loki's nanosecond
+# epoch clock can hold); year 1 or 9999 is a bad input, not a backend failure.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})", re.ASCII)
+EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_INSTANT = datetime(2100, 1, 1, tzinfo=UTC)
+
+
 def _rfc3339(value: str) -> str:
-    """Accept only timezone-qualified RFC3339 timestamps; a naive time is ambiguous at 3 a.m."""
+    """`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` between 1970 and 2100; a naive time is ambiguous at 3 a.m."""
+    if not _RFC3339.fullmatch(value):
+        raise ValueError(
+            "must be an RFC 3339 timestamp like 2026-11-30T02:10:00Z or 2026-11-30T10:10:00+08:00"
+        )
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ValueError("must be an RFC3339 timestamp") from exc
-    if parsed.tzinfo is None:
-        raise ValueError("must carry a timezone (e.g. Z or +08:00)")
+        instant = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise ValueError("must be a valid date and time") from exc
+    if not EARLIEST_INSTANT <= instant < LATEST_INSTANT:
+        raise ValueError("must lie between 1970 and 2100")
     return value
 
 
