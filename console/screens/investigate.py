@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 from agent.contracts import EXIT_CODE_OF, Outcome
 from console.export import RunRecord, draft_markdown
 from console.messages import EngineStatus, RunAborted, RunCompleted, RunSubmitted
+from console.safe_text import neutralize
 from console.widgets.result import ResultView
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
@@ -134,7 +135,7 @@ class InvestigateScreen(Screen[None]):
         carry.display = previous_turn is not None
         if previous_turn is not None:
             text = Text.assemble(("carried over to the next run ", "bold"), ("(ctrl+f drops it): ", "dim"))
-            text.append(json.dumps(previous_turn, ensure_ascii=False))
+            text.append(neutralize(json.dumps(previous_turn, ensure_ascii=False), form="json"))
             carry.update(text)
         self.refresh_bindings()
 

@@ -19,6 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from console.safe_text import neutralize
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
@@ -166,7 +167,7 @@ class ReplayScreen(Screen[None]):
         view = self.query_one(RunView)
         view.reset(state)
         view.sync()
-        query.update(Text.assemble(("query ", "bold"), str(timeline.run.get("query") or "—")))
+        query.update(Text.assemble(("query ", "bold"), neutralize(str(timeline.run.get("query") or "—"))))
         if self.focus_call is not None and view.timeline.jump_to(self.focus_call):
             view.show_detail(("call", self.focus_call))
         view.timeline.focus()

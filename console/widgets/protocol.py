@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
+from console.safe_text import neutralize
 from console.widgets.run_state import RunState
 
 LABEL_WIDTH = 20
@@ -66,7 +67,11 @@ def protocol_lines(state: RunState) -> list[tuple[str, str, str]]:
         stop = f"yes · {CAUSE_TEXT.get(str(state.stop_cause), str(state.stop_cause).lower())}"
     saturation = protocol.get("saturation")
     return [
-        ("pending observation", str(protocol.get("pending_tool_call_id") or "none"), "ok"),
+        (
+            "pending observation",
+            neutralize(str(protocol.get("pending_tool_call_id") or "none"), newlines=False),
+            "ok",
+        ),
         ("no-gain streak", no_gain, no_gain_level),
         ("violations", violations, violations_level),
         ("STOP_REQUIRED", stop, "full" if protocol.get("stop_required") else "ok"),

@@ -19,7 +19,7 @@ from textual.widgets.option_list import Option
 from agent.contracts import EXIT_CODE_OF, Outcome
 from console.messages import CitationSelected
 from console.render_text import OUTCOME_MEANING
-from console.safe_text import neutralize_values
+from console.safe_text import neutralize, neutralize_values
 from console.widgets.run_state import RunState
 from console.widgets.timeline import EVALUATION_STYLE, STATUS_STYLE
 
@@ -81,11 +81,11 @@ def banner(state: RunState) -> Text:
 
 def check_prompt(state: RunState, tool_call_id: str, indent: str = "   ↳ ") -> Text:
     row = state.calls.get(tool_call_id)
-    text = Text.assemble(indent, (tool_call_id, "bold"))
+    text = Text.assemble(indent, (neutralize(tool_call_id, newlines=False), "bold"))
     if row is None:
         text.append("  not a call of this run", style="red")
         return text
-    text.append(f"  {row.tool or '—'}", style="cyan")
+    text.append(f"  {neutralize(row.tool or '—', newlines=False)}", style="cyan")
     text.append(f"  {row.status}", style=STATUS_STYLE.get(row.status, ""))
     if row.evaluation:
         text.append(f"  eval {row.evaluation}", style=EVALUATION_STYLE.get(row.evaluation, ""))
@@ -96,7 +96,10 @@ def snapshot_check_prompt(check: dict[str, Any]) -> Text:
     """One ProgressSnapshot check exactly as the result publishes it."""
     status = str(check.get("evidence_status"))
     text = Text.assemble(
-        "  ", (str(check.get("tool_call_id")), "bold"), "  ", (str(check.get("tool")), "cyan")
+        "  ",
+        (neutralize(str(check.get("tool_call_id")), newlines=False), "bold"),
+        "  ",
+        (neutralize(str(check.get("tool")), newlines=False), "cyan"),
     )
     text.append(f"  {status}", style=STATUS_STYLE.get(status, ""))
     if check.get("evaluation"):
@@ -148,7 +151,7 @@ class ResultView(VerticalScroll):
         banner_widget = self.query_one("#result-banner", Static)
         banner_widget.add_class("-failed")
         banner_widget.update(Text.assemble(("no result", "bold"), "  the run stopped before it could finish"))
-        self.query_one("#result-summary", Static).update(Text(message))
+        self.query_one("#result-summary", Static).update(Text(neutralize(message)))
 
     def _add(self, options: OptionList, prompt: Text, target: str | None) -> None:
         options.add_option(Option(prompt))

@@ -15,6 +15,7 @@ from textual.widgets.tree import TreeNode
 
 from agent.contracts import EXIT_CODE_OF, Outcome
 from console.render_text import OUTCOME_MEANING
+from console.safe_text import neutralize
 from console.widgets.run_state import CallRow, Changes, Entry, RoundRow, RunState
 
 TimelineKey = tuple[str, Any]  # ("round", n) | ("call", id) | ("note", i) | ("finish", None)
@@ -44,8 +45,8 @@ STOP_CAUSE_TEXT = {"BUDGET": "one model call left", "SATURATION": "saturated"}
 
 
 def clip(text: str, width: int) -> str:
-    """One line of at most `width` terminal cells (CJK characters take two)."""
-    line = Text(" ".join(text.split()))
+    """One line of at most `width` terminal cells (CJK characters take two), shown neutralised."""
+    line = Text(neutralize(" ".join(text.split()), newlines=False))
     line.truncate(width, overflow="ellipsis")
     return line.plain
 
@@ -92,19 +93,19 @@ def round_label(row: RoundRow, show_timings: bool) -> Text:
 
 
 def call_label(row: CallRow, show_timings: bool) -> Text:
-    label = Text.assemble((f"{row.tool_call_id:<8}", "bold"), " ")
-    label.append(f"{row.tool or '—':<16}", style="cyan" if row.tool else "dim")
+    label = Text.assemble((f"{neutralize(row.tool_call_id, newlines=False):<8}", "bold"), " ")
+    label.append(f"{neutralize(row.tool or '—', newlines=False):<16}", style="cyan" if row.tool else "dim")
     label.append(" ")
     label.append(STATUS_TEXT.get(row.status, row.status), style=STATUS_STYLE.get(row.status, ""))
     if row.error_code and row.status in ("ERROR", "CANCELLED") and row.error_code != row.status:
-        label.append(f" {row.error_code}", style="red")
+        label.append(f" {neutralize(str(row.error_code), newlines=False)}", style="red")
     if row.evaluation:
         label.append("  eval ", style="dim")
         label.append(row.evaluation, style=EVALUATION_STYLE.get(row.evaluation, ""))
     for control in dict.fromkeys(row.controls):
         if control == "INVALID_INPUT" and row.error_code == "INVALID_INPUT":
             continue
-        label.append(f"  {control}", style="bold yellow")
+        label.append(f"  {neutralize(str(control), newlines=False)}", style="bold yellow")
     summary = input_summary(row.tool, row.input, 48)
     if summary:
         label.append(f"  {summary}", style="dim")
@@ -124,7 +125,7 @@ def note_label(event: dict[str, Any]) -> Text:
             f"  {STOP_CAUSE_TEXT.get(cause, cause.lower())}: the next round is the last", style="dim"
         )
     elif code == "COLLECTION_STOPPED":
-        ids = ", ".join(str(i) for i in detail.get("tool_call_ids") or [])
+        ids = neutralize(", ".join(str(i) for i in detail.get("tool_call_ids") or []), newlines=False)
         label.append(f"  final round asked for tools; not executed: {ids}", style="dim")
     return label
 
