@@ -43,6 +43,7 @@ from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.definitions import QueryMysqlInput
+from tools.redaction import REDACTED
 from tools.sql_guard import BUILT_STRING_BYTES, SYSTEM_SCHEMAS, GuardedStatement, SqlPolicyError, guard_sql
 
 log = logging.getLogger(__name__)
@@ -301,7 +302,7 @@ class MysqlAdapter:
             if schema is None:  # the guard rejects this first; kept so no other name is ever selected
                 raise ToolError("POLICY_REJECTED", "SCHEMA_NOT_ALLOWED")
         result = await self._run(guarded, schema)
-        return self._project(result)
+        return self._project(result, guarded)
 
     def _pool_or_create(self) -> _ConnectionPool:
         if self._pool is None:
@@ -453,8 +454,16 @@ class MysqlAdapter:
         finally:
             conn.close()
 
-    def _project(self, result: _Rows) -> AdapterResult:
-        """Whitelisted shape only: names, capped rows and columns, cut cells, and whether anything was cut."""
+    def _project(self, result: _Rows, guarded: GuardedStatement) -> AdapterResult:
+        """Whitelisted shape only: names, capped rows and columns, cut cells, and whether anything was cut.
+
+        A column that selects a secret under another name is hidden here; one named like a secret is
+        hidden by the redaction step (both are `[REDACTED]`)."""
+        secret = {
+            index
+            for index, name in enumerate(result.columns)
+            if index in guarded.secret_columns or name.lower() in guarded.secret_names
+        }
         truncated = len(result.columns) > self._max_columns or len(result.rows) > self._max_rows
         columns: list[str] = []
         for name in result.columns[: self._max_columns]:
@@ -464,7 +473,10 @@ class MysqlAdapter:
         rows: list[list[Any]] = []
         for raw in result.rows[: self._max_rows]:
             row: list[Any] = []
-            for value in raw[: self._max_columns]:
+            for index, value in enumerate(raw[: self._max_columns]):
+                if index in secret and value is not None:
+                    row.append(REDACTED)
+                    continue
                 cell, was_cut = self._cell(value)
                 row.append(cell)
                 truncated = truncated or was_cut

@@ -26,6 +26,8 @@ from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
+from tools.redaction import names_secret
+
 PolicyReason = Literal[
     "TOO_LONG",
     "PARSE_ERROR",
@@ -269,6 +271,10 @@ class GuardedStatement:
     schemas: tuple[str, ...]
     row_limit: int | None
     columns_sql: str | None = None
+    # Result columns that carry a secret-named column under another name (`SELECT password AS p`): by
+    # position, and by the names a CTE or derived table gave them (for `SELECT *` over it).
+    secret_columns: tuple[int, ...] = ()
+    secret_names: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -446,7 +452,50 @@ def _guard_query(sql: str, policy: _Policy) -> GuardedStatement:
     # The same statement with LIMIT 0: its result columns without a row (the server skips the work).
     probe = root.copy()
     probe.args["limit"].set("expression", exp.Literal.number(0))
-    return GuardedStatement("SELECT", text, schemas, policy.row_limit, columns_sql=_generate(probe))
+    positions, names = _secret_results(root)
+    return GuardedStatement(
+        "SELECT",
+        text,
+        schemas,
+        policy.row_limit,
+        columns_sql=_generate(probe),
+        secret_columns=positions,
+        secret_names=names,
+    )
+
+
+def _secret_results(root: exp.Query) -> tuple[tuple[int, ...], frozenset[str]]:
+    """Which result columns select a secret, whatever they are called.
+
+    The redaction step hides a column by its name; an alias (`SELECT password AS p`), a CTE or a derived
+    table would rename it out of sight. So every projection that reads a secret-named column, or a
+    column a CTE or subquery derived from one, makes its output name a secret too, to a fixed point.
+    """
+    derived: set[str] = set()
+
+    def reads_secret(node: exp.Expr) -> bool:
+        return any(
+            isinstance(column, exp.Column) and (names_secret(column.name) or column.name.lower() in derived)
+            for column in node.walk()
+        )
+
+    selects = list(root.find_all(exp.Select))
+    changed = True
+    while changed:
+        changed = False
+        for select in selects:
+            for projection in select.expressions:
+                name = projection.alias_or_name.lower()
+                if name and name not in derived and reads_secret(projection):
+                    derived.add(name)
+                    changed = True
+    positions = {
+        index
+        for select in _outer_selects(root)
+        for index, projection in enumerate(select.expressions)
+        if reads_secret(projection)
+    }
+    return tuple(sorted(positions)), frozenset(derived)
 
 
 def _generate(root: exp.Expr) -> str:
