@@ -250,6 +250,7 @@ class MysqlAdapter:
         max_result_bytes: int = 64_000,
         pool_size: int = 4,
         connect_timeout_s: float = 5.0,
+        kill_verify_s: float = _KILL_VERIFY_S,
     ) -> None:
         self._target = parse_dsn(dsn)
         self._password = password
@@ -269,6 +270,7 @@ class MysqlAdapter:
         self._max_result_bytes = max_result_bytes
         self._pool_size = pool_size
         self._connect_timeout_s = connect_timeout_s
+        self._kill_verify_s = kill_verify_s
         self._pool: _ConnectionPool | None = None
         self._kills: set[asyncio.Task[bool]] = set()
 
@@ -424,7 +426,7 @@ class MysqlAdapter:
             log.warning("cannot kill MySQL thread %d (%s %s)", thread, type(exc).__name__, _errno(exc))
             return False
         try:
-            async with asyncio.timeout(_CLIENT_MARGIN_S + _KILL_VERIFY_S), conn.cursor() as cur:
+            async with asyncio.timeout(_CLIENT_MARGIN_S + self._kill_verify_s), conn.cursor() as cur:
                 for kill in (f"KILL QUERY {thread}", f"KILL CONNECTION {thread}"):
                     try:
                         await cur.execute(kill)
@@ -432,7 +434,7 @@ class MysqlAdapter:
                         if _errno(exc) != 1094:  # 1094: no such thread (it already ended)
                             raise
                 loop = asyncio.get_running_loop()
-                deadline = loop.time() + _KILL_VERIFY_S
+                deadline = loop.time() + self._kill_verify_s
                 while True:
                     await cur.execute(
                         "SELECT COUNT(*) FROM information_schema.processlist WHERE id = %s", (thread,)

@@ -171,8 +171,8 @@ def _key_value_attrs(match: re.Match[str]) -> str:
 
 def _quoted_pair(match: re.Match[str]) -> str:
     """`password="..."`: keep key, separator and quotes; empty values stay empty (they hide nothing)."""
-    start, end = match.span(match.lastgroup or 0)  # the one value group (dq, eq, sq or uq) that matched
-    if start == end:
+    start, end = match.span(match.lastgroup or 0)  # the one value group that matched
+    if start == end or REDACTED in match.group(0):  # empty, or redacted already (keeps this idempotent)
         return match.group(0)
     return match.string[match.start() : start] + REDACTED + match.string[end : match.end()]
 

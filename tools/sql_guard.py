@@ -99,8 +99,8 @@ FUNCTION_COSTS: dict[str, Cost] = {
     "TIMESTAMP": _DATE, "DATE_SUB": _DATE, "DATE_ADD": _DATE, "TIMESTAMPDIFF": _NUMBER, "DATEDIFF": _NUMBER,
     "UNIX_TIMESTAMP": _NUMBER, "EXTRACT": _NUMBER, "YEAR": _NUMBER, "MONTH": _NUMBER, "DAY": _NUMBER,
     "HOUR": _NUMBER, "MINUTE": _NUMBER, "SECOND": _NUMBER,
-    "DATE_FORMAT": Cost(5, "a two-byte specifier such as %W becomes at most 9 bytes"),
-    "FROM_UNIXTIME": Cost(5, "a two-byte specifier such as %W becomes at most 9 bytes"),
+    "DATE_FORMAT": Cost(6, "a two-byte specifier such as %r becomes at most 11 bytes"),
+    "FROM_UNIXTIME": Cost(6, "a two-byte specifier such as %r becomes at most 11 bytes"),
     # math
     "ROUND": _NUMBER, "FLOOR": _NUMBER, "CEIL": _NUMBER, "ABS": _NUMBER,
     # JSON: one path without wildcards selects one value, re-serialized with spaces after , and :
