@@ -43,11 +43,13 @@ def plant(path: Path, *statements: str) -> None:
 PLANTED = {
     "a trigger copying projections": (
         "CREATE TABLE loot (v TEXT)",
-        "CREATE TRIGGER steal AFTER UPDATE ON invocations BEGIN INSERT INTO loot VALUES (new.projection_json); END",
+        "CREATE TRIGGER steal AFTER UPDATE ON invocations BEGIN "
+        "INSERT INTO loot VALUES (new.projection_json); END",
     ),
     "a trigger that never ends": (
         "CREATE TRIGGER hang AFTER INSERT ON runs BEGIN "
-        "SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c); END",
+        "SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+        "SELECT x FROM c); END",
     ),
     "one of our trigger names with another body": (
         "DROP TRIGGER runs_ai",

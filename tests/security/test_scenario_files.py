@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -26,7 +26,7 @@ PASSWORD = "db-pa55word-for-the-operator-only"
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    seen: list[dict[str, str]] = []
+    seen: ClassVar[list[dict[str, str]]] = []
 
     def do_POST(self) -> None:
         _Recorder.seen.append({"path": self.path, "authorization": self.headers.get("Authorization", "")})
