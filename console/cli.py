@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8000)
     serve.add_argument("--config", type=Path)
+    serve.add_argument("--public-url", help="the address browsers use, when a proxy stands in front")
     serve.add_argument(
         "--max-consoles",
         type=_console_cap,
@@ -127,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "serve":
             from console.serve import serve
 
-            return serve(args.host, args.port, args.config, args.max_consoles)
+            return serve(args.host, args.port, args.config, args.max_consoles, args.public_url)
         return asyncio.run(_run(args))
     except SetupError as exc:
         error(str(exc))
@@ -190,11 +191,15 @@ def _scenarios(as_json: bool) -> int:
 def _check_scenarios(args: argparse.Namespace) -> None:
     """A scenario file named on the command line, or any file of `--scenario-dir`, that cannot be used
     stops the console before it starts (exit 3), naming the file and the key."""
+    scenario = getattr(args, "scenario", None)
+    folder = getattr(args, "scenario_dir", None)
+    if scenario and Path(scenario).suffix not in {".yaml", ".yml", ".json"} and not Path(scenario).exists():
+        scenario = None  # a built-in name: package data, checked by the engine as it opens
+    if not scenario and folder is None:
+        return  # nothing to check: the console's first frame must not wait for the settings model
     from agent.scenarios import ScenarioError, load_scenario_file, resolve_scenario
     from console.screens.scenarios import scenario_files
 
-    scenario = getattr(args, "scenario", None)
-    folder = getattr(args, "scenario_dir", None)
     try:
         if scenario:
             resolve_scenario(scenario)

@@ -15,7 +15,8 @@ the operator's own browser tab, on a shared laptop too:
   console is full and the WebSocket upgrade is refused (503), rather than forking without limit.
 
 The guards are aiohttp middleware added to textual-serve's own application (its `_make_app`), not a
-fork of it. It binds to 127.0.0.1 unless told otherwise.
+fork of it. It binds to 127.0.0.1 unless told otherwise; behind a proxy, `--public-url` names the
+address the browser uses, whose Host and Origin are then admitted too.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import shlex
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from textual_serve.server import Server
@@ -79,9 +81,20 @@ class GuardedServer(Server):  # type: ignore[misc]
     """textual-serve's server with Host/Origin checks, a per-start access token and a console cap."""
 
     def __init__(
-        self, command: str, host: str, port: int, max_consoles: int, token: str | None = None
+        self,
+        command: str,
+        host: str,
+        port: int,
+        max_consoles: int,
+        token: str | None = None,
+        public_url: str | None = None,
     ) -> None:
-        self.origin = f"http://{authority(host, port)}"
+        """`public_url`: the address the browser uses when a proxy stands in front (its origin is then
+        the one admitted); by default the served address itself."""
+        served = authority(host, port)
+        public = urlsplit(public_url) if public_url else None
+        self.origin = f"{public.scheme}://{public.netloc}" if public else f"http://{served}"
+        self.hosts = {served, public.netloc} if public else {served}
         super().__init__(command=command, host=host, port=port, title="diagnose", public_url=self.origin)
         self.token = token or secrets.token_urlsafe(32)
         self.max_consoles = max_consoles
@@ -119,7 +132,7 @@ class GuardedServer(Server):  # type: ignore[misc]
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.headers.get("Host", "") != authority(self.host, self.port):
+        if request.headers.get("Host", "") not in self.hosts:
             return _page(403, "Wrong address", f"This console only answers at {self.origin}.")
         origin = request.headers.get("Origin")
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
@@ -136,7 +149,10 @@ class GuardedServer(Server):  # type: ignore[misc]
         if request.path == "/" and TOKEN_PARAM in request.query:
             # First visit: keep the token in an HttpOnly cookie and out of the address bar and history.
             response = web.Response(status=303, headers={"Location": "/"})
-            response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
+            secure = self.origin.startswith("https:")
+            response.set_cookie(
+                self.cookie, self.token, httponly=True, samesite="Strict", path="/", secure=secure
+            )
             return response
         if request.path == "/" and self.active_consoles >= self.max_consoles:
             return _page(
@@ -164,6 +180,7 @@ def serve(
     port: int = DEFAULT_PORT,
     config: Path | None = None,
     max_consoles: int | None = None,
+    public_url: str | None = None,
 ) -> int:
     from agent.settings import ConfigError, load_settings
     from console.errors import SetupError
@@ -179,6 +196,12 @@ def serve(
             "agent; put it behind authentication",
             file=sys.stderr,
         )
-    server = GuardedServer(console_command(config), host=host, port=port, max_consoles=max_consoles)
+    if public_url is not None:
+        parts = urlsplit(public_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
+            raise SetupError(f"--public-url must look like https://console.example.com, not {public_url!r}")
+    server = GuardedServer(
+        console_command(config), host=host, port=port, max_consoles=max_consoles, public_url=public_url
+    )
     server.serve()
     return 0

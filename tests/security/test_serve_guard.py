@@ -8,6 +8,7 @@ printed at start are refused; the token sets an HttpOnly, SameSite=Strict cookie
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -24,7 +25,7 @@ import pytest
 
 from tests.resilience.helpers import REPO
 
-URL_LINE = re.compile(r"diagnose serve: open (http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_-]+))")
+URL_LINE = re.compile(r"diagnose serve: open (https?://[^/]+/\?token=([A-Za-z0-9_-]+))")
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+@contextlib.contextmanager
+def serving(tmp_path: Path, *extra: str) -> Iterator[Served]:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIAGNOSE_")}
     env.update(
@@ -62,7 +63,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
         PYTHONPATH=str(REPO),
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "console", "serve", "--port", str(port), "--max-consoles", "1"],
+        [sys.executable, "-m", "console", "serve", "--port", str(port), "--max-consoles", "1", *extra],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -82,7 +83,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
         while socket.socket().connect_ex(("127.0.0.1", port)) != 0:  # printed just before it listens
             assert time.monotonic() < deadline and process.poll() is None, "diagnose serve never listened"
             time.sleep(0.05)
-        yield Served(match.group(1), f"http://127.0.0.1:{port}", int(match.group(2)), match.group(3))
+        yield Served(match.group(1), f"http://127.0.0.1:{port}", port, match.group(2))
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -90,6 +91,12 @@ def served(tmp_path: Path) -> Iterator[Served]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    with serving(tmp_path) as server:
+        yield server
 
 
 @pytest.fixture
@@ -172,3 +179,23 @@ async def _sleep(seconds: float) -> None:
     import asyncio
 
     await asyncio.sleep(seconds)
+
+
+async def test_behind_a_proxy_the_public_address_is_the_admitted_one(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    public = "https://diag.example.com"
+    with serving(tmp_path, "--public-url", public) as served:
+        assert served.url.startswith(f"{public}/?token=")
+        proxied = {"Host": "diag.example.com", "Origin": public}
+        async with http.get(served.origin + "/", headers=proxied, cookies=served.cookie) as response:
+            assert response.status == 200
+        async with http.get(
+            served.origin + f"/?token={served.token}",
+            headers={"Host": "diag.example.com"},
+            allow_redirects=False,
+        ) as response:
+            assert "Secure" in response.headers["Set-Cookie"]
+        elsewhere = {"Host": "diag.example.com", "Origin": "https://attacker.example"}
+        async with http.get(served.origin + "/", headers=elsewhere, cookies=served.cookie) as response:
+            assert response.status == 403
