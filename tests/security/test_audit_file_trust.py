@@ -82,6 +82,13 @@ def test_the_cli_refuses_such_a_file_with_exit_3_and_no_hang(audit_db: Path, tmp
     assert "Traceback" not in run.err
 
 
+def test_statistics_from_analyze_are_not_a_reason_to_refuse(audit_db: Path) -> None:
+    plant(audit_db, "ANALYZE")
+    with sqlite3.connect(audit_db) as conn:
+        assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()
+    AuditStore(audit_db).close()
+
+
 def test_a_file_of_another_application_is_not_ours_to_write(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     plant(other, "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
