@@ -13,6 +13,17 @@ from dataclasses import dataclass, field
 from agent.contracts import StopReason, Usage
 from agent.settings import BudgetSettings
 
+# The stop reasons that are budgets (and so may be named by `budget_changed.exhausted`). Saturation
+# and cancellation end runs too, but they are not budgets.
+BUDGET_STOP_REASONS = frozenset(
+    {
+        StopReason.MODEL_CALLS_EXHAUSTED,
+        StopReason.TOKENS_EXHAUSTED,
+        StopReason.DEADLINE_EXCEEDED,
+        StopReason.RUN_BYTES_EXHAUSTED,
+    }
+)
+
 
 def utf8_len(text: str) -> int:
     """UTF-8 size of `text`; raises UnicodeEncodeError on lone surrogates (not valid Unicode)."""
@@ -64,6 +75,18 @@ class RunBudget:
             return StopReason.TOKENS_EXHAUSTED
         if self.run_bytes >= self.limits.max_run_bytes:
             return StopReason.RUN_BYTES_EXHAUSTED
+        return None
+
+    def exhausted_after_round(self) -> StopReason | None:
+        """Which budget the model round that just returned has spent, so none of its tool calls may run.
+
+        Model calls are not checked here: the round itself was permitted. Run bytes are charged per
+        observation as the calls are answered.
+        """
+        if self.remaining_s() <= 0:
+            return StopReason.DEADLINE_EXCEEDED
+        if self.total_tokens >= self.limits.max_total_tokens:
+            return StopReason.TOKENS_EXHAUSTED
         return None
 
     def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:

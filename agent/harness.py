@@ -4,8 +4,10 @@ The Agent owns the ReAct loop; the harness only sits at its hook points:
 - `before_model_call` (before_llm): cancellation, deadline, model-call, token and run-byte budgets;
   raises STOP_REQUIRED before the last permitted round; a refused round never reaches the generator.
 - `handle_tool_round` (before_tool): answers EVERY pending call of the round itself, in call order,
-  so Haystack executes nothing: unknown tools, protocol violations and duplicates get control
-  observations; authorized calls run once through the ToolBoundary with the exact tool call ID.
+  so Haystack executes nothing. First it checks cancellation, the deadline and the token budget
+  again (the round's usage has just been recorded): if the round spent one, none of its calls runs.
+  Otherwise unknown tools, protocol violations and duplicates get control observations; authorized
+  calls run once through the ToolBoundary with the exact tool call ID.
 - `close_model_round` (before_tool / on_exit): records the round's usage.
 All state lives here (not in Haystack's State, whose `get` deep-copies), so a cancelled run still
 has its ledger and a ProgressSnapshot.
@@ -20,7 +22,7 @@ from typing import Any
 
 from haystack.dataclasses import ChatMessage, ToolCall
 
-from agent.budget import utf8_len
+from agent.budget import BUDGET_STOP_REASONS, utf8_len
 from agent.contracts import StopReason
 from agent.events import RunEventEmitter
 from agent.progress import CheckRecord, ProgressLedger
@@ -118,6 +120,12 @@ class DiagnosisHarnessCore:
             state.set("stop_run", "EMPTY_REPLY")
             return
 
+        spent = self._spent_during_round()
+        if spent is not None:
+            # Exhaustion prevents later controlled work: no call of this round runs or is audited.
+            self._stop(state, spent)
+            state.set("messages", [_reply(c, self._not_executed(c, STOP_REQUIRED)) for c in calls])
+            return
         if self.ledger.stop_required and self.ledger.stop_announced:
             self._collection_stopped(state, calls)
             return
@@ -127,9 +135,7 @@ class DiagnosisHarnessCore:
         replies: list[ChatMessage] = []
         for call in calls:
             assert call.id is not None
-            if self.stop_reason is not None:
-                obs = Observation(tool_call_id=call.id, tool=call.tool_name, evidence_status="NOT_EXECUTED")
-            elif self.ledger.stop_required:
+            if self.stop_reason is not None or self.ledger.stop_required:
                 obs = self._not_executed(call, STOP_REQUIRED)
             else:
                 obs, found = await self._process_call(call, pending_at_start)
@@ -141,13 +147,19 @@ class DiagnosisHarnessCore:
                 text = obs.to_model_text()
                 if not self.ctx.budget.try_charge_bytes(utf8_len(text)):
                     self._stop(state, StopReason.RUN_BYTES_EXHAUSTED)
-            replies.append(ChatMessage.from_tool(tool_result=obs.to_model_text(), origin=call))
+            replies.append(_reply(call, obs))
         if found_this_round is not None and not self.ledger.stop_required:
             self.ledger.pending = found_this_round
         if self.ledger.stop_required:
             self.ledger.stop_announced = True
         state.set("messages", replies)
         self._emit_budget()
+
+    def _spent_during_round(self) -> StopReason | None:
+        """Cancellation or a budget the round that just returned has spent (checked before its calls)."""
+        if self.ctx.cancel_requested:
+            return StopReason.CANCELLED
+        return self.ctx.budget.exhausted_after_round()
 
     def _with_call_ids(self, messages: list[ChatMessage]) -> ChatMessage:
         """Give ID-less tool calls a deterministic ID (round + position) so the audit and model agree."""
@@ -277,10 +289,7 @@ class DiagnosisHarnessCore:
             else StopReason.MODEL_CALLS_EXHAUSTED
         )
         self._stop(state, reason)
-        replies = [
-            ChatMessage.from_tool(self._not_executed(c, STOP_REQUIRED).to_model_text(), c) for c in calls
-        ]
-        state.set("messages", replies)
+        state.set("messages", [_reply(c, self._not_executed(c, STOP_REQUIRED)) for c in calls])
 
     # ------------------------------------------------------------------ helpers
     def _violation(self, call: ToolCall, detail: dict[str, Any]) -> Observation:
@@ -323,7 +332,8 @@ class DiagnosisHarnessCore:
         if self.stop_reason is None:
             self.stop_reason = reason
         state.set("stop_run", reason.value)
-        self._emit_budget(exhausted=reason.value)
+        # Only a budget is "exhausted"; saturation and cancellation are reported as what they are.
+        self._emit_budget(exhausted=reason.value if reason in BUDGET_STOP_REASONS else None)
 
     def _protocol(self, code: str, tool_call_id: str | None, detail: dict[str, Any]) -> None:
         self.emitter.emit(
@@ -336,6 +346,10 @@ class DiagnosisHarnessCore:
 
     def _emit_budget(self, exhausted: str | None = None) -> None:
         self.emitter.emit("budget_changed", **self.ctx.budget.gauge(), exhausted=exhausted)
+
+
+def _reply(call: ToolCall, observation: Observation) -> ChatMessage:
+    return ChatMessage.from_tool(tool_result=observation.to_model_text(), origin=call)
 
 
 def _evaluation_problem(previous: Any, pending: CheckRecord) -> dict[str, str] | None:

@@ -26,7 +26,8 @@ EXPECTED = {
     "no-gain-saturation-final-draft": ("DRAFT", "COMPLETED_AFTER_STOP_REQUIRED", 0, ["call-1", "call-2"]),
     "stop-required-ignored": ("CONTROLLED_STOP", "INFORMATION_SATURATED", 10, ["call-1", "call-2"]),
     "model-call-budget-exhausted": ("BUDGET_EXHAUSTED", "MODEL_CALLS_EXHAUSTED", 11, ["call-1", "call-2"]),
-    "token-budget-exhausted": ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED", 11, ["call-1", "call-2"]),
+    # Round 2 spends the token budget: its call-2 never runs.
+    "token-budget-exhausted": ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED", 11, ["call-1"]),
     "tool-error-no-retry": ("DRAFT", "COMPLETED", 0, ["call-1"]),
     "unknown-tool": ("DRAFT", "COMPLETED", 0, []),
     "fenced-json-fails-closed": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),
