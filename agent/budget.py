@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from agent.contracts import StopReason, Usage
 from agent.settings import BudgetSettings
+from agent.usage import RoundUsage
 
 # The stop reasons that are budgets (and so may be named by `budget_changed.exhausted`). Saturation
 # and cancellation end runs too, but they are not budgets.
@@ -47,6 +48,7 @@ class RunBudget:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     run_bytes: int = 0
+    usage_estimated: bool = False  # some round's usage was estimated, not reported
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -89,9 +91,10 @@ class RunBudget:
             return StopReason.TOKENS_EXHAUSTED
         return None
 
-    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
-        self.prompt_tokens += max(0, prompt_tokens)
-        self.completion_tokens += max(0, completion_tokens)
+    def record_usage(self, usage: RoundUsage) -> None:
+        self.prompt_tokens += max(0, usage.prompt_tokens)
+        self.completion_tokens += max(0, usage.completion_tokens)
+        self.usage_estimated = self.usage_estimated or usage.estimated
 
     def try_charge_bytes(self, n: int) -> bool:
         """Charge model-facing bytes; refuse (and charge nothing) if the run capacity would be exceeded."""
@@ -112,7 +115,11 @@ class RunBudget:
         """Operator-facing view for `budget_changed` events (never shown to the model)."""
         return {
             "model_calls": {"used": self.model_calls, "limit": self.limits.max_model_calls},
-            "tokens": {"used": self.total_tokens, "limit": self.limits.max_total_tokens},
+            "tokens": {
+                "used": self.total_tokens,
+                "limit": self.limits.max_total_tokens,
+                "estimated": self.usage_estimated,
+            },
             "run_bytes": {"used": self.run_bytes, "limit": self.limits.max_run_bytes},
             "deadline": {"elapsed_s": round(self.elapsed_s(), 3), "limit_s": self.limits.deadline_s},
         }

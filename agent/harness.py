@@ -8,7 +8,8 @@ The Agent owns the ReAct loop; the harness only sits at its hook points:
   again (the round's usage has just been recorded): if the round spent one, none of its calls runs.
   Otherwise unknown tools, protocol violations and duplicates get control observations; authorized
   calls run once through the ToolBoundary with the exact tool call ID.
-- `close_model_round` (before_tool / on_exit): records the round's usage.
+- `close_model_round` (before_tool / on_exit): records the round's usage (as measured by
+  GuardedChatGenerator: reported, or estimated and marked so).
 All state lives here (not in Haystack's State, whose `get` deep-copies), so a cancelled run still
 has its ledger and a ProgressSnapshot.
 """
@@ -27,6 +28,7 @@ from agent.contracts import StopReason
 from agent.events import RunEventEmitter
 from agent.progress import CheckRecord, ProgressLedger
 from agent.run_context import RunContext
+from agent.usage import RoundUsage
 from tools.adapter import ToolError, ToolRequest
 from tools.boundary import ToolBoundary, canonical_input
 from tools.definitions import PreviousObservation
@@ -83,16 +85,15 @@ class DiagnosisHarnessCore:
         if not self.round_in_flight:
             return
         self.round_in_flight = False
-        usage = (message.meta.get("usage") if message is not None else None) or {}
-        prompt = int(usage.get("prompt_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
-        self.ctx.budget.record_usage(prompt, completion)
+        usage = RoundUsage.from_meta(message.meta if message is not None else {})
+        self.ctx.budget.record_usage(usage)
         self.emitter.emit(
             "model_round_finished",
             round=self.round,
             duration_ms=int((time.perf_counter() - self._round_started) * 1000),
-            prompt_tokens=prompt,
-            completion_tokens=completion,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            usage_estimated=usage.estimated,
             tool_call_ids=[c.id for c in message.tool_calls] if message is not None else [],
             has_text=bool(message is not None and message.text),
         )

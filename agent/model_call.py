@@ -1,14 +1,18 @@
-"""GuardedChatGenerator: marks failures that happen inside the model call itself.
+"""GuardedChatGenerator: marks failures inside the model call, and measures each round's usage.
 
 Only an exception raised by the chat generator is a MODEL_ERROR; anything else that escapes the
 Agent (a hook, the framework) is an AGENT_ERROR. Wrapping the generator is the one place that knows
-the difference for certain.
+the difference for certain, and the one place that sees exactly what a round sent and received: it
+replaces each reply's provider usage with a clean `RoundUsage` (estimated where the provider's is
+missing or unusable) before Haystack or the harness reads it, so no usage shape can crash the run.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
+
+from agent.usage import message_bytes, round_usage, tools_bytes
 
 
 class ModelCallError(Exception):
@@ -25,19 +29,22 @@ class GuardedChatGenerator:
 
     def run(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
         try:
-            return self.inner.run(messages=messages, tools=tools, **kwargs)
+            result = self.inner.run(messages=messages, tools=tools, **kwargs)
         except Exception as exc:
             raise ModelCallError(exc) from exc
+        return _with_measured_usage(result, messages, tools)
 
     async def run_async(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
         try:
             if callable(getattr(self.inner, "run_async", None)):
-                return await self.inner.run_async(messages=messages, tools=tools, **kwargs)
-            return await asyncio.to_thread(self.inner.run, messages=messages, tools=tools, **kwargs)
+                result = await self.inner.run_async(messages=messages, tools=tools, **kwargs)
+            else:
+                result = await asyncio.to_thread(self.inner.run, messages=messages, tools=tools, **kwargs)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             raise ModelCallError(exc) from exc
+        return _with_measured_usage(result, messages, tools)
 
     def warm_up(self) -> None:
         if hasattr(self.inner, "warm_up"):
@@ -48,3 +55,16 @@ class GuardedChatGenerator:
             await self.inner.warm_up_async()
         else:
             self.warm_up()
+
+
+def _with_measured_usage(result: dict[str, Any], messages: list[Any], tools: Any) -> dict[str, Any]:
+    """Give every reply clean usage meta: the provider's counts where usable, else estimated."""
+    replies = result.get("replies") if isinstance(result, dict) else None
+    if not replies:
+        return result
+    sent = sum(message_bytes(m) for m in messages) + tools_bytes(tools)
+    for reply in replies:
+        meta = getattr(reply, "meta", None)
+        if isinstance(meta, dict):
+            meta.update(round_usage(meta.get("usage"), sent, message_bytes(reply)).to_meta())
+    return result

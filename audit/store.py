@@ -222,8 +222,14 @@ def _v2_browse_and_recovery(db: sqlite_utils.Database) -> None:
         db.execute(statement)
 
 
+def _v3_estimated_usage(db: sqlite_utils.Database) -> None:
+    """A round whose usage the provider did not report (or reported unusably) was counted from the
+    bytes sent and received; the audit says so, so nobody reads an estimate as a provider's bill."""
+    db.execute("ALTER TABLE model_rounds ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0")
+
+
 # Append-only: migration N (1-based) brings a file from user_version N-1 to N. Never edit a shipped one.
-MIGRATIONS: list[Migration] = [_v1_initial_schema, _v2_browse_and_recovery]
+MIGRATIONS: list[Migration] = [_v1_initial_schema, _v2_browse_and_recovery, _v3_estimated_usage]
 
 
 @dataclass(frozen=True)
