@@ -32,8 +32,9 @@ EXPECTED = {
     "unknown-tool": ("DRAFT", "COMPLETED", 0, []),
     "fenced-json-fails-closed": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),
     "oversized-query-rejected": ("REJECTED", "QUERY_TOO_LARGE", 2, []),
-    # Without [mysql] configured both queries answer UNAVAILABLE, so the scripted conclusion is refused.
-    "mysql-stuck-enterprise-orders": ("FAILED", "INVALID_DRAFT", 1, ["call-1", "call-2"]),
+    # Without [mysql] configured call-1 answers UNAVAILABLE, so nothing is pending and call-2's evaluation
+    # of it is a protocol violation (call-2 never runs); the scripted conclusion is refused.
+    "mysql-stuck-enterprise-orders": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),
 }
 
 
