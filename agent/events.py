@@ -9,7 +9,8 @@ run) and `at` (ISO-8601 UTC), plus the fields of its type:
 - model_round_finished: round, duration_ms, prompt_tokens, completion_tokens, usage_estimated (bool:
   the provider's usage was missing or unusable, so counts were estimated from bytes), tool_call_ids
   [str], has_text (bool)
-- tool_started: round, tool_call_id, tool, input (the business input object)
+- tool_started: round, tool_call_id, tool, input (the business input object, as the model wrote it),
+  input_key (its canonical form as JSON text: equal keys are equivalent calls, see tools.canonical)
 - tool_finished: round, tool_call_id, tool, status (FOUND|EMPTY|ERROR|CANCELLED), error_code|null,
   reason|null, projection (object|null), duration_ms, observation (what the model saw, or null)
 - protocol_changed: code, tool_call_id|null, detail (object), state {pending_tool_call_id,

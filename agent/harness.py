@@ -30,7 +30,8 @@ from agent.progress import CheckRecord, ProgressLedger
 from agent.run_context import RunContext
 from agent.usage import RoundUsage
 from tools.adapter import ToolError, ToolRequest
-from tools.boundary import ToolBoundary, canonical_input
+from tools.boundary import ToolBoundary
+from tools.canonical import input_key
 from tools.definitions import ENVELOPE_KEYS, MAX_TOOL_CALL_ID_CHARS
 from tools.observation import Observation
 
@@ -242,7 +243,7 @@ class DiagnosisHarnessCore:
             business = self.boundary.validate_input(call.tool_name, envelope["input"])
         except ToolError:
             return self._invalid_input(call)
-        key = canonical_input(business)
+        key = input_key(call.tool_name, business)
         if self.ledger.is_duplicate(call.tool_name, key):
             self.ledger.count_no_gain()
             self._protocol("DUPLICATE_CALL", call.id, {})
@@ -260,6 +261,7 @@ class DiagnosisHarnessCore:
             tool_call_id=call.id,
             tool=call.tool_name,
             input=business.model_dump(mode="json"),
+            input_key=key,
         )
         request = ToolRequest(self.ctx.run_id, self.ctx.session_id, call.id, call.tool_name, business)
         started = time.perf_counter()

@@ -140,6 +140,7 @@ class AuditSink:
             "round": event.get("round"),
             "status": "STARTED",
             "input_json": _json(event["input"]),
+            "input_key": event.get("input_key"),
             "started_at": event["at"],
             "seq": event["seq"],
         }
