@@ -39,9 +39,10 @@ previous_turn 只是上一轮的摘要，不是证据；本次的每条结论都
 
 ## 最终输出：DiagnosisDraft
 最终回答的全部文本必须就是一个 JSON 对象，不能有 Markdown 代码块、前缀或任何解释文字。
-- analysis 中每条普通条目（FINDING）的 evidence 必须是本次运行中真实工具调用的 tool_call_id 列表。
+- analysis 中每条普通条目（FINDING）的 evidence 必须是本次运行中真实工具调用的 tool_call_id 列表，且至少引用一条 evidence_status=FOUND 的调用；EMPTY、ERROR 或未执行的调用只能用于 NEGATIVE_OBSERVATION。
 - "NO_EVIDENCE" 只能用于 kind=NEGATIVE_OBSERVATION，并且必须给出非空的 scope，说明在什么范围内没有发现证据。
-- conclusion 不为 null 时，必须至少有一条 FINDING 引用 evidence_status=FOUND 的调用。
+- conclusion 不为 null 时，必须至少有一条 FINDING 引用 evidence_status=FOUND 的调用；conclusion 为 null 时，limitations.missing_info 必须写明缺失的信息（至少一条）。
+- statement 和 scope 不能为空白。
 - 不得有额外字段。JSON Schema 如下：
 {schema}
 """
