@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent.usage import message_bytes, round_usage, tools_bytes
+from agent.usage import WireSizes, message_bytes, round_usage
 
 
 class ModelCallError(Exception):
@@ -24,15 +24,18 @@ class ModelCallError(Exception):
 
 
 class GuardedChatGenerator:
+    """One per run: it keeps the sizes of what the run has sent so far."""
+
     def __init__(self, inner: Any) -> None:
         self.inner = inner
+        self._sizes = WireSizes()
 
     def run(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
         try:
             result = self.inner.run(messages=messages, tools=tools, **kwargs)
         except Exception as exc:
             raise ModelCallError(exc) from exc
-        return _with_measured_usage(result, messages, tools)
+        return self._with_measured_usage(result, messages, tools)
 
     async def run_async(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
         try:
@@ -44,7 +47,19 @@ class GuardedChatGenerator:
             raise
         except Exception as exc:
             raise ModelCallError(exc) from exc
-        return _with_measured_usage(result, messages, tools)
+        return self._with_measured_usage(result, messages, tools)
+
+    def _with_measured_usage(self, result: dict[str, Any], messages: list[Any], tools: Any) -> dict[str, Any]:
+        """Give every reply clean usage meta: the provider's counts where usable, else estimated."""
+        replies = result.get("replies") if isinstance(result, dict) else None
+        if not replies:
+            return result
+        sent = self._sizes.sent(messages, tools)
+        for reply in replies:
+            meta = getattr(reply, "meta", None)
+            if isinstance(meta, dict):
+                meta.update(round_usage(meta.get("usage"), sent, message_bytes(reply)).to_meta())
+        return result
 
     def warm_up(self) -> None:
         if hasattr(self.inner, "warm_up"):
@@ -55,16 +70,3 @@ class GuardedChatGenerator:
             await self.inner.warm_up_async()
         else:
             self.warm_up()
-
-
-def _with_measured_usage(result: dict[str, Any], messages: list[Any], tools: Any) -> dict[str, Any]:
-    """Give every reply clean usage meta: the provider's counts where usable, else estimated."""
-    replies = result.get("replies") if isinstance(result, dict) else None
-    if not replies:
-        return result
-    sent = sum(message_bytes(m) for m in messages) + tools_bytes(tools)
-    for reply in replies:
-        meta = getattr(reply, "meta", None)
-        if isinstance(meta, dict):
-            meta.update(round_usage(meta.get("usage"), sent, message_bytes(reply)).to_meta())
-    return result

@@ -123,13 +123,38 @@ def message_bytes(message: Any) -> int:
     return size
 
 
-def tools_bytes(tools: Iterable[Any] | None) -> int:
-    """The tool definitions travel with every request and count as prompt."""
-    return sum(
-        text_bytes(_json({"name": t.name, "description": t.description, "parameters": t.parameters}))
-        for t in tools or []
-        if hasattr(t, "parameters")
+def tool_bytes(tool: Any) -> int:
+    """A tool definition travels with every request and counts as prompt."""
+    if not hasattr(tool, "parameters"):
+        return 0
+    return text_bytes(
+        _json({"name": tool.name, "description": tool.description, "parameters": tool.parameters})
     )
+
+
+class WireSizes:
+    """What a round sent, measuring each message and tool definition once per run.
+
+    Every round resends the whole history, so measuring it afresh each round would cost O(rounds²);
+    messages and tools are the same objects from round to round, so their sizes are kept by identity
+    (with the object itself, so a recycled id() can never match).
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Any, int]] = {}
+
+    def sent(self, messages: Iterable[Any], tools: Iterable[Any] | None) -> int:
+        return sum(self._size(m, message_bytes) for m in messages) + sum(
+            self._size(t, tool_bytes) for t in tools or []
+        )
+
+    def _size(self, item: Any, measure: Any) -> int:
+        known = self._known.get(id(item))
+        if known is not None and known[0] is item:
+            return known[1]
+        size = int(measure(item))
+        self._known[id(item)] = (item, size)
+        return size
 
 
 def _json(value: Any) -> str:
