@@ -168,7 +168,7 @@ def assert_model_safe(obs: dict[str, Any]) -> None:
         assert word not in text, obs
 
 
-def last_user_text(h: Harnessed, round_index: int) -> str:
+def last_user_text(h: Harnessed, round_index: int) -> str | None:
     return h.generator.received[round_index][-1].text
 
 

@@ -14,11 +14,14 @@ the previous observation before execution.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from haystack.components.agents import Agent
+from haystack.tools import Tool
 
+from audit import AuditSink, AuditStore
 from tests.spec.scenario_support import (
     DOC_DATA,
     LOG_DATA,
@@ -76,7 +79,8 @@ async def test_previous_observation_is_optional_and_absent_means_null(agent_runs
     assert [o["evidence_status"] for o in seen(h, 2)] == ["EMPTY", "EMPTY"]
     assert checks(result) == [("t-01", "EMPTY", None), ("t-02", "EMPTY", None)]
     # The schema every tool shows the model says so too: only `input` is required.
-    assert [t.parameters["required"] for t in agent_runs[0].tools] == [["input"]] * len(TOOL_NAMES)
+    tools = [t for t in agent_runs[0].tools if isinstance(t, Tool)]
+    assert [t.parameters["required"] for t in tools] == [["input"]] * len(TOOL_NAMES)
 
 
 # ------------------------------------------------------------------ item 5: nothing pending
@@ -135,9 +139,7 @@ async def test_previous_observation_may_not_evaluate_a_call_of_the_same_round() 
     assert checks(result) == [("t-01", "FOUND", None)]
 
 
-async def test_a_second_conflicting_evaluation_is_a_violation_and_stays_in_the_audit(tmp_path: Any) -> None:
-    from audit import AuditSink, AuditStore
-
+async def test_a_second_conflicting_evaluation_is_a_violation_and_stays_in_the_audit(tmp_path: Path) -> None:
     store = AuditStore(tmp_path / "audit.db")
     answers = iter([found(LOG_DATA), empty(), empty()])
     logs = RecordingAdapter(answer=lambda request: next(answers)(request))
