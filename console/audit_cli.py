@@ -365,6 +365,7 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
         if entry.kind == "model_round":
             ids = _call_ids(data.get("tool_call_ids")) if data.get("tool_call_ids") else ""
             parts = [
+                f"{'~' if data.get('usage_estimated') else ''}"
                 f"{_clean(data.get('prompt_tokens') or 0)}+{_clean(data.get('completion_tokens') or 0)}"
                 " tokens",
                 f"{_clean(data['duration_ms'])} ms" if data.get("duration_ms") is not None else "",

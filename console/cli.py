@@ -50,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="one headless diagnosis run")
     query = run.add_mutually_exclusive_group()
     query.add_argument("--query")
-    query.add_argument("--query-file", type=Path, help="file holding the query ('-' for stdin)")
+    query.add_argument(
+        "--query-file", type=Path, help="UTF-8 file holding the query, kept exactly ('-' for stdin)"
+    )
     run.add_argument("--previous-turn", type=Path, help="JSON file with a PreviousTurn")
     run.add_argument("--scenario", help="built-in scenario name or scenario file")
     run.add_argument("--config", type=Path)
@@ -231,18 +233,38 @@ def _console(args: argparse.Namespace) -> int:
 def _read_query(args: argparse.Namespace, scenario: Any) -> str:
     if args.query is not None:
         return str(args.query)
-    try:
-        if args.query_file is not None and str(args.query_file) == "-":
-            data = read_bounded(sys.stdin.buffer, what="the query on stdin", limit=MAX_INPUT_FILE_BYTES)
-            return decode_text(data, what="the query on stdin")
-        if args.query_file is not None:
-            data = read_input_file(args.query_file, what="query file", limit=MAX_INPUT_FILE_BYTES)
-            return decode_text(data, what=f"query file {args.query_file}")
-    except (InputFileError, OSError) as exc:
-        raise SetupError(str(exc)) from None
+    if args.query_file is not None:
+        return _read_query_file(args.query_file)
     if scenario is not None:
         return str(scenario.query)
     raise SetupError("no query: pass --query, --query-file or a --scenario with a query")
+
+
+def _read_query_file(path: Path) -> str:
+    """The query exactly as the file (or standard input, for `-`) holds it.
+
+    Bytes are decoded as UTF-8 strictly and kept as they are: CRLF and CR are not turned into LF and
+    a final newline stays part of the query (the query is never rewritten). Text that is not UTF-8
+    cannot be passed on without rewriting it, so the run is refused before it starts. The read is
+    bounded (a FIFO or a device is refused), like every input file's.
+    """
+    source = "standard input" if str(path) == "-" else f"query file {path}"
+    try:
+        if str(path) == "-":
+            data = read_bounded(sys.stdin.buffer, what=source, limit=MAX_INPUT_FILE_BYTES)
+        else:
+            data = read_input_file(path, what="query file", limit=MAX_INPUT_FILE_BYTES)
+    except InputFileError as exc:
+        raise SetupError(str(exc)) from None
+    except OSError as exc:
+        raise SetupError(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SetupError(
+            f"{source} is not UTF-8 text (invalid byte at offset {exc.start}); "
+            "the query is never rewritten, so save it as UTF-8"
+        ) from None
 
 
 def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
