@@ -51,7 +51,12 @@ def _no_control_characters(value: str | None) -> str | None:
     return value
 
 
-Rfc3339 = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_rfc3339)]
+# "format": "date-time" lets a grammar-constrained server generate only RFC 3339 timestamps.
+Rfc3339 = Annotated[
+    str,
+    Field(min_length=1, max_length=40, json_schema_extra={"format": "date-time"}),
+    AfterValidator(_rfc3339),
+]
 
 
 class LookupKnowledgeInput(StrictModel):
@@ -67,7 +72,8 @@ class QueryLogsInput(StrictModel):
     contains: Annotated[
         str | None, Field(default=None, min_length=1, max_length=200), AfterValidator(_no_control_characters)
     ] = None
-    limit: int = Field(default=50, ge=1, le=200)
+    # Small by default: each entry costs a small local model ~100-150 tokens of context.
+    limit: int = Field(default=10, ge=1, le=200)
 
 
 class QueryMysqlInput(StrictModel):
