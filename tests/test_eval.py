@@ -129,7 +129,7 @@ async def test_scores_against_a_model_server(tmp_path: Path) -> None:
 )
 def test_bad_case_files_are_typed_errors_naming_the_file(tmp_path: Path, body: str, message: str) -> None:
     write_case(tmp_path, "bad", body)
-    with pytest.raises(EvalCaseError, match="bad.yaml") as info:
+    with pytest.raises(EvalCaseError, match=r"bad\.yaml") as info:
         load_cases(tmp_path)
     assert message in str(info.value)
 
