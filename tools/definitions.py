@@ -88,9 +88,9 @@ BUSINESS_INPUTS: dict[str, type[StrictModel]] = {
 }
 
 DESCRIPTIONS: dict[str, str] = {
-    LOOKUP_KNOWLEDGE: "检索内部运维知识库（runbook、故障手册），返回标题、来源、片段和相关度分数。",
-    QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志，返回有界的日志条目。",
-    QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN），返回有界的结果行。",
+    LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",
+    QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志。",
+    QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）。",
 }
 
 
