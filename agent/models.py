@@ -67,6 +67,7 @@ def _openai(settings: ModelSettings) -> ModelChoice:
         timeout=settings.timeout_s,
         max_retries=0,
         generation_kwargs=generation_kwargs(settings),
+        tools_strict=settings.strict_tools,
     )
     where = settings.base_url or "api.openai.com"
     return ModelChoice(generator, f"openai: {settings.name} @ {where}")

@@ -43,6 +43,10 @@ class ModelSettings(Section):
     # "auto": an OpenAI-compatible server enforces the run's Draft schema (`response_format`) on the
     # round where no tool may be called; "off": it never does, and the prompt carries the schema text.
     structured_output: Literal["auto", "off"] = "auto"
+    # OpenAI-style strict function calling: every tool property becomes required (optional ones
+    # nullable) and the provider guarantees schema-valid arguments. Off by default because not every
+    # OpenAI-compatible server accepts it; llama.cpp's server constrains arguments either way.
+    strict_tools: bool = False
 
 
 class BudgetSettings(Section):

@@ -115,3 +115,33 @@ async def test_tool_schemas_mark_timestamps_as_date_time() -> None:
     logs_input = tools["query_logs"]["properties"]["input"]["properties"]
     assert logs_input["start"]["format"] == logs_input["end"]["format"] == "date-time"
     assert "title" not in json.dumps(tools)
+
+
+async def test_strict_tools_send_every_property_required_and_the_call_still_validates() -> None:
+    settings = load_settings(
+        None,
+        overrides={"model": {"provider": "openai", "base_url": "", "name": "m", "strict_tools": True}},
+    )
+    strict_call = {
+        "id": "st-1",
+        "name": "query_logs",
+        "arguments": {
+            "previous_observation": None,
+            "input": {"service": "payment-service", **WINDOW, "level": None, "contains": None, "limit": 10},
+        },
+    }
+    with fake_openai([completion(tool_calls=[strict_call]), completion(text="{}")]) as srv:
+        model = build_model(settings.model.model_copy(update={"base_url": srv.url}), None)
+        uc = DiagnosisUseCase(settings, model.generator, build_boundary(settings))
+        events: list[dict[str, Any]] = []
+        uc.sinks.append(events.append)
+        await uc.execute("payment-service 超时")
+    tools = {t["function"]["name"]: t["function"] for t in srv.requests[0]["tools"]}
+    logs = tools["query_logs"]
+    assert logs["strict"] is True
+    business = logs["parameters"]["properties"]["input"]
+    assert (
+        set(business["required"]) == set(business["properties"]) and business["additionalProperties"] is False
+    )
+    finished = [e for e in events if e["type"] == "tool_finished"]
+    assert [e["status"] for e in finished] == ["FOUND"]  # explicit nulls are valid business input
