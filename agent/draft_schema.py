@@ -126,6 +126,20 @@ def draft_response_format(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def final_round_kwargs(
+    found_ids: Sequence[str], call_ids: Sequence[str], max_draft_bytes: int
+) -> dict[str, Any]:
+    """The per-call generation kwargs of the round where no tool may be called.
+
+    The schema travels in `extra_body`, not as `response_format`: Haystack sends any
+    `response_format` through the OpenAI client's parse endpoint, which refuses non-strict tools and
+    raises instead of returning a reply cut at the token limit. `tool_choice: "none"` keeps the tool
+    list (so a server's cached prompt prefix stays valid) while saying no tool may be called.
+    """
+    schema = run_draft_schema(found_ids, call_ids, max_draft_bytes)
+    return {"tool_choice": "none", "extra_body": {"response_format": draft_response_format(schema)}}
+
+
 def _item(kind: str, text: dict[str, Any], evidence: dict[str, Any], *, scoped: bool) -> dict[str, Any]:
     properties: dict[str, Any] = {"kind": {"const": kind}, "statement": text}
     if scoped:

@@ -30,7 +30,7 @@ from agent.contracts import (
     StopReason,
 )
 from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_schema import draft_response_format, run_draft_schema
+from agent.draft_schema import final_round_kwargs
 from agent.events import EventSink, RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
@@ -242,25 +242,15 @@ class DiagnosisUseCase:
         return server_enforces_draft_schema(self.settings.model)
 
     def _final_round_format(self, core: DiagnosisHarnessCore) -> Callable[[], dict[str, Any]]:
-        """Per-call kwargs: on the round where no tool may be called, this run's Draft schema.
-
-        The schema travels in `extra_body`, not as `response_format`: Haystack sends any
-        `response_format` through the OpenAI client's parse endpoint, which refuses non-strict tools
-        and raises instead of returning a reply cut at the token limit. `tool_choice` "none" keeps
-        the tool list (and so the server's cached prompt prefix) while saying no tool may be called.
-        """
+        """Per-call kwargs: on the round where no tool may be called, this run's Draft schema."""
         max_draft_bytes = self.settings.budget.max_draft_bytes
 
         def kwargs() -> dict[str, Any]:
             if not core.no_tool_round:
                 return {}
             checks = core.ledger.completed_checks
-            schema = run_draft_schema(
-                [c.tool_call_id for c in checks if c.evidence_status == "FOUND"],
-                [c.tool_call_id for c in checks],
-                max_draft_bytes,
-            )
-            return {"tool_choice": "none", "extra_body": {"response_format": draft_response_format(schema)}}
+            found = [c.tool_call_id for c in checks if c.evidence_status == "FOUND"]
+            return final_round_kwargs(found, [c.tool_call_id for c in checks], max_draft_bytes)
 
         return kwargs
 
