@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,39 @@ def test_repeat_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
         main(["eval", "--repeat", "0"])
     assert info.value.code == 2
     assert "between 1 and 100" in capsys.readouterr().err
+
+
+async def test_stop_cancels_the_run_in_progress_and_keeps_the_finished_ones(tmp_path: Path) -> None:
+    cases = tmp_path / "cases"
+    slow = {
+        "name": "slow",
+        "query": "q",
+        "rounds": [{"text": draft(None), "delay_ms": 60_000}],
+    }
+    (tmp_path / "slow.json").write_text(json.dumps(slow), encoding="utf-8")
+    write_case(
+        cases,
+        "a-fast",
+        "name: a-fast\nquery: q\nexpect: {evidence: false}\nscenario: missing-context-zero-tools\n",
+    )
+    write_case(
+        cases,
+        "b-slow",
+        f"name: b-slow\nquery: q\nexpect: {{evidence: false}}\nscenario: {tmp_path / 'slow.json'}\n",
+    )
+    runner = EvalRunner(None, tmp_path / "audit.db", repeat=2)
+    seen: list[tuple[str, int, Any]] = []
+
+    def progress(index: int, total: int, case: Any, repetition: int, score: Any) -> None:
+        seen.append((case.name, repetition, score))
+        if case.name == "b-slow" and score is None:
+            asyncio.get_running_loop().call_later(0.2, runner.stop)
+
+    report = await asyncio.wait_for(runner.run(load_cases(cases), progress), timeout=30)
+    assert report.interrupted
+    assert [(r.case, r.stop_reason) for r in report.runs] == [
+        ("a-fast", "COMPLETED"),
+        ("a-fast", "COMPLETED"),
+        ("b-slow", "CANCELLED"),
+    ]
+    assert report.to_json()["interrupted"] is True
