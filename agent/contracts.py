@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -23,7 +24,14 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-NonBlank = Annotated[str, Field(min_length=1)]
+def _not_blank(value: str) -> str:
+    """Whitespace is not text: a statement of spaces says nothing and must not pass as one."""
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+NonBlank = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
 
 
 class Limitations(Contract):

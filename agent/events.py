@@ -6,9 +6,11 @@ run) and `at` (ISO-8601 UTC), plus the fields of its type:
 - run_started: query, previous_turn (object|null), model (label), limits {max_model_calls,
   max_total_tokens, deadline_s, max_run_bytes}, protocol {max_consecutive_no_gain, max_protocol_violations}
 - model_round_started: round
-- model_round_finished: round, duration_ms, prompt_tokens, completion_tokens, tool_call_ids [str],
-  has_text (bool)
-- tool_started: round, tool_call_id, tool, input (the business input object)
+- model_round_finished: round, duration_ms, prompt_tokens, completion_tokens, usage_estimated (bool:
+  the provider's usage was missing or unusable, so counts were estimated from bytes), tool_call_ids
+  [str], has_text (bool)
+- tool_started: round, tool_call_id, tool, input (the business input object, as the model wrote it),
+  input_key (its canonical form as JSON text: equal keys are equivalent calls, see tools.canonical)
 - tool_finished: round, tool_call_id, tool, status (FOUND|EMPTY|ERROR|CANCELLED), error_code|null,
   reason|null, projection (object|null), duration_ms, observation (what the model saw, or null)
 - protocol_changed: code, tool_call_id|null, detail (object), state {pending_tool_call_id,
@@ -17,8 +19,9 @@ run) and `at` (ISO-8601 UTC), plus the fields of its type:
   (INVALID_PROGRESS_PROTOCOL, UNKNOWN_TOOL, DUPLICATE_CALL, STOP_REQUIRED, COLLECTION_STOPPED,
   SATURATED) plus two operator-only codes: EVALUATION_RECORDED (detail {evaluated_tool_call_id,
   evaluation}) and INVALID_INPUT (a call answered ERROR/INVALID_INPUT without any invocation).
-- budget_changed: model_calls {used, limit}, tokens {used, limit}, run_bytes {used, limit},
-  deadline {elapsed_s, limit_s}, exhausted (str|null)
+- budget_changed: model_calls {used, limit}, tokens {used, limit, estimated (bool: some round's
+  usage was estimated)}, run_bytes {used, limit}, deadline {elapsed_s, limit_s}, exhausted (a budget
+  stop reason, or null: saturation and cancellation are not budgets)
 - run_finished: outcome, stop_reason, result (the ExecutionResult object of DESIGN 3.5)
 
 Operator-facing events may show counters and thresholds; model-facing observations never do.

@@ -3,6 +3,9 @@
 - It marks failures that happen inside the model call itself: only an exception raised by the chat
   generator is a MODEL_ERROR; anything else that escapes the Agent (a hook, the framework) is an
   AGENT_ERROR. Wrapping the generator is the one place that knows the difference for certain.
+- It is the one place that sees exactly what a round sent and received: it replaces each reply's
+  provider usage with a clean `RoundUsage` (estimated where the provider's is missing or unusable)
+  before Haystack or the harness reads it, so no usage shape can crash the run.
 - A reply the server cut at the token limit (`finish_reason == "length"`) is a MODEL_ERROR with the
   stable reason MAX_TOKENS: its text is half a Draft or half a tool call, never something to parse.
 - The Agent sends the same inputs on every round; some rounds need more (the run's Draft schema on
@@ -15,6 +18,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any
+
+from agent.usage import WireSizes, message_bytes, round_usage
 
 MAX_TOKENS = "MAX_TOKENS"
 
@@ -33,6 +38,8 @@ class ModelCallError(Exception):
 
 
 class GuardedChatGenerator:
+    """One per run: it keeps the sizes of what the run has sent so far."""
+
     def __init__(
         self,
         inner: Any,
@@ -40,6 +47,7 @@ class GuardedChatGenerator:
         on_truncated: Callable[[Any], None] | None = None,
     ) -> None:
         self.inner = inner
+        self._sizes = WireSizes()
         self._round_kwargs = round_kwargs
         # Called with a reply cut at the token limit before the run fails, so its usage is recorded.
         self._on_truncated = on_truncated
@@ -50,8 +58,7 @@ class GuardedChatGenerator:
             result = self.inner.run(messages=messages, tools=tools, **kwargs)
         except Exception as exc:
             raise _classify(exc) from exc
-        self._reject_truncated(result)
-        return result
+        return self._checked(self._with_measured_usage(result, messages, tools))
 
     async def run_async(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
         kwargs = self._with_round_kwargs(kwargs)
@@ -64,8 +71,7 @@ class GuardedChatGenerator:
             raise
         except Exception as exc:
             raise _classify(exc) from exc
-        self._reject_truncated(result)
-        return result
+        return self._checked(self._with_measured_usage(result, messages, tools))
 
     def _with_round_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         extra = self._round_kwargs() if self._round_kwargs is not None else {}
@@ -73,13 +79,28 @@ class GuardedChatGenerator:
             return kwargs
         return {**kwargs, "generation_kwargs": {**(kwargs.get("generation_kwargs") or {}), **extra}}
 
-    def _reject_truncated(self, result: dict[str, Any]) -> None:
-        for reply in result.get("replies") or []:
+    def _with_measured_usage(self, result: dict[str, Any], messages: list[Any], tools: Any) -> dict[str, Any]:
+        """Give every reply clean usage meta: the provider's counts where usable, else estimated."""
+        replies = result.get("replies") if isinstance(result, dict) else None
+        if not replies:
+            return result
+        sent = self._sizes.sent(messages, tools)
+        for reply in replies:
+            meta = getattr(reply, "meta", None)
+            if isinstance(meta, dict):
+                meta.update(round_usage(meta.get("usage"), sent, message_bytes(reply)).to_meta())
+        return result
+
+    def _checked(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Refuse a reply cut at the token limit (after its usage is measured, so it is recorded)."""
+        replies = result.get("replies") if isinstance(result, dict) else None
+        for reply in replies or []:
             meta = getattr(reply, "meta", None) or {}
             if meta.get("finish_reason") == "length":
                 if self._on_truncated is not None:
                     self._on_truncated(reply)
                 raise ModelCallError(None, reason=MAX_TOKENS)
+        return result
 
     def warm_up(self) -> None:
         if hasattr(self.inner, "warm_up"):

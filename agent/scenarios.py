@@ -29,14 +29,24 @@ class ScriptedToolCall(_Strict):
 
 
 class ScriptedUsage(_Strict):
-    prompt_tokens: int = Field(default=0, ge=0)
-    completion_tokens: int = Field(default=0, ge=0)
+    """The usage the scripted provider reports; a count left out is one the provider does not report."""
+
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: int | None = Field(default=None, ge=0)
+    total_tokens: int | None = Field(default=None, ge=0)
+
+    def reported(self) -> dict[str, int]:
+        counts = self.model_dump(exclude_none=True)
+        if {"prompt_tokens", "completion_tokens"} <= set(counts) and self.total_tokens is None:
+            counts["total_tokens"] = counts["prompt_tokens"] + counts["completion_tokens"]
+        return counts
 
 
 class ScriptedRound(_Strict):
     text: str | None = None
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
-    usage: ScriptedUsage = Field(default_factory=ScriptedUsage)
+    # None (or left out): the provider reports no usage at all, as many OpenAI-compatible servers do.
+    usage: ScriptedUsage | None = None
     delay_ms: int = Field(default=0, ge=0, le=600_000)
 
 

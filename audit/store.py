@@ -222,8 +222,24 @@ def _v2_browse_and_recovery(db: sqlite_utils.Database) -> None:
         db.execute(statement)
 
 
+def _v3_estimated_usage_and_input_keys(db: sqlite_utils.Database) -> None:
+    """Two facts the run knows and the audit did not keep.
+
+    `model_rounds.usage_estimated`: the provider did not report usable usage, so the round was counted
+    from the bytes sent and received (nobody should read an estimate as a provider's bill).
+    `invocations.input_key`: the canonical business input (tools.canonical), equal for equivalent
+    calls however the model spelled them; NULL for invocations recorded before it existed.
+    """
+    db.execute("ALTER TABLE model_rounds ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE invocations ADD COLUMN input_key TEXT")
+
+
 # Append-only: migration N (1-based) brings a file from user_version N-1 to N. Never edit a shipped one.
-MIGRATIONS: list[Migration] = [_v1_initial_schema, _v2_browse_and_recovery]
+MIGRATIONS: list[Migration] = [
+    _v1_initial_schema,
+    _v2_browse_and_recovery,
+    _v3_estimated_usage_and_input_keys,
+]
 
 
 @dataclass(frozen=True)

@@ -328,6 +328,7 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
         if entry.kind == "model_round":
             ids = ", ".join(json.loads(data["tool_call_ids"] or "[]")) if data.get("tool_call_ids") else ""
             parts = [
+                f"{'~' if data.get('usage_estimated') else ''}"
                 f"{data.get('prompt_tokens') or 0}+{data.get('completion_tokens') or 0} tokens",
                 f"{data['duration_ms']} ms" if data.get("duration_ms") is not None else "",
                 f"calls {_clean(ids)}" if ids else "",

@@ -40,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="one headless diagnosis run")
     query = run.add_mutually_exclusive_group()
     query.add_argument("--query")
-    query.add_argument("--query-file", type=Path, help="file holding the query ('-' for stdin)")
+    query.add_argument(
+        "--query-file", type=Path, help="UTF-8 file holding the query, kept exactly ('-' for stdin)"
+    )
     run.add_argument("--previous-turn", type=Path, help="JSON file with a PreviousTurn")
     run.add_argument("--scenario", help="built-in scenario name or scenario file")
     run.add_argument("--config", type=Path)
@@ -142,15 +144,31 @@ def _read_query(args: argparse.Namespace, scenario: Any) -> str:
     if args.query is not None:
         return str(args.query)
     if args.query_file is not None:
-        if str(args.query_file) == "-":
-            return sys.stdin.read()
-        try:
-            return Path(args.query_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SetupError(f"cannot read query file {args.query_file}: {exc}") from None
+        return _read_query_file(args.query_file)
     if scenario is not None:
         return str(scenario.query)
     raise SetupError("no query: pass --query, --query-file or a --scenario with a query")
+
+
+def _read_query_file(path: Path) -> str:
+    """The query exactly as the file (or standard input, for `-`) holds it.
+
+    Bytes are decoded as UTF-8 strictly and kept as they are: CRLF and CR are not turned into LF and
+    a final newline stays part of the query (the query is never rewritten). Text that is not UTF-8
+    cannot be passed on without rewriting it, so the run is refused before it starts.
+    """
+    source = "standard input" if str(path) == "-" else f"query file {path}"
+    try:
+        data = sys.stdin.buffer.read() if str(path) == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise SetupError(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SetupError(
+            f"{source} is not UTF-8 text (invalid byte at offset {exc.start}); "
+            "the query is never rewritten, so save it as UTF-8"
+        ) from None
 
 
 def _read_previous_turn(path: Path | None, scenario: Any) -> Any:

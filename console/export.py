@@ -87,7 +87,8 @@ def _timeline(events: Iterable[Mapping[str, Any]]) -> list[str]:
     for entry in state.entries:
         if entry.kind == "round":
             row = state.rounds[entry.key]
-            tokens = f"{row.prompt_tokens or 0}+{row.completion_tokens or 0} tokens"
+            estimated = "~" if row.usage_estimated else ""
+            tokens = f"{estimated}{row.prompt_tokens or 0}+{row.completion_tokens or 0} tokens"
             asked = ", ".join(f"`{c}`" for c in row.tool_call_ids) or (
                 "final text" if row.has_text else "no calls"
             )

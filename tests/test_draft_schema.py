@@ -141,3 +141,30 @@ def test_recorded_final_round_replies(case: dict[str, Any]) -> None:
     if admitted:
         assert accepted
     assert accepted == (case["outcome"] == "DRAFT")
+
+
+ENFORCED = [c for c in RECORDED if c["enforced"]]
+
+
+@pytest.mark.parametrize("case", ENFORCED, ids=lambda c: c["name"])
+def test_recorded_replies_changed_against_the_run_are_refused_by_schema_and_parser(
+    case: dict[str, Any],
+) -> None:
+    """A recorded Draft with an invented citation, or a conclusion where nothing was FOUND, is out."""
+    statuses: dict[str, str] = case["statuses"]
+    found = [i for i, s in statuses.items() if s == "FOUND"]
+    schema = run_draft_schema(found, list(statuses), case["max_draft_bytes"])
+    reply = json.loads(case["reply"])
+    changed: list[dict[str, Any]] = []
+    cited = [item for item in reply["analysis"] if isinstance(item["evidence"], list)]
+    if cited:
+        invented = json.loads(json.dumps(reply))
+        next(i for i in invented["analysis"] if isinstance(i["evidence"], list))["evidence"] = ["call-999"]
+        changed.append(invented)
+    if not found:
+        changed.append({**reply, "conclusion": "编造的根因"})
+    assert changed or not statuses  # every recorded situation has something to change
+    for draft_ in changed:
+        text = json.dumps(draft_, ensure_ascii=False)
+        assert not valid(schema, draft_)
+        assert not parses(text, statuses, case["max_draft_bytes"])

@@ -9,7 +9,6 @@ repeated.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -36,13 +35,6 @@ class InvocationOutcome:
     error_code: ErrorCode | None
     reason: str | None
     duration_ms: int
-
-
-def canonical_input(model: BaseModel) -> str:
-    """The equivalence key of a business input: same tool + same canonical input = same call."""
-    return json.dumps(
-        model.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    )
 
 
 class ToolBoundary:

@@ -17,6 +17,10 @@ QUERY_MYSQL = "query_mysql"
 TOOL_NAMES: tuple[str, ...] = (LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL)
 
 MAX_SQL_BYTES = 4000
+# Tool call IDs are model output. Provider IDs are far shorter (OpenAI `call_` + 24 characters, vLLM 46);
+# a longer one is answered with a control observation before anything runs, so no unbounded ID
+# reaches an observation, an event or the audit.
+MAX_TOOL_CALL_ID_CHARS = 128
 
 
 class StrictModel(BaseModel):
@@ -95,10 +99,14 @@ DESCRIPTIONS: dict[str, str] = {
 
 
 class PreviousObservation(StrictModel):
-    """The model's judgement of the last FOUND observation: did it move the diagnosis forward?"""
+    """The model's judgement of the pending FOUND observation: did it move the diagnosis forward?"""
 
-    tool_call_id: str = Field(min_length=1, max_length=200)
+    tool_call_id: str = Field(min_length=1, max_length=MAX_TOOL_CALL_ID_CHARS)
     evaluation: Literal["GAINED", "NO_GAIN"]
+
+
+# `previous_observation` is optional (absent = null); `input` is required.
+ENVELOPE_KEYS = frozenset({"previous_observation", "input"})
 
 
 def envelope_schema(tool: str) -> dict[str, Any]:
@@ -110,10 +118,13 @@ def envelope_schema(tool: str) -> dict[str, Any]:
         "properties": {
             "previous_observation": {
                 "anyOf": [previous, {"type": "null"}],
-                "description": "对上一条 FOUND 观察的评估；没有待评估的观察时为 null。",
+                "description": (
+                    "对待评估的 FOUND 观察（evaluation_required=true）的评估；"
+                    "没有待评估的观察时为 null 或省略。"
+                ),
             },
             "input": business,
         },
-        "required": ["previous_observation", "input"],
+        "required": ["input"],
         "additionalProperties": False,
     }

@@ -60,7 +60,7 @@ def render_table(report: EvalReport) -> str:
 
 def _summary_line(report: EvalReport, overall: Scores) -> str:
     stops = ", ".join(f"{k} {v}" for k, v in overall.stop_reasons.items()) or "none"
-    tokens = "reported" if overall.tokens_reported else "not reported by the provider (estimates or zeros)"
+    tokens = "reported" if overall.tokens_reported else "partly estimated (the provider reported no usage)"
     return (
         f"model: {report.model}; stop reasons: {stops}; tokens {tokens}; "
         f"largest completion in one round: {overall.max_round_completion_tokens} "
@@ -90,7 +90,7 @@ def render_markdown(report: EvalReport) -> str:
         f"Stop reasons: {', '.join(f'`{k}` {v}' for k, v in overall.stop_reasons.items()) or 'none'}.",
         f"Failures: {', '.join(f'`{k}` {v}' for k, v in overall.failures.items()) or 'none'}.",
         f"Tokens: prompt {overall.prompt_tokens_mean:.0f} + completion {overall.completion_tokens_mean:.0f} "
-        f"per run ({'reported by the provider' if overall.tokens_reported else 'not all reported'}); "
+        f"per run ({'reported by the provider' if overall.tokens_reported else 'partly estimated'}); "
         f"largest completion in one round {overall.max_round_completion_tokens} "
         f"(max_tokens {report.settings['max_tokens']}).",
         "",

@@ -86,8 +86,8 @@ def score_run(
         rounds=result.usage.model_calls,
         prompt_tokens=result.usage.prompt_tokens,
         completion_tokens=result.usage.completion_tokens,
-        # A provider that reports no usage leaves zeros: the figures are then estimates or absent.
-        tokens_reported=all((e.get("prompt_tokens") or 0) > 0 for e in rounds),
+        # Where the provider reports no usable usage, the engine estimates it and says so per round.
+        tokens_reported=not any(e.get("usage_estimated") for e in rounds),
         max_round_completion_tokens=max((e.get("completion_tokens") or 0 for e in rounds), default=0),
         wall_s=round(wall_s, 3),
     )

@@ -75,6 +75,7 @@ def timeline_events(timeline: RunTimeline) -> list[dict[str, Any]]:
                     duration_ms=row.get("duration_ms"),
                     prompt_tokens=row.get("prompt_tokens"),
                     completion_tokens=row.get("completion_tokens"),
+                    usage_estimated=bool(row.get("usage_estimated")),
                     tool_call_ids=_parsed(row.get("tool_call_ids")) or [],
                     has_text=bool(row.get("has_text")),
                 )
@@ -106,7 +107,13 @@ def timeline_events(timeline: RunTimeline) -> list[dict[str, Any]]:
             "budget_changed",
             run.get("finished_at"),
             model_calls={"used": run.get("model_calls"), "limit": None},
-            tokens={"used": run.get("total_tokens"), "limit": None},
+            tokens={
+                "used": run.get("total_tokens"),
+                "limit": None,
+                "estimated": any(
+                    e.kind == "model_round" and e.data.get("usage_estimated") for e in timeline.entries
+                ),
+            },
             run_bytes={"used": None, "limit": None},
             deadline={
                 "elapsed_s": _elapsed_s(run.get("started_at"), run.get("finished_at")),

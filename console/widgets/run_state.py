@@ -57,6 +57,7 @@ class RoundRow:
     duration_ms: int | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    usage_estimated: bool = False  # the provider reported no usable usage: counts are estimates
     tool_call_ids: list[str] = field(default_factory=list)
     has_text: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -254,6 +255,7 @@ class RunState:
         row.duration_ms = event.get("duration_ms")
         row.prompt_tokens = event.get("prompt_tokens")
         row.completion_tokens = event.get("completion_tokens")
+        row.usage_estimated = bool(event.get("usage_estimated"))
         row.has_text = bool(event.get("has_text"))
         row.events.append(event)
         for tool_call_id in event.get("tool_call_ids") or []:

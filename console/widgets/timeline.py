@@ -80,7 +80,7 @@ def round_label(row: RoundRow, show_timings: bool) -> Text:
     if not row.finished:
         label.append("  waiting for the model…", style="italic cyan")
         return label
-    tokens = f"{row.prompt_tokens or 0}+{row.completion_tokens or 0} tok"
+    tokens = f"{'~' if row.usage_estimated else ''}{row.prompt_tokens or 0}+{row.completion_tokens or 0} tok"
     calls = len(row.tool_call_ids)
     asked = f"{calls} tool call{'s' if calls != 1 else ''}" if calls else ""
     reply = "final text" if row.has_text and not calls else ("text + calls" if row.has_text else "")
