@@ -8,7 +8,9 @@ schema is built from what the run actually has:
 - FINDING evidence is an enum of this run's FOUND call IDs; NEGATIVE_OBSERVATION evidence an enum of
   this run's call IDs, or "NO_EVIDENCE" with a scope;
 - a null conclusion says at least one thing that is missing;
-- item counts and string lengths are derived from `max_draft_bytes`.
+- item counts and string lengths are derived from `max_draft_bytes`, and from the round's token
+  limit: a Draft the schema admits must also fit in `max_tokens` (at a conservative 2 UTF-8 bytes
+  per token), or the server would cut it and the run would fail as MAX_TOKENS.
 Every Draft it admits is one the strict parser accepts (it is narrower than the contract, never
 wider); the parser still checks everything, since not every server enforces a schema.
 """
@@ -24,6 +26,9 @@ _BYTES_PER_CHAR = 3
 _FIXED_OVERHEAD_BYTES = 200  # keys, brackets and separators of the five top-level fields
 _ITEM_OVERHEAD_BYTES = 80  # {"kind":"NEGATIVE_OBSERVATION","statement":"","scope":"","evidence":[]}
 _MAX_CITED_PER_ITEM = 4
+# Fewer bytes per token than any tokenizer we measured spends on Chinese text in JSON (about 1.9
+# for SmolLM2, 3 for Gemma and GPT-4o): a token limit of N carries a Draft of at least 2N bytes.
+_MIN_BYTES_PER_TOKEN = 2
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,7 @@ def draft_response_format(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def final_round_kwargs(
-    found_ids: Sequence[str], call_ids: Sequence[str], max_draft_bytes: int
+    found_ids: Sequence[str], call_ids: Sequence[str], max_draft_bytes: int, max_tokens: int | None = None
 ) -> dict[str, Any]:
     """The per-call generation kwargs of the round where no tool may be called.
 
@@ -136,7 +141,8 @@ def final_round_kwargs(
     raises instead of returning a reply cut at the token limit. `tool_choice: "none"` keeps the tool
     list (so a server's cached prompt prefix stays valid) while saying no tool may be called.
     """
-    schema = run_draft_schema(found_ids, call_ids, max_draft_bytes)
+    limit = max_draft_bytes if max_tokens is None else min(max_draft_bytes, max_tokens * _MIN_BYTES_PER_TOKEN)
+    schema = run_draft_schema(found_ids, call_ids, limit)
     return {"tool_choice": "none", "extra_body": {"response_format": draft_response_format(schema)}}
 
 

@@ -243,14 +243,14 @@ class DiagnosisUseCase:
 
     def _final_round_format(self, core: DiagnosisHarnessCore) -> Callable[[], dict[str, Any]]:
         """Per-call kwargs: on the round where no tool may be called, this run's Draft schema."""
-        max_draft_bytes = self.settings.budget.max_draft_bytes
+        max_draft_bytes, max_tokens = self.settings.budget.max_draft_bytes, self.settings.model.max_tokens
 
         def kwargs() -> dict[str, Any]:
             if not core.no_tool_round:
                 return {}
             checks = core.ledger.completed_checks
             found = [c.tool_call_id for c in checks if c.evidence_status == "FOUND"]
-            return final_round_kwargs(found, [c.tool_call_id for c in checks], max_draft_bytes)
+            return final_round_kwargs(found, [c.tool_call_id for c in checks], max_draft_bytes, max_tokens)
 
         return kwargs
 

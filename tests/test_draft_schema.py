@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_schema import draft_bounds, run_draft_schema
+from agent.draft_schema import draft_bounds, final_round_kwargs, run_draft_schema
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "recorded_final_rounds.json").read_text("utf-8"))
 
@@ -168,3 +168,18 @@ def test_recorded_replies_changed_against_the_run_are_refused_by_schema_and_pars
         text = json.dumps(draft_, ensure_ascii=False)
         assert not valid(schema, draft_)
         assert not parses(text, statuses, case["max_draft_bytes"])
+
+
+def test_the_schema_also_fits_the_round_token_limit() -> None:
+    """A Draft the schema admits must not need more tokens than the server may generate."""
+    ids = ["call-1"]
+    roomy = final_round_kwargs(ids, ids, 16_384, max_tokens=4096)
+    tight = final_round_kwargs(ids, ids, 16_384, max_tokens=384)
+
+    def text_chars(kwargs: dict[str, Any]) -> int:
+        schema = kwargs["extra_body"]["response_format"]["json_schema"]["schema"]
+        return int(schema["anyOf"][0]["properties"]["conclusion"]["maxLength"])
+
+    assert text_chars(tight) < text_chars(roomy)
+    assert text_chars(tight) == draft_bounds(768, ids).max_text_chars  # 384 tokens x 2 bytes
+    assert tight["tool_choice"] == "none"
