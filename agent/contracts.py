@@ -186,10 +186,12 @@ class Usage(Contract):
 
 
 class Failure(Contract):
-    """Safe failure metadata: a stable code and, at most, a stable violation or budget name."""
+    """Safe failure metadata: a stable code and, at most, a stable violation, cause or budget name."""
 
     code: str
     violation: str | None = None
+    # A stable cause of a MODEL_ERROR the operator can act on, e.g. MAX_TOKENS (raise [model] max_tokens).
+    cause: str | None = None
     detail: str | None = None
 
 

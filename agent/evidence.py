@@ -77,4 +77,8 @@ def _loki(settings: Settings) -> EvidenceAdapter:
 
 
 def build_boundary(settings: Settings, redactor: Redactor = NOOP) -> ToolBoundary:
-    return ToolBoundary(build_adapters(settings), redactor=redactor)
+    return ToolBoundary(
+        build_adapters(settings),
+        redactor=redactor,
+        max_observation_bytes=settings.budget.max_observation_bytes,
+    )

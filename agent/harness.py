@@ -53,6 +53,8 @@ class DiagnosisHarnessCore:
         self.stop_reason: StopReason | None = None
         self.round = 0
         self.round_in_flight = False
+        # True while the round in flight is the final completion opportunity: no tool may be called.
+        self.no_tool_round = False
         self._round_started = 0.0
         # Every tool call ID seen in this run (the model's and the assigned ones): assigned IDs avoid them.
         self._call_ids: set[str] = set()
@@ -84,6 +86,7 @@ class DiagnosisHarnessCore:
         budget.model_calls += 1
         self.round = budget.model_calls
         self.round_in_flight = True
+        self.no_tool_round = self.ledger.stop_required and self.ledger.stop_announced
         self._round_started = time.perf_counter()
         self.emitter.emit("model_round_started", round=self.round)
         self._emit_budget()

@@ -37,6 +37,20 @@ class ModelSettings(Section):
     name: str = "gpt-4o-mini"
     api_key_env: str = "OPENAI_API_KEY"
     timeout_s: float = Field(default=60.0, gt=0)
+    # Generation settings, sent with every model request. The default token limit leaves room for a
+    # Draft of the default `max_draft_bytes` (16 KiB at about 4 bytes per token); a reply cut by it
+    # fails the run as MODEL_ERROR with cause MAX_TOKENS instead of running a round until the
+    # server's context is full.
+    max_tokens: int = Field(default=4096, ge=16, le=131_072)
+    temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    # "auto": an OpenAI-compatible server enforces the run's Draft schema (`response_format`) on the
+    # round where no tool may be called; "off": it never does, and the prompt carries the schema text.
+    structured_output: Literal["auto", "off"] = "auto"
+    # OpenAI-style strict function calling: every tool property becomes required (optional ones
+    # nullable) and the provider guarantees schema-valid arguments. Off by default because not every
+    # OpenAI-compatible server accepts it; llama.cpp's server constrains arguments either way.
+    strict_tools: bool = False
 
 
 class BudgetSettings(Section):
@@ -48,6 +62,9 @@ class BudgetSettings(Section):
     max_input_bytes: int = Field(default=12_288, ge=1)
     max_draft_bytes: int = Field(default=16_384, ge=1)
     max_run_bytes: int = Field(default=262_144, ge=1)
+    # One tool observation's projection, in UTF-8 bytes of its JSON: longer result lists are cut
+    # (marked `truncated`), so a three-tool run fits the context of a small local model.
+    max_observation_bytes: int = Field(default=4_096, ge=512)
 
 
 class ProtocolSettings(Section):

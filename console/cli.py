@@ -27,6 +27,7 @@ from console import telemetry
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.demo_cli import add_demo_parser, run_demo_command
 from console.errors import SetupError
+from console.eval_cli import add_eval_parser, run_eval_command
 from console.safe_text import neutralize
 from tools.redaction import NOOP
 
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_demo_parser(sub)
     add_audit_parser(sub)
+    add_eval_parser(sub)
 
     scenarios = sub.add_parser("scenarios", help="list built-in scenarios")
     scenarios.add_argument("--json", action="store_true")
@@ -125,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _scenarios(args.json)
         if command == "demo":
             return run_demo_command(args)
+        if command == "eval":
+            return run_eval_command(args)
         if command == "console":
             return _console(args)
         if command == "serve":

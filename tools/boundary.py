@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from tools.adapter import EvidenceAdapter, ToolError, ToolRequest
 from tools.definitions import BUSINESS_INPUTS, TOOL_NAMES
 from tools.observation import ErrorCode
+from tools.observation_budget import fit_projection
 from tools.redaction import NOOP, Redactor
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ class ToolBoundary:
         adapters: Mapping[str, EvidenceAdapter],
         timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         redactor: Redactor = NOOP,
+        max_observation_bytes: int | None = None,
     ) -> None:
         unknown = set(adapters) - set(TOOL_NAMES)
         if unknown:
@@ -49,6 +51,7 @@ class ToolBoundary:
         self._adapters = dict(adapters)
         self._timeout_s = timeout_s
         self._redactor = redactor
+        self._max_observation_bytes = max_observation_bytes
 
     async def aclose(self) -> None:
         """Release adapter resources (HTTP clients, connection pools)."""
@@ -98,4 +101,9 @@ class ToolBoundary:
             return done("ERROR", code="BACKEND_ERROR")
         # Every projection string passes the redaction step before the model, an event or the audit sees it.
         data = self._redactor.value(result.data)
+        if self._max_observation_bytes is not None and result.status == "FOUND":
+            try:
+                data = fit_projection(request.tool, data, self._max_observation_bytes)
+            except ToolError as exc:
+                return done("ERROR", code=exc.code, reason=exc.reason)
         return done(result.status, data=data)

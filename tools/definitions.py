@@ -68,7 +68,12 @@ def _no_control_characters(value: str | None) -> str | None:
     return value
 
 
-Rfc3339 = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_rfc3339)]
+# "format": "date-time" lets a grammar-constrained server generate only RFC 3339 timestamps.
+Rfc3339 = Annotated[
+    str,
+    Field(min_length=1, max_length=40, json_schema_extra={"format": "date-time"}),
+    AfterValidator(_rfc3339),
+]
 
 
 class LookupKnowledgeInput(StrictModel):
@@ -84,7 +89,8 @@ class QueryLogsInput(StrictModel):
     contains: Annotated[
         str | None, Field(default=None, min_length=1, max_length=200), AfterValidator(_no_control_characters)
     ] = None
-    limit: int = Field(default=50, ge=1, le=200)
+    # Small by default: each entry costs a small local model ~100-150 tokens of context.
+    limit: int = Field(default=10, ge=1, le=200)
 
 
 class QueryMysqlInput(StrictModel):
@@ -99,9 +105,9 @@ BUSINESS_INPUTS: dict[str, type[StrictModel]] = {
 }
 
 DESCRIPTIONS: dict[str, str] = {
-    LOOKUP_KNOWLEDGE: "检索内部运维知识库（runbook、故障手册），返回标题、来源、片段和相关度分数。",
-    QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志，返回有界的日志条目。",
-    QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN），返回有界的结果行。",
+    LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",
+    QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志。",
+    QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）。",
 }
 
 

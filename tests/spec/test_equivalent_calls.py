@@ -47,7 +47,7 @@ EQUIVALENT = [
         id="logs-same-instants-other-offsets",
     ),
     pytest.param(
-        "query_logs", logs(), logs(level=None, contains=None, limit=50), id="logs-defaults-made-explicit"
+        "query_logs", logs(), logs(level=None, contains=None, limit=10), id="logs-defaults-made-explicit"
     ),
     pytest.param(
         "lookup_knowledge",
@@ -147,7 +147,7 @@ async def test_the_audit_keys_invocations_by_their_canonical_input(tmp_path: Pat
         scenario(
             tools_round(call("a-1", "query_logs", logs())),
             text_round(NULL_DRAFT),
-            tools_round(call("b-1", "query_logs", logs(start="2026-11-30T10:00:00+08:00", limit=50))),
+            tools_round(call("b-1", "query_logs", logs(start="2026-11-30T10:00:00+08:00", limit=10))),
             text_round(NULL_DRAFT),
         ),
         adapters={"query_logs": adapter},

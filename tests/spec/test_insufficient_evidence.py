@@ -36,7 +36,7 @@ async def test_tool_finds_no_evidence() -> None:
     business = {"service": "account-service", **WINDOW, "level": "ERROR"}
     same_business = {
         "level": "ERROR",
-        "limit": 50,
+        "limit": 10,
         "end": WINDOW["end"],
         "start": WINDOW["start"],
         "service": "account-service",
