@@ -13,14 +13,26 @@ from typing import TypedDict
 
 from agent.contracts import StopReason, Usage
 from agent.settings import BudgetSettings
-from tools.run_events import DeadlineGauge, Gauge
+from agent.usage import RoundUsage
+from tools.run_events import DeadlineGauge, Gauge, TokenGauge
+
+# The stop reasons that are budgets (and so may be named by `budget_changed.exhausted`). Saturation
+# and cancellation end runs too, but they are not budgets.
+BUDGET_STOP_REASONS = frozenset(
+    {
+        StopReason.MODEL_CALLS_EXHAUSTED,
+        StopReason.TOKENS_EXHAUSTED,
+        StopReason.DEADLINE_EXCEEDED,
+        StopReason.RUN_BYTES_EXHAUSTED,
+    }
+)
 
 
 class BudgetGauges(TypedDict):
     """Every budget against its limit: the body of a `budget_changed` event."""
 
     model_calls: Gauge
-    tokens: Gauge
+    tokens: TokenGauge
     run_bytes: Gauge
     deadline: DeadlineGauge
 
@@ -47,6 +59,7 @@ class RunBudget:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     run_bytes: int = 0
+    usage_estimated: bool = False  # some round's usage was estimated, not reported
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -77,9 +90,22 @@ class RunBudget:
             return StopReason.RUN_BYTES_EXHAUSTED
         return None
 
-    def record_usage(self, prompt_tokens: int, completion_tokens: int) -> None:
-        self.prompt_tokens += max(0, prompt_tokens)
-        self.completion_tokens += max(0, completion_tokens)
+    def exhausted_after_round(self) -> StopReason | None:
+        """Which budget the model round that just returned has spent, so none of its tool calls may run.
+
+        Model calls are not checked here: the round itself was permitted. Run bytes are charged per
+        observation as the calls are answered.
+        """
+        if self.remaining_s() <= 0:
+            return StopReason.DEADLINE_EXCEEDED
+        if self.total_tokens >= self.limits.max_total_tokens:
+            return StopReason.TOKENS_EXHAUSTED
+        return None
+
+    def record_usage(self, usage: RoundUsage) -> None:
+        self.prompt_tokens += max(0, usage.prompt_tokens)
+        self.completion_tokens += max(0, usage.completion_tokens)
+        self.usage_estimated = self.usage_estimated or usage.estimated
 
     def try_charge_bytes(self, n: int) -> bool:
         """Charge model-facing bytes; refuse (and charge nothing) if the run capacity would be exceeded."""
@@ -100,7 +126,11 @@ class RunBudget:
         """Operator-facing view for `budget_changed` events (never shown to the model)."""
         return {
             "model_calls": {"used": self.model_calls, "limit": self.limits.max_model_calls},
-            "tokens": {"used": self.total_tokens, "limit": self.limits.max_total_tokens},
+            "tokens": {
+                "used": self.total_tokens,
+                "limit": self.limits.max_total_tokens,
+                "estimated": self.usage_estimated,
+            },
             "run_bytes": {"used": self.run_bytes, "limit": self.limits.max_run_bytes},
             "deadline": {"elapsed_s": round(self.elapsed_s(), 3), "limit_s": self.limits.deadline_s},
         }

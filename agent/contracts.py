@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -28,7 +29,14 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-NonBlank = Annotated[str, Field(min_length=1)]
+def _not_blank(value: str) -> str:
+    """Whitespace is not text: a statement of spaces says nothing and must not pass as one."""
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+NonBlank = Annotated[str, Field(min_length=1), AfterValidator(_not_blank)]
 
 
 class Limitations(Contract):
@@ -121,10 +129,12 @@ class Usage(Contract):
 
 
 class Failure(Contract):
-    """Safe failure metadata: a stable code and, at most, a stable violation or budget name."""
+    """Safe failure metadata: a stable code and, at most, a stable violation, cause or budget name."""
 
     code: str
     violation: str | None = None
+    # A stable cause of a MODEL_ERROR the operator can act on, e.g. MAX_TOKENS (raise [model] max_tokens).
+    cause: str | None = None
     detail: str | None = None
 
 

@@ -3,6 +3,11 @@
 
 There is no repair and no loose extraction: a fenced, prefixed, blank, malformed, oversized or
 schema-incompatible answer is discarded, because a "fixed" answer is an answer the model never gave.
+
+Violation codes (stable, safe to show anyone): EMPTY_OUTPUT, INVALID_ENCODING, DRAFT_TOO_LARGE,
+NOT_A_JSON_OBJECT, MALFORMED_JSON, DUPLICATE_KEY, SCHEMA_MISMATCH (including a blank `statement` or
+`scope`), UNKNOWN_CITATION, CONCLUSION_WITHOUT_FOUND_EVIDENCE, FINDING_WITHOUT_FOUND_EVIDENCE,
+NULL_CONCLUSION_WITHOUT_MISSING_INFO.
 """
 
 from __future__ import annotations
@@ -63,16 +68,29 @@ def parse_draft(
     except ValidationError:
         raise DraftRejected("SCHEMA_MISMATCH") from None
 
+    _check_evidence(draft, status_of)
+    return draft
+
+
+def _check_evidence(draft: DiagnosisDraft, status_of: Callable[[str], str | None]) -> None:
+    """The Draft may not claim more than this run's evidence shows.
+
+    Every cited ID is a canonical invocation of this run; a conclusion needs a FINDING on FOUND
+    evidence; every FINDING cites at least one FOUND invocation (an EMPTY, ERROR or unexecuted call
+    found nothing, so it can back only a NEGATIVE_OBSERVATION); and a Draft without a conclusion says
+    what is missing (`limitations.missing_info` has a non-blank entry).
+    """
     for cited in draft.cited_ids():
         if status_of(cited) is None:
             raise DraftRejected("UNKNOWN_CITATION")
-    if draft.conclusion is not None:
-        supported = any(
-            item.kind == "FINDING"
-            and isinstance(item.evidence, list)
-            and any(status_of(i) == EvidenceStatus.FOUND for i in item.evidence)
-            for item in draft.analysis
-        )
-        if not draft.conclusion.strip() or not supported:
-            raise DraftRejected("CONCLUSION_WITHOUT_FOUND_EVIDENCE")
-    return draft
+    findings = [item for item in draft.analysis if item.kind == "FINDING"]
+    found = [
+        isinstance(item.evidence, list) and any(status_of(i) == EvidenceStatus.FOUND for i in item.evidence)
+        for item in findings
+    ]
+    if draft.conclusion is not None and (not draft.conclusion.strip() or not any(found)):
+        raise DraftRejected("CONCLUSION_WITHOUT_FOUND_EVIDENCE")
+    if not all(found):
+        raise DraftRejected("FINDING_WITHOUT_FOUND_EVIDENCE")
+    if draft.conclusion is None and not any(entry.strip() for entry in draft.limitations.missing_info):
+        raise DraftRejected("NULL_CONCLUSION_WITHOUT_MISSING_INFO")

@@ -16,7 +16,10 @@ from tools.redaction import NOOP, Redactor
 def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
     """Embedded sources by default; query_mysql has no adapter (UNAVAILABLE) until `[mysql] dsn` is set."""
     adapters: dict[str, EvidenceAdapter] = {
-        LOOKUP_KNOWLEDGE: KnowledgeAdapter(settings.knowledge.path or bundled_knowledge_path()),
+        LOOKUP_KNOWLEDGE: KnowledgeAdapter(
+            settings.knowledge.path or bundled_knowledge_path(),
+            max_file_bytes=settings.knowledge.max_file_bytes,
+        ),
     }
     if settings.logs.source == "file":
         adapters[QUERY_LOGS] = LogFileAdapter(
@@ -74,4 +77,8 @@ def _loki(settings: Settings) -> EvidenceAdapter:
 
 
 def build_boundary(settings: Settings, redactor: Redactor = NOOP) -> ToolBoundary:
-    return ToolBoundary(build_adapters(settings), redactor=redactor)
+    return ToolBoundary(
+        build_adapters(settings),
+        redactor=redactor,
+        max_observation_bytes=settings.budget.max_observation_bytes,
+    )

@@ -4,9 +4,12 @@ The Agent owns the ReAct loop; the harness only sits at its hook points:
 - `before_model_call` (before_llm): cancellation, deadline, model-call, token and run-byte budgets;
   raises STOP_REQUIRED before the last permitted round; a refused round never reaches the generator.
 - `handle_tool_round` (before_tool): answers EVERY pending call of the round itself, in call order,
-  so Haystack executes nothing: unknown tools, protocol violations and duplicates get control
-  observations; authorized calls run once through the ToolBoundary with the exact tool call ID.
-- `close_model_round` (before_tool / on_exit): records the round's usage.
+  so Haystack executes nothing. First it checks cancellation, the deadline and the token budget
+  again (the round's usage has just been recorded): if the round spent one, none of its calls runs.
+  Otherwise unknown tools, protocol violations and duplicates get control observations; authorized
+  calls run once through the ToolBoundary with the exact tool call ID.
+- `close_model_round` (before_tool / on_exit): records the round's usage (as measured by
+  GuardedChatGenerator: reported, or estimated and marked so).
 All state lives here (not in Haystack's State, whose `get` deep-copies), so a cancelled run still
 has its ledger and a ProgressSnapshot.
 """
@@ -21,13 +24,15 @@ from typing import Any
 from haystack.components.agents.state.state import State
 from haystack.dataclasses import ChatMessage, ToolCall
 
-from agent.budget import utf8_len
+from agent.budget import BUDGET_STOP_REASONS, is_encodable, utf8_len
 from agent.events import RunEventEmitter
 from agent.progress import CheckRecord, ProgressLedger
 from agent.run_context import RunContext
+from agent.usage import RoundUsage
 from tools.adapter import ToolError, ToolRequest
-from tools.boundary import ToolBoundary, canonical_input
-from tools.definitions import PreviousObservation
+from tools.boundary import ToolBoundary
+from tools.canonical import input_key
+from tools.definitions import ENVELOPE_KEYS, MAX_TOOL_CALL_ID_CHARS
 from tools.observation import Observation
 from tools.run_events import (
     BudgetChanged,
@@ -48,7 +53,6 @@ from tools.vocabulary import (
 )
 
 STOP_REQUIRED = {"code": ProtocolCode.STOP_REQUIRED}
-_MISSING = object()
 
 
 class DiagnosisHarnessCore:
@@ -66,7 +70,17 @@ class DiagnosisHarnessCore:
         self.stop_reason: StopReason | None = None
         self.round = 0
         self.round_in_flight = False
+        # True while the round in flight is the final completion opportunity: no tool may be called.
+        self.no_tool_round = False
         self._round_started = 0.0
+        # Every tool call ID seen in this run (the model's and the assigned ones): assigned IDs avoid them.
+        self._call_ids: set[str] = set()
+        # Assigned IDs that replaced an unusable model-chosen one: those calls are answered, never run.
+        self._replaced_ids: set[str] = set()
+        # Per tool round: the evaluation that consumed the pending observation, and the round's first
+        # FOUND (the one observation that says `evaluation_required` and becomes the next pending one).
+        self._round_evaluation: dict[str, Any] | None = None
+        self._round_found: CheckRecord | None = None
 
     # ------------------------------------------------------------------ model rounds
     def before_model_call(self, state: State) -> None:
@@ -89,6 +103,7 @@ class DiagnosisHarnessCore:
         budget.model_calls += 1
         self.round = budget.model_calls
         self.round_in_flight = True
+        self.no_tool_round = self.ledger.stop_required and self.ledger.stop_announced
         self._round_started = time.perf_counter()
         self.emitter.emit(ModelRoundStarted, round=self.round)
         self._emit_budget()
@@ -98,17 +113,16 @@ class DiagnosisHarnessCore:
         if not self.round_in_flight:
             return
         self.round_in_flight = False
-        usage = (message.meta.get("usage") if message is not None else None) or {}
+        usage = RoundUsage.from_meta(message.meta if message is not None else {})
         calls = message.tool_calls if message is not None else []
-        prompt = int(usage.get("prompt_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
-        self.ctx.budget.record_usage(prompt, completion)
+        self.ctx.budget.record_usage(usage)
         self.emitter.emit(
             ModelRoundFinished,
             round=self.round,
             duration_ms=int((time.perf_counter() - self._round_started) * 1000),
-            prompt_tokens=prompt,
-            completion_tokens=completion,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            usage_estimated=usage.estimated,
             tool_call_ids=[c.id for c in calls if c.id is not None],
             has_text=bool(message is not None and message.text),
         )
@@ -128,7 +142,7 @@ class DiagnosisHarnessCore:
     # ------------------------------------------------------------------ tool rounds
     async def handle_tool_round(self, state: State) -> None:
         messages: list[ChatMessage] = state.data["messages"]
-        assistant = self._with_call_ids(messages)
+        assistant = self._assign_call_ids(messages)
         self.close_model_round(assistant)
         calls = list(assistant.tool_calls)
         if not calls:
@@ -136,98 +150,130 @@ class DiagnosisHarnessCore:
             state.set("stop_run", "EMPTY_REPLY")
             return
 
+        spent = self._spent_during_round()
+        if spent is not None:
+            # Exhaustion prevents later controlled work: no call of this round runs or is audited.
+            self._stop(state, spent)
+            state.set("messages", [_reply(c, self._not_executed(c, STOP_REQUIRED)) for c in calls])
+            return
         if self.ledger.stop_required and self.ledger.stop_announced:
             self._collection_stopped(state, calls)
             return
 
-        pending_at_start = self.ledger.pending
-        found_this_round: CheckRecord | None = None
+        self._round_evaluation = None
+        self._round_found = None
         replies: list[ChatMessage] = []
         for call in calls:
             assert call.id is not None
-            if self.stop_reason is not None:
-                obs = Observation(
-                    tool_call_id=call.id, tool=call.tool_name, evidence_status=EvidenceStatus.NOT_EXECUTED
-                )
-            elif self.ledger.stop_required:
+            if self.stop_reason is not None or self.ledger.stop_required:
                 obs = self._not_executed(call, STOP_REQUIRED)
             else:
-                obs, found = await self._process_call(call, pending_at_start)
-                if self.ledger.pending is None:
-                    pending_at_start = None
-                if found is not None:
-                    found_this_round = found
+                obs = await self._process_call(call)
             if self.stop_reason is None:
                 text = obs.to_model_text()
                 if not self.ctx.budget.try_charge_bytes(utf8_len(text)):
                     self._stop(state, StopReason.RUN_BYTES_EXHAUSTED)
-            replies.append(ChatMessage.from_tool(tool_result=obs.to_model_text(), origin=call))
-        if found_this_round is not None and not self.ledger.stop_required:
-            self.ledger.pending = found_this_round
+            replies.append(_reply(call, obs))
+        if self._round_found is not None:
+            # Exactly the observation that said `evaluation_required: true` (even if the round then
+            # required a stop: the flag the model saw and the pending observation never disagree).
+            self.ledger.pending = self._round_found
         if self.ledger.stop_required:
             self.ledger.stop_announced = True
         state.set("messages", replies)
         self._emit_budget()
 
-    def _with_call_ids(self, messages: list[ChatMessage]) -> ChatMessage:
-        """Give ID-less tool calls a deterministic ID (round + position) so the audit and model agree."""
-        assistant = messages[-1]
-        if all(c.id for c in assistant.tool_calls):
-            return assistant
-        calls = [
-            c
-            if c.id
-            else ToolCall(tool_name=c.tool_name, arguments=c.arguments, id=f"call-r{self.round}-{i + 1}")
-            for i, c in enumerate(assistant.tool_calls)
-        ]
-        fixed = ChatMessage.from_assistant(text=assistant.text, meta=assistant.meta, tool_calls=calls)
-        messages[-1] = fixed
-        return fixed
+    def _spent_during_round(self) -> StopReason | None:
+        """Cancellation or a budget the round that just returned has spent (checked before its calls)."""
+        if self.ctx.cancel_requested:
+            return StopReason.CANCELLED
+        return self.ctx.budget.exhausted_after_round()
 
-    async def _process_call(
-        self, call: ToolCall, pending: CheckRecord | None
-    ) -> tuple[Observation, CheckRecord | None]:
+    def _assign_call_ids(self, messages: list[ChatMessage]) -> ChatMessage:
+        """Give every call of the round a usable ID before anything runs, unique in the run.
+
+        ID-less calls get `call-r<round>-<n>` (suffixed `-2`, `-3`… if the model already uses that
+        ID), so the model, the adapter and the audit agree on it. A model-chosen ID that is not usable
+        (longer than MAX_TOOL_CALL_ID_CHARS, not a string, not UTF-8 text) is replaced the same way and
+        its call is answered INVALID_PROGRESS_PROTOCOL: no unbounded ID reaches an observation, an
+        event or the audit, and the transcript stays consistent for the provider.
+        """
+        assistant = messages[-1]
+        calls = assistant.tool_calls
+        taken = self._call_ids | {c.id for c in calls if _usable_id(c.id)}
+        fixed: list[ToolCall] = []
+        for position, call in enumerate(calls, start=1):
+            if _usable_id(call.id):
+                fixed.append(call)
+                continue
+            assigned = base = f"call-r{self.round}-{position}"
+            suffix = 2
+            while assigned in taken:
+                assigned, suffix = f"{base}-{suffix}", suffix + 1
+            taken.add(assigned)
+            if call.id:
+                self._replaced_ids.add(assigned)
+            fixed.append(ToolCall(tool_name=call.tool_name, arguments=call.arguments, id=assigned))
+        self._call_ids |= {c.id for c in fixed if c.id is not None}
+        if all(new is old for new, old in zip(fixed, calls, strict=True)):
+            return assistant
+        rebuilt = ChatMessage.from_assistant(
+            text=assistant.text, meta=assistant.meta, tool_calls=fixed, reasoning=assistant.reasoning
+        )
+        messages[-1] = rebuilt
+        return rebuilt
+
+    async def _process_call(self, call: ToolCall) -> Observation:
         assert call.id is not None
+        if call.id in self._replaced_ids:
+            return self._violation(call, {"invalid_field": "tool_call_id"})
         if not self.boundary.is_registered(call.tool_name):
             self.ledger.count_violation()
             self._protocol(ProtocolCode.UNKNOWN_TOOL, call.id, {})
-            return self._control_or_stop(call, {"code": ProtocolCode.UNKNOWN_TOOL}), None
+            return self._control_or_stop(call, {"code": ProtocolCode.UNKNOWN_TOOL})
         if self.ledger.is_known_call_id(call.id):
-            return self._violation(call, {"invalid_field": "tool_call_id"}), None
+            return self._violation(call, {"invalid_field": "tool_call_id"})
 
         envelope = call.arguments if isinstance(call.arguments, dict) else {}
+        previous = envelope.get("previous_observation")  # optional: absent means null
+        pending = self.ledger.pending
         if pending is not None:
-            problem = _evaluation_problem(envelope.get("previous_observation", _MISSING), pending)
+            problem = _evaluation_problem(previous, pending)
             if problem is not None:
-                return self._violation(call, {**problem, "expected_tool_call_id": pending.tool_call_id}), None
-            evaluation = envelope["previous_observation"]["evaluation"]
-            self.ledger.consume_evaluation(evaluation)
+                return self._violation(call, {**problem, "expected_tool_call_id": pending.tool_call_id})
+            assert isinstance(previous, dict)  # what _evaluation_problem accepts
+            self._round_evaluation = dict(previous)
+            self.ledger.consume_evaluation(previous["evaluation"])
             self._protocol(
                 ProtocolCode.EVALUATION_RECORDED,
                 call.id,
-                {"evaluated_tool_call_id": pending.tool_call_id, "evaluation": evaluation},
+                {"evaluated_tool_call_id": pending.tool_call_id, "evaluation": previous["evaluation"]},
             )
             if self._saturated(call.id):
-                return self._not_executed(call, STOP_REQUIRED), None
+                return self._not_executed(call, STOP_REQUIRED)
+        elif previous is not None and previous != self._round_evaluation:
+            # Nothing is pending: only a parallel call repeating this round's own evaluation word for
+            # word may carry one. Anything else would be an evaluation nobody asked for.
+            return self._violation(
+                call, {"invalid_field": "previous_observation", "expected_tool_call_id": None}
+            )
 
-        if set(envelope) != {"previous_observation", "input"}:
-            return self._invalid_input(call), None
+        if "input" not in envelope or not set(envelope) <= ENVELOPE_KEYS:
+            return self._invalid_input(call)
         try:
             business = self.boundary.validate_input(call.tool_name, envelope["input"])
         except ToolError:
-            return self._invalid_input(call), None
-        key = canonical_input(business)
+            return self._invalid_input(call)
+        key = input_key(call.tool_name, business)
         if self.ledger.is_duplicate(call.tool_name, key):
             self.ledger.count_no_gain()
             self._protocol(ProtocolCode.DUPLICATE_CALL, call.id, {})
             if self._saturated(call.id):
-                return self._not_executed(call, STOP_REQUIRED), None
-            return self._not_executed(call, {"code": ProtocolCode.DUPLICATE_CALL}), None
+                return self._not_executed(call, STOP_REQUIRED)
+            return self._not_executed(call, {"code": ProtocolCode.DUPLICATE_CALL})
         return await self._execute(call, business, key)
 
-    async def _execute(
-        self, call: ToolCall, business: Any, key: str
-    ) -> tuple[Observation, CheckRecord | None]:
+    async def _execute(self, call: ToolCall, business: Any, key: str) -> Observation:
         assert call.id is not None
         self.ledger.record_invocation(call.id, call.tool_name, key)
         self.emitter.emit(
@@ -236,6 +282,7 @@ class DiagnosisHarnessCore:
             tool_call_id=call.id,
             tool=call.tool_name,
             input=business.model_dump(mode="json"),
+            input_key=key,
         )
         request = ToolRequest(self.ctx.run_id, self.ctx.session_id, call.id, call.tool_name, business)
         started = time.perf_counter()
@@ -261,6 +308,9 @@ class DiagnosisHarnessCore:
             self.ledger.count_no_gain()
             if self._saturated(call.id, emit=False):
                 control = STOP_REQUIRED
+        awaits_evaluation = outcome.status == EvidenceStatus.FOUND and self._round_found is None
+        if awaits_evaluation:
+            self._round_found = self.ledger.checks[-1]
         obs = Observation(
             tool_call_id=call.id,
             tool=call.tool_name,
@@ -269,6 +319,7 @@ class DiagnosisHarnessCore:
             error_code=outcome.error_code,
             reason=outcome.reason,
             control=control,
+            evaluation_required=awaits_evaluation,
         )
         self.emitter.emit(
             ToolFinished,
@@ -284,8 +335,7 @@ class DiagnosisHarnessCore:
         )
         if control is not None:
             self._emit_saturation(call.id)
-        found = self.ledger.checks[-1] if outcome.status == EvidenceStatus.FOUND else None
-        return obs, found
+        return obs
 
     def _collection_stopped(self, state: State, calls: list[ToolCall]) -> None:
         """The final completion opportunity was used for a tool call: nothing executes, the run stops."""
@@ -297,10 +347,7 @@ class DiagnosisHarnessCore:
             else StopReason.MODEL_CALLS_EXHAUSTED
         )
         self._stop(state, reason)
-        replies = [
-            ChatMessage.from_tool(self._not_executed(c, STOP_REQUIRED).to_model_text(), c) for c in calls
-        ]
-        state.set("messages", replies)
+        state.set("messages", [_reply(c, self._not_executed(c, STOP_REQUIRED)) for c in calls])
 
     # ------------------------------------------------------------------ helpers
     def _violation(self, call: ToolCall, detail: dict[str, Any]) -> Observation:
@@ -349,7 +396,8 @@ class DiagnosisHarnessCore:
         if self.stop_reason is None:
             self.stop_reason = reason
         state.set("stop_run", reason.value)
-        self._emit_budget(exhausted=reason)
+        # Only a budget is "exhausted"; saturation and cancellation are reported as what they are.
+        self._emit_budget(exhausted=reason if reason in BUDGET_STOP_REASONS else None)
 
     def _protocol(self, code: ProtocolCode, tool_call_id: str | None, detail: dict[str, Any]) -> None:
         self.emitter.emit(
@@ -364,9 +412,25 @@ class DiagnosisHarnessCore:
         self.emitter.emit(BudgetChanged, **self.ctx.budget.gauge(), exhausted=exhausted)
 
 
+def _reply(call: ToolCall, observation: Observation) -> ChatMessage:
+    return ChatMessage.from_tool(tool_result=observation.to_model_text(), origin=call)
+
+
+def _usable_id(tool_call_id: Any) -> bool:
+    return (
+        isinstance(tool_call_id, str)
+        and 0 < len(tool_call_id) <= MAX_TOOL_CALL_ID_CHARS
+        and is_encodable(tool_call_id)
+    )
+
+
 def _evaluation_problem(previous: Any, pending: CheckRecord) -> dict[str, str] | None:
-    """Why `previous_observation` does not evaluate the pending observation, or None if it does."""
-    if previous is _MISSING or previous is None:
+    """Why `previous_observation` does not evaluate the pending observation, or None if it does.
+
+    Plain comparisons only: whatever the model sent (any size, any type) is a wrong evaluation at
+    worst, never an exception.
+    """
+    if previous is None:
         return {"missing_field": "previous_observation"}
     if not isinstance(previous, dict):
         return {"invalid_field": "previous_observation"}
@@ -376,5 +440,4 @@ def _evaluation_problem(previous: Any, pending: CheckRecord) -> dict[str, str] |
         return {"invalid_field": "previous_observation.evaluation"}
     if set(previous) != {"tool_call_id", "evaluation"}:
         return {"invalid_field": "previous_observation"}
-    PreviousObservation.model_validate(previous)
     return None

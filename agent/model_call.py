@@ -1,43 +1,106 @@
-"""GuardedChatGenerator: marks failures that happen inside the model call itself.
+"""GuardedChatGenerator: the one wrapper around the chat generator of a run.
 
-Only an exception raised by the chat generator is a MODEL_ERROR; anything else that escapes the
-Agent (a hook, the framework) is an AGENT_ERROR. Wrapping the generator is the one place that knows
-the difference for certain.
+- It marks failures that happen inside the model call itself: only an exception raised by the chat
+  generator is a MODEL_ERROR; anything else that escapes the Agent (a hook, the framework) is an
+  AGENT_ERROR. Wrapping the generator is the one place that knows the difference for certain.
+- It is the one place that sees exactly what a round sent and received: it replaces each reply's
+  provider usage with a clean `RoundUsage` (estimated where the provider's is missing or unusable)
+  before Haystack or the harness reads it, so no usage shape can crash the run.
+- A reply the server cut at the token limit (`finish_reason == "length"`) is a MODEL_ERROR with the
+  stable reason MAX_TOKENS: its text is half a Draft or half a tool call, never something to parse.
+- The Agent sends the same inputs on every round; some rounds need more (the run's Draft schema on
+  the round where no tool may be called). `round_kwargs` supplies those per call, merged over the
+  generator's own generation settings.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
+
+from agent.usage import WireSizes, message_bytes, round_usage
+
+MAX_TOKENS = "MAX_TOKENS"
 
 
 class ModelCallError(Exception):
-    """The chat generator failed. Only the exception's type name is kept: provider text may leak."""
+    """The chat generator failed. Only the exception's type name is kept: provider text may leak.
 
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(type(cause).__name__)
-        self.cause_type = type(cause).__name__
+    `reason` is a stable code when the failure has a known meaning (MAX_TOKENS), else None.
+    """
+
+    def __init__(self, cause: BaseException | None, reason: str | None = None) -> None:
+        name = type(cause).__name__ if cause is not None else "TruncatedReply"
+        super().__init__(reason or name)
+        self.cause_type = name
+        self.reason = reason
 
 
 class GuardedChatGenerator:
-    def __init__(self, inner: Any) -> None:
+    """One per run: it keeps the sizes of what the run has sent so far."""
+
+    def __init__(
+        self,
+        inner: Any,
+        round_kwargs: Callable[[], dict[str, Any]] | None = None,
+        on_truncated: Callable[[Any], None] | None = None,
+    ) -> None:
         self.inner = inner
+        self._sizes = WireSizes()
+        self._round_kwargs = round_kwargs
+        # Called with a reply cut at the token limit before the run fails, so its usage is recorded.
+        self._on_truncated = on_truncated
 
     def run(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
+        kwargs = self._with_round_kwargs(kwargs)
         try:
-            return self.inner.run(messages=messages, tools=tools, **kwargs)
+            result = self.inner.run(messages=messages, tools=tools, **kwargs)
         except Exception as exc:
-            raise ModelCallError(exc) from exc
+            raise _classify(exc) from exc
+        return self._checked(self._with_measured_usage(result, messages, tools))
 
     async def run_async(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
+        kwargs = self._with_round_kwargs(kwargs)
         try:
             if callable(getattr(self.inner, "run_async", None)):
-                return await self.inner.run_async(messages=messages, tools=tools, **kwargs)
-            return await asyncio.to_thread(self.inner.run, messages=messages, tools=tools, **kwargs)
+                result = await self.inner.run_async(messages=messages, tools=tools, **kwargs)
+            else:
+                result = await asyncio.to_thread(self.inner.run, messages=messages, tools=tools, **kwargs)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            raise ModelCallError(exc) from exc
+            raise _classify(exc) from exc
+        return self._checked(self._with_measured_usage(result, messages, tools))
+
+    def _with_round_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        extra = self._round_kwargs() if self._round_kwargs is not None else {}
+        if not extra:
+            return kwargs
+        return {**kwargs, "generation_kwargs": {**(kwargs.get("generation_kwargs") or {}), **extra}}
+
+    def _with_measured_usage(self, result: dict[str, Any], messages: list[Any], tools: Any) -> dict[str, Any]:
+        """Give every reply clean usage meta: the provider's counts where usable, else estimated."""
+        replies = result.get("replies") if isinstance(result, dict) else None
+        if not replies:
+            return result
+        sent = self._sizes.sent(messages, tools)
+        for reply in replies:
+            meta = getattr(reply, "meta", None)
+            if isinstance(meta, dict):
+                meta.update(round_usage(meta.get("usage"), sent, message_bytes(reply)).to_meta())
+        return result
+
+    def _checked(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Refuse a reply cut at the token limit (after its usage is measured, so it is recorded)."""
+        replies = result.get("replies") if isinstance(result, dict) else None
+        for reply in replies or []:
+            meta = getattr(reply, "meta", None) or {}
+            if meta.get("finish_reason") == "length":
+                if self._on_truncated is not None:
+                    self._on_truncated(reply)
+                raise ModelCallError(None, reason=MAX_TOKENS)
+        return result
 
     def warm_up(self) -> None:
         if hasattr(self.inner, "warm_up"):
@@ -48,3 +111,10 @@ class GuardedChatGenerator:
             await self.inner.warm_up_async()
         else:
             self.warm_up()
+
+
+def _classify(exc: Exception) -> ModelCallError:
+    # The OpenAI client raises this (instead of returning the reply) on its structured-output path.
+    if type(exc).__name__ == "LengthFinishReasonError":
+        return ModelCallError(exc, reason=MAX_TOKENS)
+    return ModelCallError(exc)

@@ -22,6 +22,24 @@ class ModelChoice:
     label: str
 
 
+def generation_kwargs(settings: ModelSettings) -> dict[str, Any]:
+    """What every model request carries: a token limit always, temperature and seed when set."""
+    kwargs: dict[str, Any] = {"max_tokens": settings.max_tokens}
+    if settings.temperature is not None:
+        kwargs["temperature"] = settings.temperature
+    if settings.seed is not None:
+        kwargs["seed"] = settings.seed
+    return kwargs
+
+
+def server_enforces_draft_schema(settings: ModelSettings) -> bool:
+    """Whether the final no-tool round sends the run's Draft schema as `response_format`.
+
+    Only an OpenAI-compatible server can enforce it; the scripted model replays its script.
+    """
+    return settings.provider == "openai" and settings.structured_output == "auto"
+
+
 def build_model(settings: ModelSettings, scenario: Scenario | None) -> ModelChoice:
     if settings.provider == "scripted":
         from agent.scripted import ScriptedChatGenerator
@@ -48,6 +66,8 @@ def _openai(settings: ModelSettings) -> ModelChoice:
         api_base_url=settings.base_url,
         timeout=settings.timeout_s,
         max_retries=0,
+        generation_kwargs=generation_kwargs(settings),
+        tools_strict=settings.strict_tools,
     )
     where = settings.base_url or "api.openai.com"
     return ModelChoice(generator, f"openai: {settings.name} @ {where}")

@@ -3,6 +3,11 @@
 
 Built-in scenarios ship as package data; any YAML/JSON file with the same shape works the same way.
 Nothing in the engine knows a scenario's name: built-ins get no special treatment.
+
+A scenario file is content, not configuration: it is shared between trainers and picked from a
+folder, so its `settings` may only tighten or loosen the run's budget and protocol limits. Any other
+key (a model endpoint, an env var name, the audit path, a data source) would let a file's author
+point the console, and the operator's credentials, wherever they like; it is an error naming the key.
 """
 
 from __future__ import annotations
@@ -12,11 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.contracts import PreviousTurn
+from agent.input_files import InputFileError, read_input_file
+from agent.settings import BudgetSettings, ProtocolSettings
 
 MAX_SCENARIO_BYTES = 1_000_000
+# The only settings a scenario may carry: section -> the keys it may set.
+SCENARIO_SETTINGS: dict[str, type[BaseModel]] = {"budget": BudgetSettings, "protocol": ProtocolSettings}
 
 
 class _Strict(BaseModel):
@@ -30,14 +39,24 @@ class ScriptedToolCall(_Strict):
 
 
 class ScriptedUsage(_Strict):
-    prompt_tokens: int = Field(default=0, ge=0)
-    completion_tokens: int = Field(default=0, ge=0)
+    """The usage the scripted provider reports; a count left out is one the provider does not report."""
+
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: int | None = Field(default=None, ge=0)
+    total_tokens: int | None = Field(default=None, ge=0)
+
+    def reported(self) -> dict[str, int]:
+        counts = self.model_dump(exclude_none=True)
+        if {"prompt_tokens", "completion_tokens"} <= set(counts) and self.total_tokens is None:
+            counts["total_tokens"] = counts["prompt_tokens"] + counts["completion_tokens"]
+        return counts
 
 
 class ScriptedRound(_Strict):
     text: str | None = None
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
-    usage: ScriptedUsage = Field(default_factory=ScriptedUsage)
+    # None (or left out): the provider reports no usage at all, as many OpenAI-compatible servers do.
+    usage: ScriptedUsage | None = None
     delay_ms: int = Field(default=0, ge=0, le=600_000)
 
 
@@ -49,6 +68,32 @@ class Scenario(_Strict):
     previous_turn: PreviousTurn | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
     rounds: list[ScriptedRound] = Field(min_length=1)
+
+    @field_validator("settings")
+    @classmethod
+    def _only_budget_and_protocol(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        for section, values in settings.items():
+            model = SCENARIO_SETTINGS.get(section)
+            if model is None:
+                raise ValueError(
+                    f"settings.{section!s:.60} is not allowed: a scenario file may only set "
+                    "budget and protocol limits"
+                )
+            if not isinstance(values, dict):
+                raise ValueError(f"settings.{section} must be a mapping of {section} limits")
+            for key in values:
+                if key not in model.model_fields:
+                    known = ", ".join(model.model_fields)
+                    raise ValueError(
+                        f"settings.{section}.{key!s:.60} is not a {section} limit (known: {known})"
+                    )
+            try:
+                model.model_validate(values)
+            except ValidationError as exc:
+                first = exc.errors(include_input=False)[0]
+                where = ".".join(map(str, first["loc"]))
+                raise ValueError(f"settings.{section}.{where}: {first['msg']}") from None
+        return settings
 
 
 class ScenarioError(Exception):
@@ -65,11 +110,9 @@ def builtin_scenarios() -> list[Scenario]:
 
 def load_scenario_file(path: Path) -> Scenario:
     try:
-        raw_bytes = path.read_bytes()
-    except OSError as exc:
-        raise ScenarioError(f"cannot read scenario file {path}: {exc.strerror}") from None
-    if len(raw_bytes) > MAX_SCENARIO_BYTES:
-        raise ScenarioError(f"scenario file {path} is larger than {MAX_SCENARIO_BYTES} bytes")
+        raw_bytes = read_input_file(path, what="scenario file", limit=MAX_SCENARIO_BYTES)
+    except InputFileError as exc:
+        raise ScenarioError(str(exc)) from None
     try:
         text = raw_bytes.decode("utf-8", errors="strict")
     except UnicodeDecodeError:
@@ -94,6 +137,8 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(f"{source}: nested too deeply to be a scenario") from None
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]
+        if first["type"] == "value_error":  # our own checks name the key themselves
+            raise ScenarioError(f"{source}: {first['msg'].removeprefix('Value error, ')}") from None
         loc = ".".join(str(p) for p in first["loc"])
         raise ScenarioError(f"{source}: {loc}: {first['msg']}") from None
 

@@ -36,20 +36,13 @@ class ScriptedChatGenerator:
         scripted = self.rounds[self.calls]
         self.calls += 1
         tool_calls = [ToolCall(tool_name=c.name, arguments=c.arguments, id=c.id) for c in scripted.tool_calls]
-        usage = {
-            "prompt_tokens": scripted.usage.prompt_tokens,
-            "completion_tokens": scripted.usage.completion_tokens,
-            "total_tokens": scripted.usage.prompt_tokens + scripted.usage.completion_tokens,
+        meta: dict[str, Any] = {
+            "model": self.model_label,
+            "finish_reason": "tool_calls" if tool_calls else "stop",
         }
-        reply = ChatMessage.from_assistant(
-            text=scripted.text,
-            tool_calls=tool_calls or None,
-            meta={
-                "model": self.model_label,
-                "usage": usage,
-                "finish_reason": "tool_calls" if tool_calls else "stop",
-            },
-        )
+        if scripted.usage is not None:
+            meta["usage"] = scripted.usage.reported()
+        reply = ChatMessage.from_assistant(text=scripted.text, tool_calls=tool_calls or None, meta=meta)
         return {"replies": [reply]}
 
     @component.output_types(replies=list[ChatMessage])

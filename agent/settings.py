@@ -9,18 +9,22 @@ values here, only the *names* of env vars that hold them.
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
+from agent.input_files import MIB, InputFileError, read_input_text
+
 CONFIG_ENV = "DIAGNOSE_CONFIG"
+MAX_CONFIG_BYTES = MIB
 
 
 class Section(BaseModel):
@@ -34,6 +38,20 @@ class ModelSettings(Section):
     name: str = "gpt-4o-mini"
     api_key_env: str = "OPENAI_API_KEY"
     timeout_s: float = Field(default=60.0, gt=0)
+    # Generation settings, sent with every model request. The default token limit leaves room for a
+    # Draft of the default `max_draft_bytes` (16 KiB at about 4 bytes per token); a reply cut by it
+    # fails the run as MODEL_ERROR with cause MAX_TOKENS instead of running a round until the
+    # server's context is full.
+    max_tokens: int = Field(default=4096, ge=16, le=131_072)
+    temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
+    # "auto": an OpenAI-compatible server enforces the run's Draft schema (`response_format`) on the
+    # round where no tool may be called; "off": it never does, and the prompt carries the schema text.
+    structured_output: Literal["auto", "off"] = "auto"
+    # OpenAI-style strict function calling: every tool property becomes required (optional ones
+    # nullable) and the provider guarantees schema-valid arguments. Off by default because not every
+    # OpenAI-compatible server accepts it; llama.cpp's server constrains arguments either way.
+    strict_tools: bool = False
 
 
 class BudgetSettings(Section):
@@ -45,6 +63,9 @@ class BudgetSettings(Section):
     max_input_bytes: int = Field(default=12_288, ge=1)
     max_draft_bytes: int = Field(default=16_384, ge=1)
     max_run_bytes: int = Field(default=262_144, ge=1)
+    # One tool observation's projection, in UTF-8 bytes of its JSON: longer result lists are cut
+    # (marked `truncated`), so a three-tool run fits the context of a small local model.
+    max_observation_bytes: int = Field(default=4_096, ge=512)
 
 
 class ProtocolSettings(Section):
@@ -54,6 +75,8 @@ class ProtocolSettings(Section):
 
 class KnowledgeSettings(Section):
     path: Path | None = None
+    # Runbooks larger than this are skipped (and reported), so one huge file cannot stall every lookup.
+    max_file_bytes: int = Field(default=2 * 1024 * 1024, ge=1)
 
 
 class LogsSettings(Section):
@@ -80,6 +103,18 @@ class AuditSettings(Section):
     path: Path | None = None
 
 
+class ServeSettings(Section):
+    """`diagnose serve`: every browser tab is a console process holding the operator's credentials."""
+
+    max_consoles: int = Field(default=4, ge=1, le=64)
+
+
+class TelemetrySettings(Section):
+    """Library usage telemetry (Haystack's): off unless the operator opts in."""
+
+    enabled: bool = False
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DIAGNOSE_", env_nested_delimiter="__", extra="forbid")
 
@@ -90,6 +125,11 @@ class Settings(BaseSettings):
     logs: LogsSettings = Field(default_factory=LogsSettings)
     mysql: MysqlSettings = Field(default_factory=MysqlSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    serve: ServeSettings = Field(default_factory=ServeSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+
+    # The parsed configuration file of a per-load subclass (see `load_settings`); None: no file.
+    config_document: ClassVar[dict[str, Any] | None] = None
 
     @classmethod
     def settings_customise_sources(
@@ -101,8 +141,9 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if settings_cls.model_config.get("toml_file"):
-            sources.append(TomlConfigSettingsSource(settings_cls))
+        document = getattr(settings_cls, "config_document", None)
+        if document is not None:
+            sources.append(InitSettingsSource(settings_cls, init_kwargs=document))
         return tuple(sources)
 
 
@@ -110,17 +151,28 @@ class ConfigError(Exception):
     """The configuration cannot be used; the message says which file/key and why (no secret values)."""
 
 
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The TOML document, read with a size cap from a regular file only (never a FIFO or a device)."""
+    try:
+        text = read_input_text(path, what="config file", limit=MAX_CONFIG_BYTES)
+    except InputFileError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"cannot read config file {path}: nested too deeply") from None
+
+
 def load_settings(config_file: Path | str | None = None, overrides: dict[str, Any] | None = None) -> Settings:
     """Load settings: defaults < TOML file < env vars < `overrides` (a scenario's own settings)."""
     path = config_file or os.environ.get(CONFIG_ENV) or None
     toml_path = Path(path) if path else None
-    if toml_path is not None and not toml_path.is_file():
-        raise ConfigError(f"config file not found: {toml_path}")
     settings_cls: type[Settings] = Settings
     if toml_path is not None:
-        # A per-call subclass carries the file, so concurrent loads never share a global.
-        config = SettingsConfigDict(**{**Settings.model_config, "toml_file": toml_path})
-        settings_cls = type("FileSettings", (Settings,), {"model_config": config})
+        # A per-call subclass carries the document, so concurrent loads never share a global.
+        settings_cls = type("FileSettings", (Settings,), {"config_document": read_config_file(toml_path)})
     try:
         return settings_cls(**(overrides or {}))
     except ValidationError as exc:

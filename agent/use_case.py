@@ -30,10 +30,12 @@ from agent.contracts import (
     StopReason,
 )
 from agent.draft_parser import DraftRejected, parse_draft
+from agent.draft_schema import final_round_kwargs
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.model_call import GuardedChatGenerator, ModelCallError
+from agent.models import server_enforces_draft_schema
 from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
 from agent.run_context import RunContext, new_id
@@ -42,6 +44,8 @@ from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
 from tools.redaction import NOOP, Redactor
 from tools.run_events import EventSink, ProtocolThresholds, RunFinished, RunLimits, RunStarted
+from tools.vocabulary import EvidenceStatus
+from tools.wire_schema import wire_schema
 
 if TYPE_CHECKING:
     from haystack.hooks import Hook, HookPoint
@@ -68,7 +72,10 @@ def frozen_tools() -> tuple[Any, ...]:
 
     return tuple(
         Tool(
-            name=name, description=DESCRIPTIONS[name], parameters=envelope_schema(name), function=_never_runs
+            name=name,
+            description=DESCRIPTIONS[name],
+            parameters=wire_schema(envelope_schema(name)),
+            function=_never_runs,
         )
         for name in TOOL_NAMES
     )
@@ -204,7 +211,7 @@ class DiagnosisUseCase:
             )
         return turn
 
-    def _build_agent(self) -> Any:
+    def _build_agent(self, core: DiagnosisHarnessCore) -> Any:
         from haystack.components.agents import Agent
 
         # Injected observers run first: the harness gate must be the last step before the generator,
@@ -212,8 +219,11 @@ class DiagnosisUseCase:
         hooks: dict[HookPoint, list[Hook]] = {point: list(extra) for point, extra in self.extra_hooks.items()}
         for point, own in harness_hooks().items():
             hooks.setdefault(point, []).extend(own)
+        round_kwargs = self._final_round_format(core) if self._schema_enforced else None
         return Agent(
-            chat_generator=GuardedChatGenerator(self.chat_generator),
+            chat_generator=GuardedChatGenerator(
+                self.chat_generator, round_kwargs=round_kwargs, on_truncated=core.close_model_round
+            ),
             tools=list(frozen_tools()),
             exit_conditions=["text"],
             # The harness budget is the real limit; this only guards against a harness bug looping.
@@ -221,14 +231,32 @@ class DiagnosisUseCase:
             hooks=hooks,
         )
 
+    @property
+    def _schema_enforced(self) -> bool:
+        return server_enforces_draft_schema(self.settings.model)
+
+    def _final_round_format(self, core: DiagnosisHarnessCore) -> Callable[[], dict[str, Any]]:
+        """Per-call kwargs: on the round where no tool may be called, this run's Draft schema."""
+        max_draft_bytes, max_tokens = self.settings.budget.max_draft_bytes, self.settings.model.max_tokens
+
+        def kwargs() -> dict[str, Any]:
+            if not core.no_tool_round:
+                return {}
+            checks = core.ledger.completed_checks
+            found = [c.tool_call_id for c in checks if c.evidence_status == EvidenceStatus.FOUND]
+            return final_round_kwargs(found, [c.tool_call_id for c in checks], max_draft_bytes, max_tokens)
+
+        return kwargs
+
     async def _run_agent(
         self, ctx: RunContext, core: DiagnosisHarnessCore, user_text: str
     ) -> ExecutionResult:
         from haystack.dataclasses import ChatMessage
 
         ledger = core.ledger
-        agent = self._build_agent()
-        messages = [ChatMessage.from_system(system_prompt()), ChatMessage.from_user(user_text)]
+        agent = self._build_agent(core)
+        prompt = system_prompt(schema_enforced=self._schema_enforced)
+        messages = [ChatMessage.from_system(prompt), ChatMessage.from_user(user_text)]
         hook_context = {HARNESS_KEY: core, "run_context": ctx}
         inner: asyncio.Task[dict[str, Any]] = asyncio.create_task(
             agent.run_async(messages=messages, hook_context=hook_context)
@@ -251,7 +279,10 @@ class DiagnosisUseCase:
         except ModelCallError as exc:
             log.warning("model call of run %s failed: %s", ctx.run_id, exc.cause_type)
             progress = ledger.snapshot() if ledger.completed_checks else None
-            failure = Failure(code=StopReason.MODEL_ERROR.value, detail=exc.cause_type)
+            if exc.reason is not None:
+                failure = Failure(code=StopReason.MODEL_ERROR.value, cause=exc.reason)
+            else:
+                failure = Failure(code=StopReason.MODEL_ERROR.value, detail=exc.cause_type)
             return self._result(ctx, StopReason.MODEL_ERROR, None, progress, failure)
         except Exception as exc:
             # Unclassified framework failure: fail closed and publish no progress at all.

@@ -1,11 +1,33 @@
 """Local SQLite audit of runs, model rounds, tool invocations and protocol events.
 
 The tables and what they promise: docs/architecture.md, "Audit".
+
+The public names load on first use: `audit.files` (owner-only files, used by every `diagnose` start for
+its log) must not pull in sqlite-utils and the browse queries before the console's first frame.
 """
 
-from audit.browse import AuditBrowser, InvocationFilter, Page, RunTimeline, TimelineEntry
-from audit.sink import AuditSink
-from audit.store import AuditStore, AuditStoreError, PruneReport, default_audit_path
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from audit.browse import AuditBrowser, InvocationFilter, Page, RunTimeline, TimelineEntry
+    from audit.sink import AuditSink
+    from audit.store import AuditStore, AuditStoreError, PruneReport, default_audit_path
+
+_HOMES = {
+    "AuditBrowser": "audit.browse",
+    "InvocationFilter": "audit.browse",
+    "Page": "audit.browse",
+    "RunTimeline": "audit.browse",
+    "TimelineEntry": "audit.browse",
+    "AuditSink": "audit.sink",
+    "AuditStore": "audit.store",
+    "AuditStoreError": "audit.store",
+    "PruneReport": "audit.store",
+    "default_audit_path": "audit.store",
+}
 
 __all__ = [
     "AuditBrowser",
@@ -19,3 +41,10 @@ __all__ = [
     "TimelineEntry",
     "default_audit_path",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'audit' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

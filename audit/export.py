@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, Protocol
 
 from audit.browse import AuditBrowser, InvocationFilter, RunTimeline
 
@@ -22,6 +22,12 @@ _JSON_COLUMNS = {
     "tool_call_ids": "tool_call_ids",
 }
 EXPORT_PAGE_SIZE = 500
+
+
+class TextSink(Protocol):
+    """Where an export goes: a file, stdout, or a filter in front of the terminal."""
+
+    def write(self, text: str, /) -> object: ...
 
 
 def row_for_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -73,7 +79,7 @@ def iter_runs(browser: AuditBrowser, page_size: int = EXPORT_PAGE_SIZE) -> Itera
 
 def export_jsonl(
     browser: AuditBrowser,
-    out: TextIO,
+    out: TextSink,
     per: Literal["invocation", "run"] = "invocation",
     page_size: int = EXPORT_PAGE_SIZE,
 ) -> int:

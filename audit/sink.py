@@ -119,17 +119,19 @@ class AuditSink:
             json.dumps(list(event.tool_call_ids), ensure_ascii=False),
             event.has_text,
             event.duration_ms,
+            bool(event.usage_estimated),
             event.seq,
         )
         # A round seen only by its finish is placed by the finish's seq; otherwise its start's seq stays.
         with self._store.write() as db:
             db.execute(
                 "INSERT INTO model_rounds (run_id, round, finished_at, prompt_tokens, completion_tokens,"
-                " tool_call_ids, has_text, duration_ms, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " tool_call_ids, has_text, duration_ms, usage_estimated, seq)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (run_id, round) DO UPDATE SET finished_at = excluded.finished_at,"
                 " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
                 " tool_call_ids = excluded.tool_call_ids, has_text = excluded.has_text,"
-                " duration_ms = excluded.duration_ms",
+                " duration_ms = excluded.duration_ms, usage_estimated = excluded.usage_estimated",
                 params,
             )
 
@@ -142,6 +144,7 @@ class AuditSink:
             "round": event.round,
             "status": InvocationStatus.STARTED,
             "input_json": _json(event.input),
+            "input_key": event.input_key,
             "started_at": event.at,
             "seq": event.seq,
         }

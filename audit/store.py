@@ -10,9 +10,11 @@ losing it. Opening a file also closes what crashed processes left open (see `Aud
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,6 +28,7 @@ import platformdirs
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
+from audit.files import UnsafeFileError, open_private, private_state_dir
 from audit.liveness import is_process_live
 from tools.vocabulary import InvocationStatus
 
@@ -40,6 +43,8 @@ Migration = Callable[[sqlite_utils.Database], None]
 _BUSY_TIMEOUT_MS = 2000
 _BUSY_DEADLINE_S = 60.0
 _PRUNE_BATCH = 500
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+_SQLITE_STATISTICS = frozenset({"sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"})
 
 
 class AuditStoreError(Exception):
@@ -224,8 +229,91 @@ def _v2_browse_and_recovery(db: sqlite_utils.Database) -> None:
         db.execute(statement)
 
 
+def _v3_estimated_usage_and_input_keys(db: sqlite_utils.Database) -> None:
+    """Two facts the run knows and the audit did not keep.
+
+    `model_rounds.usage_estimated`: the provider did not report usable usage, so the round was counted
+    from the bytes sent and received (nobody should read an estimate as a provider's bill).
+    `invocations.input_key`: the canonical business input (tools.canonical), equal for equivalent
+    calls however the model spelled them; NULL for invocations recorded before it existed.
+    """
+    db.execute("ALTER TABLE model_rounds ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE invocations ADD COLUMN input_key TEXT")
+
+
 # Append-only: migration N (1-based) brings a file from user_version N-1 to N. Never edit a shipped one.
-MIGRATIONS: list[Migration] = [_v1_initial_schema, _v2_browse_and_recovery]
+MIGRATIONS: list[Migration] = [
+    _v1_initial_schema,
+    _v2_browse_and_recovery,
+    _v3_estimated_usage_and_input_keys,
+]
+
+
+@dataclass(frozen=True)
+class _SchemaObject:
+    type: str
+    name: str
+    table: str
+    sql: str
+
+
+def _normalized(sql: str | None) -> str:
+    return " ".join((sql or "").split())
+
+
+def _schema_objects(conn: sqlite3.Connection) -> dict[str, _SchemaObject]:
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    return {
+        str(name): _SchemaObject(str(kind), str(name), str(table), _normalized(sql))
+        for kind, name, table, sql in rows
+    }
+
+
+@functools.cache
+def _reference_schema(version: int) -> dict[str, _SchemaObject]:
+    """What our own migrations 1..version create, built once in memory."""
+    reference = sqlite_utils.Database(memory=True)
+    for migration in MIGRATIONS[:version]:
+        migration(reference)
+    return _schema_objects(reference.conn)
+
+
+def check_schema_objects(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file holding schema objects this program did not create.
+
+    Triggers run on every write (a planted one could copy audit rows elsewhere or never end) and views
+    run whatever they select, so each must be exactly one of ours; an unknown table or index means the
+    file is not (only) an audit, so it is not ours to write to. Nothing is written before this check.
+    """
+    conn.execute("BEGIN")  # version and objects from one snapshot: another process may be migrating
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        objects = _schema_objects(conn)
+    finally:
+        conn.execute("COMMIT")
+    if version > len(MIGRATIONS):
+        return  # a newer schema: refused by the version check, with the better message
+    reference = _reference_schema(version)
+    for found in objects.values():
+        expected = reference.get(found.name)
+        if found.name.startswith("sqlite_autoindex_") and found.table in reference:
+            continue
+        if found.type == "table" and found.name in _SQLITE_STATISTICS:
+            continue  # ANALYZE's statistics (sqlite3, Datasette): data for the planner, never code
+        ours = (
+            expected is not None
+            and expected.type == found.type
+            and expected.table == found.table
+            and (
+                (found.type in ("table", "index") and not found.sql.startswith("CREATE VIRTUAL"))
+                or expected.sql == found.sql
+            )
+        )
+        if not ours:
+            raise AuditStoreError(
+                f"audit database {path} holds a {found.type} this program did not create "
+                f"({found.name!r} on {found.table!r}); refusing to use it"
+            )
 
 
 @dataclass(frozen=True)
@@ -251,13 +339,18 @@ class AuditStore:
         # The console may write from a run worker while the UI thread reads; one lock keeps the shared
         # connection's transaction state consistent.
         self._lock = threading.RLock()
-        self._create_private_file()
+        checked = self._create_private_file()
         try:
             conn = sqlite3.connect(str(self.path), check_same_thread=False)
         except sqlite3.Error as exc:
             raise AuditStoreError(f"cannot open audit database {self.path}: {exc}") from exc
         try:
+            self._same_file(checked)
             self.db = sqlite_utils.Database(conn)
+            # Nothing in the file may run (triggers fire on writes) before its schema is known to be
+            # ours. (`trusted_schema=OFF` is no substitute: our own FTS triggers need it on.)
+            self._pragma(f"busy_timeout={_BUSY_TIMEOUT_MS}")
+            _retry_busy(lambda: check_schema_objects(conn, self.path))
             self._configure()
             self._migrate()
             self.has_fts = self._table_exists("invocations_fts") and self._table_exists("runs_fts")
@@ -269,24 +362,47 @@ class AuditStore:
             conn.close()
             raise
 
-    def _create_private_file(self) -> None:
-        """Create the file owner-only before SQLite touches it: audit rows are operator data."""
+    def _create_private_file(self) -> os.stat_result:
+        """Create the file owner-only before SQLite touches it: audit rows are operator data.
+
+        The file (and the -wal/-shm/-journal files SQLite keeps next to it) must be a regular file of
+        ours, reached without a symbolic link; a group- or world-readable one is tightened to 0600.
+        """
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-            except FileExistsError:
-                pass
-            else:
-                os.close(fd)
-                os.chmod(self.path, 0o600)  # a restrictive umask must not leave it unreadable to us
+            private_state_dir(self.path.parent, ours=self.path == default_audit_path())
         except OSError as exc:
             raise AuditStoreError(f"cannot create audit database {self.path}: {exc}") from exc
-        if not self.path.is_file():
+        if self.path.is_symlink():
+            raise AuditStoreError(f"audit database {self.path} is a symbolic link; give the real path")
+        if self.path.exists() and not self.path.is_file():
             raise AuditStoreError(f"audit database {self.path} is not a regular file")
+        checked: os.stat_result | None = None
+        for name in (self.path, *(Path(f"{self.path}{suffix}") for suffix in _SIDE_FILES)):
+            if name != self.path and not os.path.lexists(name):
+                continue
+            try:
+                fd = open_private(name, os.O_RDONLY | (os.O_CREAT if name == self.path else 0))
+            except UnsafeFileError as exc:
+                verb = "create" if not os.path.lexists(name) else "use"
+                raise AuditStoreError(f"cannot {verb} audit database {self.path}: {exc}") from None
+            except OSError as exc:
+                raise AuditStoreError(f"cannot create audit database {self.path}: {exc}") from exc
+            try:
+                if name == self.path:
+                    checked = os.fstat(fd)
+            finally:
+                os.close(fd)
+        assert checked is not None
         # SQLite opens an unwritable file read-only without complaint and fails only on the first write.
         if not os.access(self.path, os.R_OK | os.W_OK) or not os.access(self.path.parent, os.W_OK | os.X_OK):
             raise AuditStoreError(f"audit database {self.path} is not writable")
+        return checked
+
+    def _same_file(self, checked: os.stat_result) -> None:
+        """SQLite opened the path itself: it must still be the checked file, not a swapped-in link."""
+        now = os.lstat(self.path)
+        if stat.S_ISLNK(now.st_mode) or (now.st_dev, now.st_ino) != (checked.st_dev, checked.st_ino):
+            raise AuditStoreError(f"audit database {self.path} was replaced while it was being opened")
 
     def _configure(self) -> None:
         # The busy timeout comes first: switching to WAL needs a lock another opener may hold.

@@ -14,13 +14,17 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.segment import Segment
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
+from textual.color import Color
+from textual.filter import LineFilter
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console.host import ConsoleHost, ConsoleOptions
 from console.messages import EngineStatus
+from console.safe_text import neutralize
 from console.screens.audit import AuditScreen
 from console.screens.export_dialog import ExportDialog
 from console.screens.help import HelpScreen, KeySections, binding_rows
@@ -41,6 +45,24 @@ def quiet_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
         root.addHandler(logging.NullHandler())
+
+
+class TerminalSafeFilter(LineFilter):
+    """The console's last line of defence: no painted segment carries a character that could drive
+    the terminal or hide what is shown (see `console.safe_text`).
+
+    Widgets show untrusted text escaped already; this catches any that does not (Textual's own toasts,
+    inputs and tables included). A line's layout is fixed by now, so such characters are blanked to
+    their width rather than escaped.
+    """
+
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        if all(neutralize(segment.text, newlines=False) is segment.text for segment in segments):
+            return segments
+        return [
+            Segment(neutralize(text, newlines=False, form="blank"), style, control)
+            for text, style, control in segments
+        ]
 
 
 class DiagnoseApp(ConsoleHost):
@@ -85,9 +107,13 @@ class DiagnoseApp(ConsoleHost):
         self.env_factory: EnvFactory = env_factory or self._open_environment
         self.theme = DARK_THEME
         self._prefill = True
+        self._terminal_safe = TerminalSafeFilter()
         quiet_logging()
 
     # ------------------------------------------------------------------ screens
+    def get_line_filters(self) -> list[LineFilter]:
+        return [*super().get_line_filters(), self._terminal_safe]
+
     @property
     def investigate(self) -> InvestigateScreen:
         screen = self.get_screen("investigate")
@@ -135,7 +161,7 @@ class DiagnoseApp(ConsoleHost):
             if old is not None:
                 await old.aclose()
         elif event.state == WorkerState.ERROR:
-            message = str(event.worker.error) or type(event.worker.error).__name__
+            message = neutralize(str(event.worker.error) or type(event.worker.error).__name__)
             self.engine_status = EngineStatus("failed", "no engine", message=message)
             self.notify(
                 message, title="The engine could not start", severity="error", markup=False, timeout=15

@@ -10,6 +10,7 @@ exist is an error. Exit codes: 0 done, 1 the requested run does not exist, 2 bad
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from console.presentation import NOT_FOUND, SETUP_ERROR, USAGE_ERROR
+from console.safe_text import neutralize
 from tools.vocabulary import INTERRUPTED_RUN
 
 if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils loads only for `audit`
@@ -27,10 +29,10 @@ if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils 
     from audit.browse import AuditBrowser, Page, RunTimeline
 
 
-_AGE = re.compile(r"^\s*(\d+)\s*([dhm])\s*$")
+_AGE = re.compile(r"^\s*(\d{1,12})\s*([dhm])\s*$")
+_MAX_AGE = timedelta(days=36_500)
+MAX_PAGE_SIZE = 10_000
 _AGE_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
-# Control characters in stored text (model or tool output) must not drive the operator's terminal.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _PREVIEW = 96
 
 
@@ -41,11 +43,15 @@ class _AuditCommandError(Exception):
 
 
 def parse_age(value: str) -> timedelta:
-    """`30d`, `12h`, `90m`."""
+    """`30d`, `12h`, `90m`; at most a century, so `now - age` is always a date."""
     match = _AGE.match(value)
     if not match:
-        raise argparse.ArgumentTypeError(f"not an age like 30d, 12h or 90m: {value!r}")
-    return timedelta(**{_AGE_UNITS[match.group(2)]: int(match.group(1))})
+        raise argparse.ArgumentTypeError(f"not an age like 30d, 12h or 90m: {_clean(value)!r}")
+    amount = int(match.group(1))
+    unit = _AGE_UNITS[match.group(2)]
+    if amount > _MAX_AGE // timedelta(**{unit: 1}):
+        raise argparse.ArgumentTypeError(f"an age of at most {_MAX_AGE.days} days: {_clean(value)!r}")
+    return timedelta(**{unit: amount})
 
 
 def _time_arg(value: str) -> str:
@@ -61,13 +67,13 @@ def _time_arg(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{exc}; or an age like 2h") from None
 
 
-def _positive(value: str) -> int:
+def _page_size(value: str) -> int:
     try:
-        number = int(value)
+        number = int(value) if len(value) <= 12 else 0
     except ValueError:
         number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"not a positive number: {value!r}")
+    if not 1 <= number <= MAX_PAGE_SIZE:
+        raise argparse.ArgumentTypeError(f"not a number from 1 to {MAX_PAGE_SIZE}: {_clean(value)!r}")
     return number
 
 
@@ -119,7 +125,7 @@ def add_audit_parser(subparsers: Any) -> None:
 
 
 def _paging(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--limit", type=_positive, default=50, help="rows per page (default 50)")
+    parser.add_argument("--limit", type=_page_size, default=50, help="rows per page (default 50)")
     parser.add_argument("--cursor", help="continue after a previous page (printed at its end)")
     parser.add_argument("--json", action="store_true", help='{"rows": [...], "next_cursor": ...}')
 
@@ -203,7 +209,7 @@ def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore
         if timeline is None:
             raise _AuditCommandError(f"no run {args.run_id!r} in {store.path}", NOT_FOUND)
         if args.json:
-            out.write(json.dumps(timeline_for_json(timeline), ensure_ascii=False, indent=2) + "\n")
+            _write_json(timeline_for_json(timeline), out)
         else:
             _print_timeline(timeline, out)
     elif command == "export":
@@ -223,27 +229,30 @@ def _export(args: argparse.Namespace, browser: AuditBrowser, out: TextIO) -> Non
     from audit.export import export_jsonl
 
     if args.output is None:
-        export_jsonl(browser, out, per=args.per)
+        export_jsonl(browser, _JsonLinesForTerminal(out), per=args.per)
         return
-    try:  # the export holds the same operator data as the audit: owner-only, like the audit file
-        fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        stream = open(fd, "w", encoding="utf-8")
+    from audit.files import open_private_writer
+
+    try:  # the export holds the same operator data as the audit: owner-only, never through a link
+        stream = open_private_writer(args.output)
     except OSError as exc:
-        raise _AuditCommandError(f"cannot write {args.output}: {exc.strerror}") from None
+        raise _AuditCommandError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     with stream:
         lines = export_jsonl(browser, stream, per=args.per)
     print(f"exported {lines} {args.per}{'s' if lines != 1 else ''} to {args.output}", file=sys.stderr)
 
 
 # --- terminal rendering ------------------------------------------------------------------------------
+# Every value printed here comes from the audit file, which anyone who can write it may have tampered
+# with: each one is shown through `neutralize` as text, whatever its stored type.
 
 
 def _clean(value: Any) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value)).replace("\n", " ")
+    return neutralize("-" if value is None else str(value), newlines=False)
 
 
 def _preview(value: Any, width: int = _PREVIEW) -> str:
-    text = _clean("" if value is None else value)
+    text = "" if value is None else _clean(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -252,25 +261,26 @@ def _run_state(run: dict[str, Any]) -> str:
         return f"{INTERRUPTED_RUN} (closed by crash recovery)"
     if run.get("finished_at") is None:
         return "RUNNING"
-    return f"{run['outcome']} / {run['stop_reason']}"
+    return f"{_clean(run.get('outcome'))} / {_clean(run.get('stop_reason'))}"
 
 
 def _run_line(run: dict[str, Any]) -> str:
-    tokens = "-" if run.get("total_tokens") is None else run["total_tokens"]
-    calls = "-" if run.get("model_calls") is None else run["model_calls"]
     when = run.get("started_at") or run.get("finished_at") or ""
     return (
-        f"{when:<27}  {_clean(run['run_id']):<18} {_preview(_run_state(run), 44):<44} "
-        f"{calls:>5} {tokens:>7}  {_preview(run.get('query'), 60)}"
+        f"{_preview(when, 27):<27}  {_clean(run.get('run_id')):<18} {_preview(_run_state(run), 44):<44} "
+        f"{_preview(run.get('model_calls'), 5):>5} {_preview(run.get('total_tokens'), 7):>7}  "
+        f"{_preview(run.get('query'), 60)}"
     )
 
 
 def _invocation_line(row: dict[str, Any]) -> str:
-    duration = "-" if row.get("duration_ms") is None else f"{row['duration_ms']}ms"
+    duration = "-" if row.get("duration_ms") is None else f"{_clean(row['duration_ms'])}ms"
     return (
-        f"{row['started_at']:<27}  {_clean(row['run_id']):<18} {_preview(row['tool_call_id'], 10):<10} "
-        f"{row['tool']:<16} {row['status']:<11} {_preview(row.get('error_code') or '-', 16):<16} "
-        f"{row.get('evaluation') or '-':<8} {duration:>8}  {_preview(row.get('input_json'), 60)}"
+        f"{_preview(row.get('started_at'), 27):<27}  {_clean(row.get('run_id')):<18} "
+        f"{_preview(row.get('tool_call_id'), 10):<10} {_preview(row.get('tool'), 16):<16} "
+        f"{_preview(row.get('status'), 11):<11} {_preview(row.get('error_code') or '-', 16):<16} "
+        f"{_preview(row.get('evaluation') or '-', 8):<8} {_preview(duration, 8):>8}  "
+        f"{_preview(row.get('input_json'), 60)}"
     )
 
 
@@ -288,9 +298,7 @@ def _print_page(
         from audit.export import row_for_json
 
         rows = [row_for_json(row) for row in page.rows]
-        out.write(
-            json.dumps({"rows": rows, "next_cursor": page.next_cursor}, ensure_ascii=False, indent=2) + "\n"
-        )
+        _write_json({"rows": rows, "next_cursor": page.next_cursor}, out)
         return
     if not page.rows:
         out.write("(none)\n")
@@ -299,7 +307,34 @@ def _print_page(
     for row in page.rows:
         out.write(line(row) + "\n")
     if page.next_cursor:
-        out.write(f"-- more: --cursor {page.next_cursor}\n")
+        out.write(f"-- more: --cursor {_clean(page.next_cursor)}\n")
+
+
+class _JsonLinesForTerminal(io.TextIOBase):
+    """JSON lines bound for stdout: string escapes for unsafe characters, the same values once decoded."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        self._out.write(neutralize(text, form="json"))
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
+def _write_json(value: Any, out: TextIO) -> None:
+    """Pretty JSON whose strings cannot drive the terminal; it still decodes to the same values."""
+    out.write(neutralize(json.dumps(value, ensure_ascii=False, indent=2), form="json") + "\n")
+
+
+def _call_ids(stored: Any) -> str:
+    try:
+        ids = json.loads(stored) if isinstance(stored, str) else []
+    except ValueError:
+        return _clean(stored)
+    return ", ".join(_clean(item) for item in ids) if isinstance(ids, list) else _clean(stored)
 
 
 def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
@@ -307,15 +342,15 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
     usage = ""
     if run.get("model_calls") is not None:
         usage = (
-            f"{run['model_calls']} model calls, {run.get('total_tokens')} tokens "
-            f"({run.get('prompt_tokens')} prompt + {run.get('completion_tokens')} completion)"
+            f"{_clean(run['model_calls'])} model calls, {_clean(run.get('total_tokens'))} tokens "
+            f"({_clean(run.get('prompt_tokens'))} prompt + {_clean(run.get('completion_tokens'))} completion)"
         )
     header = [
-        ("run", f"{_clean(run['run_id'])}   session {_clean(run['session_id'])}"),
+        ("run", f"{_clean(run.get('run_id'))}   session {_clean(run.get('session_id'))}"),
         ("query", _clean(run.get("query") or "")),
         ("result", _run_state(run)),
-        ("started", run.get("started_at") or "-"),
-        ("finished", run.get("finished_at") or "-"),
+        ("started", _clean(run.get("started_at"))),
+        ("finished", _clean(run.get("finished_at"))),
         ("usage", usage or "-"),
     ]
     for label, value in header:
@@ -325,24 +360,28 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
         out.write("(no model rounds, invocations or protocol events)\n")
     for entry in timeline.entries:
         data = entry.data
-        at = entry.at[11:23] if len(entry.at) >= 23 else entry.at
+        stamp = _clean(entry.at)
+        at = stamp[11:23] if len(stamp) >= 23 else stamp
         if entry.kind == "model_round":
-            ids = ", ".join(json.loads(data["tool_call_ids"] or "[]")) if data.get("tool_call_ids") else ""
+            ids = _call_ids(data.get("tool_call_ids")) if data.get("tool_call_ids") else ""
             parts = [
-                f"{data.get('prompt_tokens') or 0}+{data.get('completion_tokens') or 0} tokens",
-                f"{data['duration_ms']} ms" if data.get("duration_ms") is not None else "",
-                f"calls {_clean(ids)}" if ids else "",
+                f"{'~' if data.get('usage_estimated') else ''}"
+                f"{_clean(data.get('prompt_tokens') or 0)}+{_clean(data.get('completion_tokens') or 0)}"
+                " tokens",
+                f"{_clean(data['duration_ms'])} ms" if data.get("duration_ms") is not None else "",
+                f"calls {ids}" if ids else "",
                 "text" if data.get("has_text") else "",
             ]
-            out.write(f"{at}  round {data['round']:<6} {'  '.join(p for p in parts if p)}\n")
+            out.write(f"{at}  round {_clean(data.get('round')):<6} {'  '.join(p for p in parts if p)}\n")
         elif entry.kind == "invocation":
-            error = f" {data['error_code']}" if data.get("error_code") else ""
+            error = f" {_clean(data['error_code'])}" if data.get("error_code") else ""
             reason = f" ({_clean(data['reason'])})" if data.get("reason") else ""
-            duration = f"  {data['duration_ms']} ms" if data.get("duration_ms") is not None else ""
-            evaluation = f"  evaluation {data['evaluation']}" if data.get("evaluation") else ""
-            call = _preview(data["tool_call_id"], 12)
+            duration = f"  {_clean(data['duration_ms'])} ms" if data.get("duration_ms") is not None else ""
+            evaluation = f"  evaluation {_clean(data['evaluation'])}" if data.get("evaluation") else ""
+            call = _preview(data.get("tool_call_id"), 12)
             out.write(
-                f"{at}  {call:<12} {data['tool']} {data['status']}{error}{reason}{duration}{evaluation}\n"
+                f"{at}  {call:<12} {_clean(data.get('tool'))} {_clean(data.get('status'))}"
+                f"{error}{reason}{duration}{evaluation}\n"
             )
             out.write(f"{'':14}input      {_preview(data.get('input_json'), 200)}\n")
             if data.get("projection_json"):
@@ -351,4 +390,4 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
             call = f" {_clean(data['tool_call_id'])}" if data.get("tool_call_id") else ""
             detail = data.get("detail_json")
             detail_text = f"  {_preview(detail, 160)}" if detail and detail != "{}" else ""
-            out.write(f"{at}  protocol     {data['code']}{call}{detail_text}\n")
+            out.write(f"{at}  protocol     {_clean(data.get('code'))}{call}{detail_text}\n")

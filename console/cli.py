@@ -1,8 +1,11 @@
 """`diagnose`: headless runs, scenario listing and the console entry point (docs/architecture.md, "CLI").
 
 Exit codes follow docs/architecture.md, "Execution result" (0 Draft, 10 controlled stop, 11 budget,
-12 cancelled, 1 failed, 2 rejected); 3 means the run could not be set up (bad config, unknown scenario,
-unusable audit file).
+12 cancelled, 1 failed, 2 rejected); 3 means the run could not be set up (bad config, unknown
+scenario, unusable audit file or input file) or the events file it was asked to write could not be
+written (the result is still printed). Every input file is read bounded and every message passes
+`neutralize`: a file's name or content never reaches the terminal raw. A closed stdout
+(`| head -c1`) ends the command quietly with the run's own exit code.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -18,12 +22,20 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agent.events import RequiredSinkFailed
+from agent.input_files import MIB, InputFileError, decode_text, read_bounded, read_input_file
+from console import telemetry
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.demo_cli import add_demo_parser, run_demo_command
 from console.errors import SetupError
+from console.eval_cli import add_eval_parser, run_eval_command
 from console.presentation import SETUP_ERROR
+from console.safe_text import neutralize
 from tools.redaction import NOOP
 from tools.run_events import EventSink, RunEvent
+
+# Input files are read with a cap well above any sane budget (the use case applies the real limits
+# and rejects an oversized query or previous turn by its own rules); past the cap is exit 3.
+MAX_INPUT_FILE_BYTES = MIB
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,7 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="one headless diagnosis run")
     query = run.add_mutually_exclusive_group()
     query.add_argument("--query")
-    query.add_argument("--query-file", type=Path, help="file holding the query ('-' for stdin)")
+    query.add_argument(
+        "--query-file", type=Path, help="UTF-8 file holding the query, kept exactly ('-' for stdin)"
+    )
     run.add_argument("--previous-turn", type=Path, help="JSON file with a PreviousTurn")
     run.add_argument("--scenario", help="built-in scenario name or scenario file")
     run.add_argument("--config", type=Path)
@@ -50,25 +64,49 @@ def _parser() -> argparse.ArgumentParser:
 
     add_demo_parser(sub)
     add_audit_parser(sub)
+    add_eval_parser(sub)
 
     scenarios = sub.add_parser("scenarios", help="list built-in scenarios")
     scenarios.add_argument("--json", action="store_true")
 
     serve = sub.add_parser("serve", help="the console in a web browser (textual-serve)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=_port, default=8000)
     serve.add_argument("--config", type=Path)
+    serve.add_argument("--public-url", help="the address browsers use, when a proxy stands in front")
+    serve.add_argument(
+        "--max-consoles",
+        type=_console_cap,
+        help="browser sessions served at once (default: [serve] max_consoles)",
+    )
     return parser
 
 
+def _port(value: str) -> int:
+    if not (value.isascii() and value.isdigit() and len(value) <= 5 and 1 <= int(value) <= 65535):
+        raise argparse.ArgumentTypeError(f"not a TCP port: {neutralize(value, newlines=False)!r}")
+    return int(value)
+
+
+def _console_cap(value: str) -> int:
+    if not (value.isascii() and value.isdigit() and len(value) <= 2 and 1 <= int(value) <= 64):
+        raise argparse.ArgumentTypeError(f"not a number from 1 to 64: {neutralize(value, newlines=False)!r}")
+    return int(value)
+
+
 def _log_to_file() -> None:
-    """Library logging (haystack, httpx, adapters) goes to a file, never over the terminal output."""
+    """Library logging (haystack, httpx, adapters) goes to a file, never over the terminal output.
+
+    The log holds SQL text and tracebacks: its folder is owner-only and the file is created 0600.
+    """
     import platformdirs
 
-    log_dir = platformdirs.user_state_path("diagnosis-console")
+    from audit.files import open_private_append, private_state_dir
+
     try:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(log_dir / "diagnose.log", encoding="utf-8")
+        log_dir = private_state_dir(platformdirs.user_state_path("diagnosis-console"), ours=True)
+        stream = open_private_append(log_dir / "diagnose.log")
+        handler: logging.Handler = logging.StreamHandler(stream)
     except OSError:
         handler = logging.NullHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -81,6 +119,7 @@ def _log_to_file() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = args.command or "console"
+    telemetry.apply_opt_in(getattr(args, "config", None))  # before anything imports Haystack
     _log_to_file()
     try:
         if command == "audit":
@@ -89,22 +128,58 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _scenarios(args.json)
         if command == "demo":
             return run_demo_command(args)
+        if command == "eval":
+            return run_eval_command(args)
         if command == "console":
             return _console(args)
         if command == "serve":
             from console.serve import serve
 
-            return serve(args.host, args.port, args.config)
+            return serve(args.host, args.port, args.config, args.max_consoles, args.public_url)
         return asyncio.run(_run(args))
     except SetupError as exc:
-        print(f"diagnose: {NOOP.text(str(exc))}", file=sys.stderr)
+        error(str(exc))
         return SETUP_ERROR
     except RequiredSinkFailed as exc:
-        print(
-            f"diagnose: the audit could not be written, so the run was stopped: {NOOP.text(str(exc))}",
-            file=sys.stderr,
-        )
+        error(f"the audit could not be written, so the run was stopped: {exc}")
         return SETUP_ERROR
+    except StdoutClosed as exc:
+        return exc.exit_code
+
+
+def error(message: str) -> None:
+    """`diagnose: <message>` on stderr: redacted, one line, nothing that can drive the terminal."""
+    try:
+        print(f"diagnose: {neutralize(NOOP.text(message), newlines=False)}", file=sys.stderr)
+    except OSError:
+        pass  # stderr is gone too: the exit code is all that is left
+
+
+class StdoutClosed(Exception):
+    """The reader of stdout went away (`| head -c1`): stop quietly, keeping the run's exit code."""
+
+    def __init__(self, exit_code: int) -> None:
+        super().__init__(exit_code)
+        self.exit_code = exit_code
+
+
+def _print_out(text: str, exit_code: int) -> None:
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        raise StdoutClosed(exit_code) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _scenarios(as_json: bool) -> int:
@@ -112,16 +187,41 @@ def _scenarios(as_json: bool) -> int:
 
     items = [{"name": s.name, "title": s.title, "description": s.description} for s in builtin_scenarios()]
     if as_json:
-        print(json.dumps(items, ensure_ascii=False, indent=2))
+        _print_out(neutralize(json.dumps(items, ensure_ascii=False, indent=2), form="json"), 0)
     else:
         width = max(len(i["name"]) for i in items)
-        for item in items:
-            print(f"{item['name']:<{width}}  {item['title']}")
+        lines = [f"{item['name']:<{width}}  {item['title']}" for item in items]
+        _print_out(neutralize("\n".join(lines)), 0)
     return 0
+
+
+def _check_scenarios(args: argparse.Namespace) -> None:
+    """A scenario file named on the command line, or any file of `--scenario-dir`, that cannot be used
+    stops the console before it starts (exit 3), naming the file and the key."""
+    scenario = getattr(args, "scenario", None)
+    folder = getattr(args, "scenario_dir", None)
+    if scenario and Path(scenario).suffix not in {".yaml", ".yml", ".json"} and not Path(scenario).exists():
+        scenario = None  # a built-in name: package data, checked by the engine as it opens
+    if not scenario and folder is None:
+        return  # nothing to check: the console's first frame must not wait for the settings model
+    from agent.scenarios import ScenarioError, load_scenario_file, resolve_scenario
+    from console.screens.scenarios import scenario_files
+
+    try:
+        if scenario:
+            resolve_scenario(scenario)
+        if folder is not None:
+            if not folder.is_dir():
+                raise SetupError(f"--scenario-dir {folder} is not a folder")
+            for path in scenario_files(folder):
+                load_scenario_file(path)
+    except ScenarioError as exc:
+        raise SetupError(str(exc)) from None
 
 
 def _console(args: argparse.Namespace) -> int:
     """Open the Textual console; it paints first and opens the run environment in the background."""
+    _check_scenarios(args)
     from console.app import DiagnoseApp
 
     logging.captureWarnings(True)  # warnings go to the log file too, never over the screen
@@ -139,39 +239,76 @@ def _read_query(args: argparse.Namespace, scenario: Any) -> str:
     if args.query is not None:
         return str(args.query)
     if args.query_file is not None:
-        if str(args.query_file) == "-":
-            return sys.stdin.read()
-        try:
-            return Path(args.query_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SetupError(f"cannot read query file {args.query_file}: {exc}") from None
+        return _read_query_file(args.query_file)
     if scenario is not None:
         return str(scenario.query)
     raise SetupError("no query: pass --query, --query-file or a --scenario with a query")
+
+
+def _read_query_file(path: Path) -> str:
+    """The query exactly as the file (or standard input, for `-`) holds it.
+
+    Bytes are decoded as UTF-8 strictly and kept as they are: CRLF and CR are not turned into LF and
+    a final newline stays part of the query (the query is never rewritten). Text that is not UTF-8
+    cannot be passed on without rewriting it, so the run is refused before it starts. The read is
+    bounded (a FIFO or a device is refused), like every input file's.
+    """
+    source = "standard input" if str(path) == "-" else f"query file {path}"
+    try:
+        if str(path) == "-":
+            data = read_bounded(sys.stdin.buffer, what=source, limit=MAX_INPUT_FILE_BYTES)
+        else:
+            data = read_input_file(path, what="query file", limit=MAX_INPUT_FILE_BYTES)
+    except InputFileError as exc:
+        raise SetupError(str(exc)) from None
+    except OSError as exc:
+        raise SetupError(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SetupError(
+            f"{source} is not UTF-8 text (invalid byte at offset {exc.start}); "
+            "the query is never rewritten, so save it as UTF-8"
+        ) from None
 
 
 def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
     if path is None:
         return scenario.previous_turn if scenario is not None else None
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SetupError(f"cannot read previous turn file {path}: {exc}") from None
+        data = read_input_file(path, what="previous turn file", limit=MAX_INPUT_FILE_BYTES)
+        text = decode_text(data, what=f"previous turn file {path}")
+    except InputFileError as exc:
+        raise SetupError(str(exc)) from None
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
-        return text  # not JSON: the use case rejects it as PREVIOUS_TURN_INVALID
+    except (json.JSONDecodeError, RecursionError):
+        return text  # not JSON (or nested past any PreviousTurn): the use case rejects it as invalid
 
 
 class _NdjsonSink:
-    """`--events`: one event's JSON object per line, as it happens."""
+    """`--events`: one JSON run event per line. A write failure (a full disk, a closed pipe) stops the
+    stream but not the run; the command reports it after the result is printed."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+        self.failure: OSError | None = None
 
     def __call__(self, event: RunEvent) -> None:
-        self.stream.write(json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":")) + "\n")
-        self.stream.flush()
+        if self.failure is not None:
+            return
+        line = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
+        try:
+            self.stream.write(neutralize(line, form="json") + "\n")
+            self.stream.flush()
+        except OSError as exc:
+            self.failure = exc
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        except OSError as exc:
+            self.failure = self.failure or exc
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -183,17 +320,17 @@ async def _run(args: argparse.Namespace) -> int:
     query = _read_query(args, env.scenario)
     previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
 
-    events_stream: TextIO | None = None
+    events: _NdjsonSink | None = None
     sinks: list[EventSink] = []
     if args.events:
         if args.events == "-":
-            events_stream = sys.stdout
+            events = _NdjsonSink(sys.stdout)
         else:
             try:
-                events_stream = open(args.events, "w", encoding="utf-8")  # noqa: ASYNC230 - opened once before the run
+                events = _NdjsonSink(open(args.events, "w", encoding="utf-8"))  # noqa: ASYNC230 - opened once before the run
             except OSError as exc:
                 raise SetupError(f"cannot write events file {args.events}: {exc.strerror}") from None
-        sinks.append(_NdjsonSink(events_stream))
+        sinks.append(events)
 
     use_case = env.use_case(sinks=sinks)
     loop = asyncio.get_running_loop()
@@ -203,13 +340,24 @@ async def _run(args: argparse.Namespace) -> int:
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         await env.aclose()
-        if events_stream is not None and events_stream is not sys.stdout:
-            events_stream.close()
+        if events is not None and events.stream is not sys.stdout:
+            events.close()
 
     if args.json:
-        print(json.dumps(env.redactor.value(result.to_json_dict()), ensure_ascii=False, indent=2))
+        text = neutralize(
+            json.dumps(env.redactor.value(result.to_json_dict()), ensure_ascii=False, indent=2), form="json"
+        )
     else:
         from console.render_text import render_result
 
-        print(env.redactor.text(render_result(result, model_label=env.model_label)))
+        text = env.redactor.text(render_result(result, model_label=env.model_label))
+    if events is not None and events.failure is not None and events.stream is sys.stdout:
+        _silence_stdout()  # stdout itself is closed: nothing more can be shown
+        raise StdoutClosed(result.exit_code)
+    _print_out(text, result.exit_code)
+    if events is not None and events.failure is not None:
+        error(
+            f"the events file {args.events} could not be written: {events.failure.strerror or events.failure}"
+        )
+        return SETUP_ERROR
     return result.exit_code

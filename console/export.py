@@ -8,11 +8,13 @@ whitespace inside list items so a statement cannot break the document's structur
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from audit.files import write_private_file
 from console.presentation import OUTCOME_MEANING, exit_code
 from console.widgets.run_state import RunState
 from tools.run_events import RunEvent, parse_event
@@ -88,7 +90,8 @@ def _timeline(events: Iterable[RunEvent | Mapping[str, Any]]) -> list[str]:
     for entry in state.entries:
         if entry.kind == "round":
             row = state.rounds[entry.key]
-            tokens = f"{row.prompt_tokens or 0}+{row.completion_tokens or 0} tokens"
+            estimated = "~" if row.usage_estimated else ""
+            tokens = f"{estimated}{row.prompt_tokens or 0}+{row.completion_tokens or 0} tokens"
             asked = ", ".join(f"`{c}`" for c in row.tool_call_ids) or (
                 "final text" if row.has_text else "no calls"
             )
@@ -181,11 +184,12 @@ def export_paths(directory: Path, run_id: str) -> tuple[Path, Path]:
 
 
 def write_run(record: RunRecord, directory: Path, exported_at: str) -> tuple[Path, Path]:
-    """Write both files; never overwrites an earlier export (FileExistsError instead)."""
+    """Write both files owner-only (they hold operator data, like the audit); never overwrites an
+    earlier export and never writes through a symbolic link (FileExistsError instead)."""
     markdown_path, json_path = export_paths(directory, str(record.result.get("run_id") or "run"))
     for path in (markdown_path, json_path):
-        if path.exists():
+        if os.path.lexists(path):
             raise FileExistsError(f"{path.name} already exists in {directory}")
-    markdown_path.write_text(run_markdown(record, exported_at), encoding="utf-8")
-    json_path.write_text(run_json(record, exported_at), encoding="utf-8")
+    write_private_file(markdown_path, run_markdown(record, exported_at))
+    write_private_file(json_path, run_json(record, exported_at))
     return markdown_path, json_path

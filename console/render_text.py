@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from agent.contracts import ExecutionResult
 from console.presentation import OUTCOME_MEANING, exit_code
-from console.safe_text import visible
+from console.safe_text import neutralize
 
 
 def render_result(result: ExecutionResult, model_label: str = "") -> str:
-    return visible(_render(result, model_label))
+    return neutralize(_render(result, model_label))
 
 
 def _render(result: ExecutionResult, model_label: str) -> str:

@@ -255,7 +255,9 @@ def make_v1_file(path: Path) -> None:
 def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
     make_v1_file(db_path)
     with AuditStore(db_path) as store:
-        assert store.schema_version == len(store_module.MIGRATIONS) == 2
+        assert store.schema_version == len(store_module.MIGRATIONS) == 3
+        # Rounds recorded before usage could be estimated were reported by their provider.
+        assert [r["usage_estimated"] for r in store.list_model_rounds("old-done")] == [0]
         browser = AuditBrowser(store)
         # Old rows are kept, searchable (Chinese, through the index built by the migration) and browsable.
         assert [r["run_id"] for r in browser.runs().rows] == ["old-crashed", "old-done"]

@@ -212,8 +212,8 @@ def test_file_is_private_wal_and_versioned(store: AuditStore, db_path: Path) -> 
     assert wal.exists()
     assert stat.S_IMODE(wal.stat().st_mode) == 0o600
     assert on_disk(db_path, "PRAGMA journal_mode") == [("wal",)]
-    assert on_disk(db_path, "PRAGMA user_version") == [(2,)]
-    assert store.schema_version == 2
+    assert on_disk(db_path, "PRAGMA user_version") == [(len(store_module.MIGRATIONS),)]
+    assert store.schema_version == len(store_module.MIGRATIONS)
     indexes = {row[0] for row in on_disk(db_path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {
         "idx_invocations_run",
@@ -251,7 +251,7 @@ def test_reopening_keeps_rows(db_path: Path) -> None:
     with AuditStore(db_path) as second:
         run = second.get_run(RUN)
         assert run is not None and run["query"] == "订单服务 5xx 升高"
-        assert second.schema_version == 2
+        assert second.schema_version == len(store_module.MIGRATIONS)
 
 
 def test_corrupt_file_is_refused(tmp_path: Path) -> None:
@@ -281,14 +281,17 @@ def test_migrations_apply_forward_once(db_path: Path, monkeypatch: pytest.Monkey
     AuditStore(db_path).close()
     applied: list[int] = []
 
-    def v3_add_note(db: Any) -> None:
-        applied.append(3)
+    shipped = len(store_module.MIGRATIONS)
+
+    def next_add_note(db: Any) -> None:
+        if db.execute("PRAGMA database_list").fetchone()[2]:  # the file (the store also builds its
+            applied.append(shipped + 1)  # reference schema in memory, to tell its objects from planted ones)
         db.execute("ALTER TABLE runs ADD COLUMN note TEXT")
 
-    monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, v3_add_note])
+    monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, next_add_note])
     with AuditStore(db_path) as upgraded:
-        assert upgraded.schema_version == 3
+        assert upgraded.schema_version == shipped + 1
     with AuditStore(db_path) as reopened:
-        assert reopened.schema_version == 3
-    assert applied == [3]
+        assert reopened.schema_version == shipped + 1
+    assert applied == [shipped + 1]
     assert "note" in {row[1] for row in on_disk(db_path, "PRAGMA table_info(runs)")}

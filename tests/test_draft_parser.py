@@ -76,7 +76,8 @@ def test_valid_draft_keeps_exact_citation_strings() -> None:
 
 
 def test_no_conclusion_without_any_evidence_is_valid() -> None:
-    parsed = parse_draft(text(draft(analysis=[NO_EVIDENCE])), LIMIT, status_of)
+    limitations = {"checked_scope": [], "missing_info": ["时间范围"]}
+    parsed = parse_draft(text(draft(analysis=[NO_EVIDENCE], limitations=limitations)), LIMIT, status_of)
 
     assert parsed.conclusion is None and parsed.cited_ids() == []
 
@@ -89,7 +90,7 @@ def test_empty_output(raw: str | None) -> None:
 
 
 def test_draft_too_large_counts_utf8_bytes_not_characters() -> None:
-    raw = text(draft(action_plan=["回滚" * 20]))
+    raw = text(draft(action_plan=["回滚" * 20], limitations={"checked_scope": [], "missing_info": ["根因"]}))
     size = len(raw.encode("utf-8"))
     assert len(raw) < size
 
@@ -161,6 +162,8 @@ def test_duplicate_key(raw: str) -> None:
         pytest.param(draft(analysis=[{**FINDING, "evidence": [""]}]), id="blank-id"),
         pytest.param(draft(analysis=[{**FINDING, "evidence": ["t-found", 7]}]), id="non-string-id"),
         pytest.param(draft(analysis=[{**FINDING, "statement": ""}]), id="blank-statement"),
+        pytest.param(draft(analysis=[{**FINDING, "statement": " \u3000\n"}]), id="whitespace-statement"),
+        pytest.param(draft(analysis=[{**NO_EVIDENCE, "scope": "  "}]), id="whitespace-scope"),
         pytest.param(
             draft(analysis=[{k: v for k, v in NO_EVIDENCE.items() if k != "scope"}]),
             id="no-evidence-without-scope",
@@ -207,6 +210,25 @@ def test_conclusion_without_found_evidence(conclusion: str, analysis: list[dict[
     assert rejected(text(draft(conclusion=conclusion, analysis=analysis))).violation == (
         "CONCLUSION_WITHOUT_FOUND_EVIDENCE"
     )
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [["t-empty"], ["t-error"], ["t-empty", "t-error"]],
+    ids=["empty", "error", "empty-and-error"],
+)
+def test_finding_without_found_evidence(evidence: list[str]) -> None:
+    value = draft(
+        analysis=[FINDING, {**FINDING, "evidence": evidence}],
+        limitations={"checked_scope": [], "missing_info": ["锁等待"]},
+    )
+    assert rejected(text(value)).violation == "FINDING_WITHOUT_FOUND_EVIDENCE"
+
+
+@pytest.mark.parametrize("missing", [[], [" "], ["", "\t"]], ids=["empty", "blank", "blanks"])
+def test_null_conclusion_without_missing_info(missing: list[str]) -> None:
+    value = draft(analysis=[NO_EVIDENCE], limitations={"checked_scope": ["日志"], "missing_info": missing})
+    assert rejected(text(value)).violation == "NULL_CONCLUSION_WITHOUT_MISSING_INFO"
 
 
 def test_violation_carries_no_model_text() -> None:

@@ -45,14 +45,14 @@ AT = "2026-11-30T02:30:00.000000Z"
 GOLDEN = [
     '{"type":"run_started","run_id":"run-0001","session_id":"session-test","seq":1,"at":"2026-11-30T02:30:00.000000Z","query":"payment-service 02:10Z 起超时","previous_turn":null,"model":"scripted: demo","limits":{"max_model_calls":8,"max_total_tokens":64000,"deadline_s":300.0,"max_run_bytes":262144},"protocol":{"max_consecutive_no_gain":3,"max_protocol_violations":3}}',
     '{"type":"model_round_started","run_id":"run-0001","session_id":"session-test","seq":2,"at":"2026-11-30T02:30:00.000000Z","round":1}',
-    '{"type":"budget_changed","run_id":"run-0001","session_id":"session-test","seq":3,"at":"2026-11-30T02:30:00.000000Z","model_calls":{"used":1,"limit":8},"tokens":{"used":0,"limit":64000},"run_bytes":{"used":120,"limit":262144},"deadline":{"elapsed_s":0.004,"limit_s":300.0},"exhausted":null}',
-    '{"type":"model_round_finished","run_id":"run-0001","session_id":"session-test","seq":4,"at":"2026-11-30T02:30:00.000000Z","round":1,"duration_ms":12,"prompt_tokens":812,"completion_tokens":64,"tool_call_ids":["call-1"],"has_text":false}',
-    '{"type":"tool_started","run_id":"run-0001","session_id":"session-test","seq":5,"at":"2026-11-30T02:30:00.000000Z","round":1,"tool_call_id":"call-1","tool":"query_logs","input":{"service":"payment-service","start":"2026-11-30T02:00:00Z","end":"2026-11-30T02:30:00Z","level":"ERROR","contains":null,"limit":50}}',
+    '{"type":"budget_changed","run_id":"run-0001","session_id":"session-test","seq":3,"at":"2026-11-30T02:30:00.000000Z","model_calls":{"used":1,"limit":8},"tokens":{"used":0,"limit":64000,"estimated":false},"run_bytes":{"used":120,"limit":262144},"deadline":{"elapsed_s":0.004,"limit_s":300.0},"exhausted":null}',
+    '{"type":"model_round_finished","run_id":"run-0001","session_id":"session-test","seq":4,"at":"2026-11-30T02:30:00.000000Z","round":1,"duration_ms":12,"prompt_tokens":812,"completion_tokens":64,"usage_estimated":false,"tool_call_ids":["call-1"],"has_text":false}',
+    '{"type":"tool_started","run_id":"run-0001","session_id":"session-test","seq":5,"at":"2026-11-30T02:30:00.000000Z","round":1,"tool_call_id":"call-1","tool":"query_logs","input":{"service":"payment-service","start":"2026-11-30T02:00:00Z","end":"2026-11-30T02:30:00Z","level":"ERROR","contains":null,"limit":50},"input_key":"{\\"contains\\":null}"}',
     '{"type":"tool_finished","run_id":"run-0001","session_id":"session-test","seq":6,"at":"2026-11-30T02:30:00.000000Z","round":1,"tool_call_id":"call-1","tool":"query_logs","status":"FOUND","error_code":null,"reason":null,"projection":{"entries":[{"message":"连接池耗尽"}],"returned":1},"duration_ms":3,"observation":{"tool_call_id":"call-1","tool":"query_logs","evidence_status":"FOUND","data":{"entries":[{"message":"连接池耗尽"}],"returned":1},"evaluation_required":true,"control":null}}',
     '{"type":"tool_finished","run_id":"run-0001","session_id":"session-test","seq":7,"at":"2026-11-30T02:30:00.000000Z","round":2,"tool_call_id":"call-2","tool":"query_mysql","status":"ERROR","error_code":"POLICY_REJECTED","reason":"WRITE_STATEMENT","projection":null,"duration_ms":1,"observation":{"tool_call_id":"call-2","tool":"query_mysql","evidence_status":"ERROR","error_code":"POLICY_REJECTED","reason":"WRITE_STATEMENT","control":null}}',
     '{"type":"protocol_changed","run_id":"run-0001","session_id":"session-test","seq":8,"at":"2026-11-30T02:30:00.000000Z","code":"EVALUATION_RECORDED","tool_call_id":"call-3","detail":{"evaluated_tool_call_id":"call-1","evaluation":"GAINED"},"state":{"pending_tool_call_id":null,"consecutive_no_gain":0,"max_consecutive_no_gain":3,"protocol_violations":0,"max_protocol_violations":3,"stop_required":false,"final_opportunity":false,"saturation":null}}',
     '{"type":"protocol_changed","run_id":"run-0001","session_id":"session-test","seq":9,"at":"2026-11-30T02:30:00.000000Z","code":"STOP_REQUIRED","tool_call_id":null,"detail":{"cause":"SATURATION"},"state":{"pending_tool_call_id":null,"consecutive_no_gain":3,"max_consecutive_no_gain":3,"protocol_violations":0,"max_protocol_violations":3,"stop_required":true,"final_opportunity":false,"saturation":"INFORMATION_SATURATED"}}',
-    '{"type":"budget_changed","run_id":"run-0001","session_id":"session-test","seq":10,"at":"2026-11-30T02:30:00.000000Z","model_calls":{"used":4,"limit":4},"tokens":{"used":3000,"limit":64000},"run_bytes":{"used":900,"limit":262144},"deadline":{"elapsed_s":0.5,"limit_s":300.0},"exhausted":"MODEL_CALLS_EXHAUSTED"}',
+    '{"type":"budget_changed","run_id":"run-0001","session_id":"session-test","seq":10,"at":"2026-11-30T02:30:00.000000Z","model_calls":{"used":4,"limit":4},"tokens":{"used":3000,"limit":64000,"estimated":true},"run_bytes":{"used":900,"limit":262144},"deadline":{"elapsed_s":0.5,"limit_s":300.0},"exhausted":"MODEL_CALLS_EXHAUSTED"}',
     '{"type":"run_finished","run_id":"run-0001","session_id":"session-test","seq":11,"at":"2026-11-30T02:30:00.000000Z","outcome":"BUDGET_EXHAUSTED","stop_reason":"MODEL_CALLS_EXHAUSTED","result":{"run_id":"run-0001","session_id":"session-test","outcome":"BUDGET_EXHAUSTED","stop_reason":"MODEL_CALLS_EXHAUSTED","draft":null,"progress":{"checks":[{"tool_call_id":"call-1","tool":"query_logs","evidence_status":"FOUND","evaluation":"GAINED"}],"stop_required":true,"saturation":null},"usage":{"model_calls":4,"prompt_tokens":2800,"completion_tokens":200,"total_tokens":3000},"failure":null}}',
 ]
 # The contract's key order per event type (envelope first, then the type's fields).
@@ -62,9 +62,10 @@ KEYS = {
     EventType.MODEL_ROUND_STARTED: [*ENVELOPE, "round"],
     EventType.MODEL_ROUND_FINISHED: [
         *ENVELOPE,
-        *("round", "duration_ms", "prompt_tokens", "completion_tokens", "tool_call_ids", "has_text"),
+        *("round", "duration_ms", "prompt_tokens", "completion_tokens", "usage_estimated"),
+        *("tool_call_ids", "has_text"),
     ],
-    EventType.TOOL_STARTED: [*ENVELOPE, "round", "tool_call_id", "tool", "input"],
+    EventType.TOOL_STARTED: [*ENVELOPE, "round", "tool_call_id", "tool", "input", "input_key"],
     EventType.TOOL_FINISHED: [
         *ENVELOPE,
         *("round", "tool_call_id", "tool", "status", "error_code", "reason", "projection"),
@@ -103,7 +104,7 @@ def emit_representative_stream(emitter: RunEventEmitter) -> None:
     emitter.emit(
         BudgetChanged,
         model_calls={"used": 1, "limit": 8},
-        tokens={"used": 0, "limit": 64000},
+        tokens={"used": 0, "limit": 64000, "estimated": False},
         run_bytes={"used": 120, "limit": 262144},
         deadline={"elapsed_s": 0.004, "limit_s": 300.0},
         exhausted=None,
@@ -114,6 +115,7 @@ def emit_representative_stream(emitter: RunEventEmitter) -> None:
         duration_ms=12,
         prompt_tokens=812,
         completion_tokens=64,
+        usage_estimated=False,
         tool_call_ids=["call-1"],
         has_text=False,
     )
@@ -125,7 +127,14 @@ def emit_representative_stream(emitter: RunEventEmitter) -> None:
         "contains": None,
         "limit": 50,
     }
-    emitter.emit(ToolStarted, round=1, tool_call_id="call-1", tool="query_logs", input=business)
+    emitter.emit(
+        ToolStarted,
+        round=1,
+        tool_call_id="call-1",
+        tool="query_logs",
+        input=business,
+        input_key='{"contains":null}',
+    )
     data = {"entries": [{"message": "连接池耗尽"}], "returned": 1}
     emitter.emit(
         ToolFinished,
@@ -182,7 +191,7 @@ def emit_representative_stream(emitter: RunEventEmitter) -> None:
     emitter.emit(
         BudgetChanged,
         model_calls={"used": 4, "limit": 4},
-        tokens={"used": 3000, "limit": 64000},
+        tokens={"used": 3000, "limit": 64000, "estimated": True},
         run_bytes={"used": 900, "limit": 262144},
         deadline={"elapsed_s": 0.5, "limit_s": 300.0},
         exhausted=StopReason.MODEL_CALLS_EXHAUSTED,

@@ -9,7 +9,6 @@ repeated.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from tools.adapter import EvidenceAdapter, ToolError, ToolRequest
 from tools.definitions import BUSINESS_INPUTS, TOOL_NAMES
+from tools.observation_budget import fit_projection
 from tools.redaction import NOOP, Redactor
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
@@ -37,19 +37,13 @@ class InvocationOutcome:
     duration_ms: int
 
 
-def canonical_input(model: BaseModel) -> str:
-    """The equivalence key of a business input: same tool + same canonical input = same call."""
-    return json.dumps(
-        model.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    )
-
-
 class ToolBoundary:
     def __init__(
         self,
         adapters: Mapping[str, EvidenceAdapter],
         timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         redactor: Redactor = NOOP,
+        max_observation_bytes: int | None = None,
     ) -> None:
         unknown = set(adapters) - set(TOOL_NAMES)
         if unknown:
@@ -57,6 +51,7 @@ class ToolBoundary:
         self._adapters = dict(adapters)
         self._timeout_s = timeout_s
         self._redactor = redactor
+        self._max_observation_bytes = max_observation_bytes
 
     async def aclose(self) -> None:
         """Release adapter resources (HTTP clients, connection pools)."""
@@ -106,6 +101,11 @@ class ToolBoundary:
             return done(EvidenceStatus.ERROR, code=ErrorCode.BACKEND_ERROR)
         # Every projection string passes the redaction step before the model, an event or the audit sees it.
         data = self._redactor.value(result.data)
+        if self._max_observation_bytes is not None and result.status == EvidenceStatus.FOUND:
+            try:
+                data = fit_projection(request.tool, data, self._max_observation_bytes)
+            except ToolError as exc:
+                return done(EvidenceStatus.ERROR, code=exc.code, reason=exc.reason)
         if result.status == EvidenceStatus.FOUND:
             return done(EvidenceStatus.FOUND, data=data)
         return done(EvidenceStatus.EMPTY, data=data)

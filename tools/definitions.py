@@ -6,7 +6,8 @@ strict so an adapter never has to defend against shapes it did not ask for.
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -17,6 +18,10 @@ QUERY_MYSQL = "query_mysql"
 TOOL_NAMES: tuple[str, ...] = (LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL)
 
 MAX_SQL_BYTES = 4000
+# Tool call IDs are model output. Provider IDs are far shorter (OpenAI `call_` + 24 characters, vLLM 46);
+# a longer one is answered with a control observation before anything runs, so no unbounded ID
+# reaches an observation, an event or the audit.
+MAX_TOOL_CALL_ID_CHARS = 128
 
 
 class StrictModel(BaseModel):
@@ -25,14 +30,26 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+# RFC 3339 date-time exactly: `datetime.fromisoformat` alone also takes ISO week dates, basic format
+# and naive times. The instant must fall in a range a log query can mean (and Loki's nanosecond
+# epoch clock can hold); year 1 or 9999 is a bad input, not a backend failure.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})", re.ASCII)
+EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_INSTANT = datetime(2100, 1, 1, tzinfo=UTC)
+
+
 def _rfc3339(value: str) -> str:
-    """Accept only timezone-qualified RFC3339 timestamps; a naive time is ambiguous at 3 a.m."""
+    """`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` between 1970 and 2100; a naive time is ambiguous at 3 a.m."""
+    if not _RFC3339.fullmatch(value):
+        raise ValueError(
+            "must be an RFC 3339 timestamp like 2026-11-30T02:10:00Z or 2026-11-30T10:10:00+08:00"
+        )
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ValueError("must be an RFC3339 timestamp") from exc
-    if parsed.tzinfo is None:
-        raise ValueError("must carry a timezone (e.g. Z or +08:00)")
+        instant = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise ValueError("must be a valid date and time") from exc
+    if not EARLIEST_INSTANT <= instant < LATEST_INSTANT:
+        raise ValueError("must lie between 1970 and 2100")
     return value
 
 
@@ -51,7 +68,12 @@ def _no_control_characters(value: str | None) -> str | None:
     return value
 
 
-Rfc3339 = Annotated[str, Field(min_length=1, max_length=40), AfterValidator(_rfc3339)]
+# "format": "date-time" lets a grammar-constrained server generate only RFC 3339 timestamps.
+Rfc3339 = Annotated[
+    str,
+    Field(min_length=1, max_length=40, json_schema_extra={"format": "date-time"}),
+    AfterValidator(_rfc3339),
+]
 
 
 class LookupKnowledgeInput(StrictModel):
@@ -67,7 +89,8 @@ class QueryLogsInput(StrictModel):
     contains: Annotated[
         str | None, Field(default=None, min_length=1, max_length=200), AfterValidator(_no_control_characters)
     ] = None
-    limit: int = Field(default=50, ge=1, le=200)
+    # Small by default: each entry costs a small local model ~100-150 tokens of context.
+    limit: int = Field(default=10, ge=1, le=200)
 
 
 class QueryMysqlInput(StrictModel):
@@ -82,17 +105,21 @@ BUSINESS_INPUTS: dict[str, type[StrictModel]] = {
 }
 
 DESCRIPTIONS: dict[str, str] = {
-    LOOKUP_KNOWLEDGE: "检索内部运维知识库（runbook、故障手册），返回标题、来源、片段和相关度分数。",
-    QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志，返回有界的日志条目。",
-    QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN），返回有界的结果行。",
+    LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",
+    QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志。",
+    QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）。",
 }
 
 
 class PreviousObservation(StrictModel):
-    """The model's judgement of the last FOUND observation: did it move the diagnosis forward?"""
+    """The model's judgement of the pending FOUND observation: did it move the diagnosis forward?"""
 
-    tool_call_id: str = Field(min_length=1, max_length=200)
+    tool_call_id: str = Field(min_length=1, max_length=MAX_TOOL_CALL_ID_CHARS)
     evaluation: Literal["GAINED", "NO_GAIN"]
+
+
+# `previous_observation` is optional (absent = null); `input` is required.
+ENVELOPE_KEYS = frozenset({"previous_observation", "input"})
 
 
 def envelope_schema(tool: str) -> dict[str, Any]:
@@ -104,10 +131,13 @@ def envelope_schema(tool: str) -> dict[str, Any]:
         "properties": {
             "previous_observation": {
                 "anyOf": [previous, {"type": "null"}],
-                "description": "对上一条 FOUND 观察的评估；没有待评估的观察时为 null。",
+                "description": (
+                    "对待评估的 FOUND 观察（evaluation_required=true）的评估；"
+                    "没有待评估的观察时为 null 或省略。"
+                ),
             },
             "input": business,
         },
-        "required": ["previous_observation", "input"],
+        "required": ["input"],
         "additionalProperties": False,
     }

@@ -3,14 +3,22 @@
 The index is built lazily (haystack is imported only then, so the console paints first) and rebuilt
 only when the set of files, their sizes or mtimes change. The model gets a bounded projection: title,
 source, one short snippet and a score per document, never a whole runbook.
+
+The folder is someone's content, not the operator's machine: a symbolic link (to a file or a folder)
+that resolves outside the configured folder is never followed, so `/etc/passwd` or
+`/proc/self/environ` linked in as `notes.md` never reaches the index, the model or the audit. A file
+over the size cap (`[knowledge] max_file_bytes`) is skipped, so one huge file cannot stall every
+lookup. Skipped files are listed in `skipped` and logged, never shown to the model.
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.resources
+import logging
 import os
 import re
+import stat
 import threading
 import unicodedata
 from dataclasses import dataclass
@@ -39,6 +47,10 @@ BM25_TOKENIZATION_REGEX = (
 _TOKENIZER = re.compile(BM25_TOKENIZATION_REGEX)
 _HEADING = re.compile(r"^#{1,6}\s")
 MAX_TITLE_CHARS = 200
+DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+log = logging.getLogger(__name__)
 
 
 def bundled_knowledge_path() -> Path:
@@ -65,14 +77,37 @@ class _Index:
     runbooks: dict[str, _Runbook]
 
 
+@dataclass(frozen=True)
+class SkippedFile:
+    """A `*.md` entry of the folder that is not indexed, and why (for operators and the log only)."""
+
+    source: str
+    reason: str  # OUTSIDE_FOLDER, TOO_LARGE, NOT_A_FILE, UNREADABLE
+
+
+@dataclass(frozen=True)
+class _Listing:
+    files: list[tuple[str, Path, os.stat_result]]
+    skipped: tuple[SkippedFile, ...]
+
+
 class KnowledgeAdapter:
     """Answers lookup_knowledge from markdown files under `path` (searched recursively)."""
 
-    def __init__(self, path: Path, snippet_chars: int = 300) -> None:
+    def __init__(
+        self, path: Path, snippet_chars: int = 300, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    ) -> None:
         self._path = path
         self._snippet_chars = snippet_chars
+        self._max_file_bytes = max_file_bytes
         self._index: _Index | None = None
+        self._skipped: tuple[SkippedFile, ...] = ()
         self._lock = threading.Lock()
+
+    @property
+    def skipped(self) -> tuple[SkippedFile, ...]:
+        """Files left out of the index at the last lookup: links leading outside, oversized files."""
+        return self._skipped
 
     async def execute(self, request: ToolRequest) -> AdapterResult:
         """Search off the event loop: the first call imports haystack and reads files.
@@ -108,28 +143,95 @@ class KnowledgeAdapter:
 
     def _current_index(self) -> _Index:
         with self._lock:
-            files = self._list_files()
-            fingerprint = frozenset((source, stat.st_mtime_ns, stat.st_size) for source, _, stat in files)
-            if self._index is None or self._index.fingerprint != fingerprint:
-                self._index = _build_index(fingerprint, [(source, path) for source, path, _ in files])
+            listing = self._list_files()
+            fingerprint = frozenset(
+                (source, info.st_mtime_ns, info.st_size) for source, _, info in listing.files
+            )
+            if (
+                self._index is None
+                or self._index.fingerprint != fingerprint
+                or listing.skipped != self._skipped
+            ):
+                if listing.skipped:
+                    log.warning(
+                        "knowledge folder %s: skipped %d file(s): %s",
+                        self._path,
+                        len(listing.skipped),
+                        ", ".join(f"{item.source} ({item.reason})" for item in listing.skipped),
+                    )
+                index = _build_index(fingerprint, [(s, p) for s, p, _ in listing.files], self._max_file_bytes)
+                self._index, self._skipped = index, listing.skipped
             return self._index
 
-    def _list_files(self) -> list[tuple[str, Path, os.stat_result]]:
+    def _list_files(self) -> _Listing:
+        """Every `*.md` regular file under the folder, reached only through links that stay inside it."""
         if not self._path.is_dir():
             raise ToolError("UNAVAILABLE")
         try:
-            with os.scandir(self._path):  # rglob silently yields nothing for an unreadable folder
+            root = self._path.resolve(strict=True)
+            with os.scandir(root):  # an unreadable folder is UNAVAILABLE, not an empty one
                 pass
-            found = []
-            for path in sorted(self._path.rglob("*.md")):
-                if path.is_file():
-                    found.append((path.relative_to(self._path).as_posix(), path, path.stat()))
         except OSError as exc:
             raise ToolError("UNAVAILABLE") from exc
-        return found
+        found: list[tuple[str, Path, os.stat_result]] = []
+        skipped: list[SkippedFile] = []
+        visited = {root}
+        pending = [(root, "")]
+        while pending:
+            folder, prefix = pending.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+            except OSError:
+                skipped.append(SkippedFile(prefix or ".", "UNREADABLE"))
+                continue
+            for entry in entries:
+                source = f"{prefix}{entry.name}"
+                real = Path(os.path.realpath(entry.path))
+                if entry.is_symlink() and not real.is_relative_to(root):
+                    if entry.name.endswith(".md") or real.is_dir():
+                        skipped.append(SkippedFile(source, "OUTSIDE_FOLDER"))
+                    continue
+                try:
+                    info = real.stat()
+                except OSError:
+                    if entry.name.endswith(".md"):
+                        skipped.append(SkippedFile(source, "UNREADABLE"))
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    if real not in visited:  # a link back up the tree is followed once, never in a loop
+                        visited.add(real)
+                        pending.append((real, f"{source}/"))
+                elif not entry.name.endswith(".md"):
+                    continue
+                elif not stat.S_ISREG(info.st_mode):
+                    skipped.append(SkippedFile(source, "NOT_A_FILE"))
+                elif info.st_size > self._max_file_bytes:
+                    skipped.append(SkippedFile(source, "TOO_LARGE"))
+                else:
+                    found.append((source, real, info))
+        found.sort(key=lambda item: item[0])
+        skipped.sort(key=lambda item: item.source)
+        return _Listing(found, tuple(skipped))
 
 
-def _build_index(fingerprint: frozenset[tuple[str, int, int]], files: list[tuple[str, Path]]) -> _Index:
+def _read_runbook(path: Path, max_bytes: int) -> str | None:
+    """The file's text, or None when it cannot be read or has grown past the cap since it was listed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            return None
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _build_index(
+    fingerprint: frozenset[tuple[str, int, int]], files: list[tuple[str, Path]], max_bytes: int
+) -> _Index:
     from haystack import Document
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
     from haystack.document_stores.in_memory import InMemoryDocumentStore
@@ -137,9 +239,8 @@ def _build_index(fingerprint: frozenset[tuple[str, int, int]], files: list[tuple
     runbooks: dict[str, _Runbook] = {}
     documents = []
     for source, path in files:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text = _read_runbook(path, max_bytes)
+        if text is None:
             continue  # one unreadable runbook must not take the whole knowledge base down
         runbook = _parse_runbook(source, path, text)
         runbooks[source] = runbook

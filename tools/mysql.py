@@ -5,8 +5,21 @@ statements (aiomysql always sets the multi-statements flag, so connections are o
 cleared) nor read client files (local infile off). Every statement runs with a server-side time limit in
 a read-only session and a `START TRANSACTION READ ONLY` that is always rolled back. aiomysql has no read
 timeout and leaves a cancelled query running on the server, so every await is bounded and a cancelled or
-timed-out statement is killed from a second, short-lived connection; its connection is never reused.
-The model only ever sees a bounded projection or a stable error code, never server text.
+timed-out statement is killed from a second, short-lived connection (KILL QUERY, then KILL CONNECTION),
+which then checks the process list: if our server thread is still there (a row's evaluation cannot be
+interrupted), the invocation says so (`TIMEOUT` / `QUERY_STILL_RUNNING`, in the audit) and the log too.
+The connection of a killed statement is never reused.
+
+Only a bounded prefix of each value ever crosses the wire. A SELECT runs twice: first with LIMIT 0
+(`columns_sql`: the server plans it but reads no row) to learn its result columns, then wrapped as
+`WITH r(c0, c1, ...) AS (<statement>) SELECT IF(OCTET_LENGTH(c0) > B, NULL, c0),
+IF(OCTET_LENGTH(c0) > B, LEFT(c0, n), NULL), ... FROM r` over its first `max_columns + 1` columns:
+a value of at most B bytes comes whole and keeps its type (a number stays a number), a longer one comes
+as its first n characters. So one call holds at most (max_rows + 1) x (max_columns + 1) x B bytes of
+values (101 x 31 x 804 B = 2.5 MB by default) whatever the data; without it, 100 rows of 3 MB cells
+cost 300 MB before the projection cut them. SHOW, DESCRIBE and EXPLAIN return schema metadata and are
+fetched as they are. The model only ever sees a bounded projection or a stable error code, never
+server text.
 """
 
 from __future__ import annotations
@@ -30,7 +43,8 @@ from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.definitions import QueryMysqlInput
-from tools.sql_guard import SYSTEM_SCHEMAS, GuardedStatement, SqlPolicyError, guard_sql
+from tools.redaction import REDACTED
+from tools.sql_guard import BUILT_STRING_BYTES, SYSTEM_SCHEMAS, GuardedStatement, SqlPolicyError, guard_sql
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +56,12 @@ _CLIENT_MARGIN_S = 1.0
 # A pooled connection idle longer than this may have been cut by the server or a proxy: open a new one.
 _IDLE_RECYCLE_S = 120.0
 _FIXTURE_TIMEOUT_S = 60.0
+# After KILL CONNECTION, how long the process list is watched for our thread to disappear.
+_KILL_VERIFY_S = 2.0
+_KILL_POLL_S = 0.05
+_RESULT_CTE = "diagnose_result"
+# GROUP_CONCAT cuts what it builds here, as the guard has CONCAT do inside a query.
+_SESSION_CAPS = f"SET SESSION group_concat_max_len = {BUILT_STRING_BYTES}"
 
 _TIMEOUT_ERRNOS = frozenset({1317, 1969, 3024})  # interrupted, MariaDB / MySQL statement time limit
 _ACCESS_DENIED_ERRNOS = frozenset({1044, 1045, 1142, 1143, 1227, 1370})
@@ -203,6 +223,17 @@ class _Rows:
     rows: list[tuple[Any, ...]]
 
 
+@dataclass(frozen=True)
+class _Cut:
+    """A value longer than the wire cap: only its prefix was fetched."""
+
+    prefix: str | bytes
+
+
+class _QueryStillRunning(Exception):
+    """KILL QUERY and KILL CONNECTION were sent, yet our server thread is still in the process list."""
+
+
 class MysqlAdapter:
     """Answers query_mysql: guard first (no connection for a rejected statement), then one bounded run."""
 
@@ -219,6 +250,7 @@ class MysqlAdapter:
         max_result_bytes: int = 64_000,
         pool_size: int = 4,
         connect_timeout_s: float = 5.0,
+        kill_verify_s: float = _KILL_VERIFY_S,
     ) -> None:
         self._target = parse_dsn(dsn)
         self._password = password
@@ -233,11 +265,14 @@ class MysqlAdapter:
         self._max_rows = max_rows
         self._max_columns = max_columns
         self._cell_chars = cell_chars
+        # A value of up to this many bytes is fetched whole (4 bytes per character at most in utf8mb4).
+        self._wire_cell_bytes = 4 * (cell_chars + 1)
         self._max_result_bytes = max_result_bytes
         self._pool_size = pool_size
         self._connect_timeout_s = connect_timeout_s
+        self._kill_verify_s = kill_verify_s
         self._pool: _ConnectionPool | None = None
-        self._kills: set[asyncio.Task[None]] = set()
+        self._kills: set[asyncio.Task[bool]] = set()
 
     def pool_stats(self) -> dict[str, int]:
         """For tests and operators: connections held, idle, checked out, the cap, and ever opened."""
@@ -269,7 +304,7 @@ class MysqlAdapter:
             if schema is None:  # the guard rejects this first; kept so no other name is ever selected
                 raise ToolError("POLICY_REJECTED", "SCHEMA_NOT_ALLOWED")
         result = await self._run(guarded, schema)
-        return self._project(result)
+        return self._project(result, guarded)
 
     def _pool_or_create(self) -> _ConnectionPool:
         if self._pool is None:
@@ -295,9 +330,9 @@ class MysqlAdapter:
         except (TimeoutError, asyncio.CancelledError) as exc:
             # The statement may still be running on the server: drop the connection, then kill it.
             pool.release(conn, reusable=False)
-            await asyncio.shield(self._kill_in_background(thread_id))
+            gone = await asyncio.shield(self._kill_in_background(thread_id))
             if isinstance(exc, TimeoutError):
-                raise ToolError("TIMEOUT") from None
+                raise ToolError("TIMEOUT", None if gone else "QUERY_STILL_RUNNING") from None
             raise
         except MySQLError as exc:
             pool.release(conn, reusable=await self._rolled_back(conn, exc))
@@ -322,15 +357,41 @@ class MysqlAdapter:
         """
         async with conn.cursor() as cur:
             await cur.execute(self._time_limit_sql(conn))
+            await cur.execute(_SESSION_CAPS)
             await cur.execute("SET SESSION TRANSACTION READ ONLY")
             if database is not None:
                 await conn.select_db(database)
             await cur.execute("START TRANSACTION READ ONLY")
-            await cur.execute(guarded.sql)
-            columns = [str(column[0]) for column in cur.description or ()]
-            rows = list(await cur.fetchmany(self._max_rows + 1)) if columns else []
+            if guarded.columns_sql is None:  # SHOW / DESCRIBE / EXPLAIN: schema metadata
+                await cur.execute(guarded.sql)
+                columns = [str(column[0]) for column in cur.description or ()]
+                rows = list(await cur.fetchmany(self._max_rows + 1)) if columns else []
+            else:
+                await cur.execute(guarded.columns_sql)
+                columns = [str(column[0]) for column in cur.description or ()]
+                await cur.execute(self._capped_sql(guarded.sql, len(columns)))
+                rows = [self._uncapped(row) for row in await cur.fetchmany(self._max_rows + 1)]
             await cur.execute("ROLLBACK")
         return _Rows(columns, rows)
+
+    def _capped_sql(self, sql: str, width: int) -> str:
+        """The statement wrapped so each of its first `max_columns + 1` values crosses the wire capped."""
+        names = [f"`c{index}`" for index in range(width)]
+        limit, prefix = self._wire_cell_bytes, self._cell_chars + 1
+        values = ", ".join(
+            f"IF(OCTET_LENGTH({name}) > {limit}, NULL, {name}), "
+            f"IF(OCTET_LENGTH({name}) > {limit}, LEFT({name}, {prefix}), NULL)"
+            for name in names[: self._max_columns + 1]
+        )
+        return f"WITH `{_RESULT_CTE}` ({', '.join(names)}) AS ({sql}) SELECT {values} FROM `{_RESULT_CTE}`"
+
+    @staticmethod
+    def _uncapped(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        """(whole value or NULL, prefix or NULL) pairs back to one value per column."""
+        return tuple(
+            _Cut(prefix) if prefix is not None else whole
+            for whole, prefix in zip(row[0::2], row[1::2], strict=True)
+        )
 
     async def _rolled_back(self, conn: Any, exc: MySQLError) -> bool:
         """After a server-side error the connection is intact: roll back and keep it; otherwise drop it."""
@@ -344,28 +405,67 @@ class MysqlAdapter:
             return False
         return True
 
-    def _kill_in_background(self, thread_id: int) -> asyncio.Task[None]:
+    def _kill_in_background(self, thread_id: int) -> asyncio.Task[bool]:
         """A task of its own, so a second cancellation of the caller cannot stop the kill."""
         task = asyncio.get_running_loop().create_task(self._kill_query(thread_id))
         self._kills.add(task)
         task.add_done_callback(self._kills.discard)
         return task
 
-    async def _kill_query(self, thread_id: int) -> None:
+    async def _kill_query(self, thread_id: int) -> bool:
+        """KILL QUERY, then KILL CONNECTION, then watch the process list; True once our thread is gone.
+
+        KILL QUERY stops the statement between rows; KILL CONNECTION also ends the session, so nothing
+        of ours lingers. Neither interrupts one row's evaluation, which is why the guard admits only
+        functions whose cost is linear; if the thread still outlives the check, the caller reports it.
+        """
+        thread = int(thread_id)
         try:
             conn = await open_connection(self._target, self._password, self._connect_timeout_s)
-            try:
-                async with asyncio.timeout(_CLIENT_MARGIN_S), conn.cursor() as cur:
-                    await cur.execute(f"KILL QUERY {int(thread_id)}")
-            finally:
-                conn.close()
         except (MySQLError, OSError, TimeoutError) as exc:
-            # 1094: the query already ended. Anything else leaves it to the server's own time limit.
-            if _errno(exc) != 1094:
-                log.warning("KILL QUERY %d failed (%s %s)", thread_id, type(exc).__name__, _errno(exc))
+            log.warning("cannot kill MySQL thread %d (%s %s)", thread, type(exc).__name__, _errno(exc))
+            return False
+        try:
+            async with asyncio.timeout(_CLIENT_MARGIN_S + self._kill_verify_s), conn.cursor() as cur:
+                for kill in (f"KILL QUERY {thread}", f"KILL CONNECTION {thread}"):
+                    try:
+                        await cur.execute(kill)
+                    except MySQLError as exc:
+                        if _errno(exc) != 1094:  # 1094: no such thread (it already ended)
+                            raise
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + self._kill_verify_s
+                while True:
+                    await cur.execute(
+                        "SELECT COUNT(*) FROM information_schema.processlist WHERE id = %s", (thread,)
+                    )
+                    row = await cur.fetchone()
+                    if not row or not row[0]:
+                        return True
+                    if loop.time() >= deadline:
+                        raise _QueryStillRunning
+                    await asyncio.sleep(_KILL_POLL_S)
+        except (MySQLError, OSError, TimeoutError, _QueryStillRunning) as exc:
+            log.warning(
+                "MySQL thread %d still runs after KILL QUERY and KILL CONNECTION (%s %s)",
+                thread,
+                type(exc).__name__,
+                _errno(exc),
+            )
+            return False
+        finally:
+            conn.close()
 
-    def _project(self, result: _Rows) -> AdapterResult:
-        """Whitelisted shape only: names, capped rows and columns, cut cells, and whether anything was cut."""
+    def _project(self, result: _Rows, guarded: GuardedStatement) -> AdapterResult:
+        """Whitelisted shape only: names, capped rows and columns, cut cells, and whether anything was cut.
+
+        A column that selects a secret under another name is hidden here; one named like a secret is
+        hidden by the redaction step (both are `[REDACTED]`)."""
+        secret = {
+            index
+            for index, name in enumerate(result.columns)
+            if index in guarded.secret_columns or name.lower() in guarded.secret_names
+        }
         truncated = len(result.columns) > self._max_columns or len(result.rows) > self._max_rows
         columns: list[str] = []
         for name in result.columns[: self._max_columns]:
@@ -375,7 +475,10 @@ class MysqlAdapter:
         rows: list[list[Any]] = []
         for raw in result.rows[: self._max_rows]:
             row: list[Any] = []
-            for value in raw[: self._max_columns]:
+            for index, value in enumerate(raw[: self._max_columns]):
+                if index in secret and value is not None:
+                    row.append(REDACTED)
+                    continue
                 cell, was_cut = self._cell(value)
                 row.append(cell)
                 truncated = truncated or was_cut
@@ -398,6 +501,10 @@ class MysqlAdapter:
 
     def _cell(self, value: Any) -> tuple[Any, bool]:
         """JSON-safe cells: numbers stay numbers where that loses nothing, binary data is never shown."""
+        if isinstance(value, _Cut):
+            if isinstance(value.prefix, bytes | bytearray):
+                return f"<more than {self._wire_cell_bytes} bytes>", True
+            return value.prefix[: self._cell_chars], True
         if value is None or isinstance(value, bool | int | float):
             return value, False
         if isinstance(value, Decimal):

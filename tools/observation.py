@@ -24,6 +24,9 @@ class Observation(BaseModel):
     error_code: ErrorCode | None = None
     reason: str | None = None
     control: dict[str, Any] | None = None
+    # Only the one FOUND observation the model must evaluate next says so (`true`); any other FOUND of
+    # the same round says `false`, so the model is never asked to evaluate what the protocol refuses.
+    evaluation_required: bool = False
 
     def to_model_dict(self) -> dict[str, Any]:
         """The exact JSON object sent to the model: optional fields appear only where they mean something."""
@@ -34,7 +37,7 @@ class Observation(BaseModel):
         }
         if self.evidence_status == EvidenceStatus.FOUND:
             out["data"] = self.data
-            out["evaluation_required"] = True
+            out["evaluation_required"] = self.evaluation_required
         if self.evidence_status == EvidenceStatus.ERROR:
             out["error_code"] = self.error_code
             if self.reason is not None:

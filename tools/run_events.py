@@ -23,9 +23,18 @@ import functools
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias, cast
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    NotRequired,  # pydantic validates only this TypedDict on Python 3.11
+    TypeAlias,
+    cast,
+)
 
-from typing_extensions import TypedDict  # pydantic validates only this TypedDict on Python 3.11
+from typing_extensions import TypedDict
 
 from tools.vocabulary import (
     ErrorCode,
@@ -78,6 +87,13 @@ class Gauge(TypedDict):
 
     used: int | None
     limit: int | None
+
+
+class TokenGauge(Gauge):
+    """Tokens against their limit; `estimated`: some round's usage was estimated, not reported (absent
+    from older writers' events)."""
+
+    estimated: NotRequired[bool | None]
 
 
 class DeadlineGauge(TypedDict):
@@ -175,6 +191,9 @@ class ModelRoundFinished(RunEventBase):
     duration_ms: int | None
     prompt_tokens: int | None
     completion_tokens: int | None
+    # The provider's usage was missing or unusable, so the counts were estimated from bytes
+    # (agent/usage.py); None: not recorded.
+    usage_estimated: bool | None
     tool_call_ids: list[str]  # the calls the model asked for in this round, in order
     has_text: bool
 
@@ -187,7 +206,11 @@ class ToolStarted(RunEventBase):
     round: int | None
     tool_call_id: str
     tool: str
-    input: Any  # the canonical business input object
+    input: Any  # the business input object, as the model wrote it (validated)
+    # Its canonical form as JSON text: equal keys are equivalent calls (tools/canonical.py).
+    input_key: str | None = None  # absent when not recorded
+
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"input_key"})
 
 
 @dataclass(slots=True, eq=False, kw_only=True)
@@ -226,10 +249,10 @@ class ProtocolChanged(RunEventBase):
 class BudgetChanged(RunEventBase):
     type: Literal[EventType.BUDGET_CHANGED] = field(default=EventType.BUDGET_CHANGED, init=False)
     model_calls: Gauge
-    tokens: Gauge
+    tokens: TokenGauge
     run_bytes: Gauge
     deadline: DeadlineGauge
-    exhausted: StopReason | None  # the stop reason that ended the run here, if any
+    exhausted: StopReason | None  # the budget that ended the run here, if any (never a saturation)
 
 
 @dataclass(slots=True, eq=False, kw_only=True)

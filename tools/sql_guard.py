@@ -26,6 +26,8 @@ from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
+from tools.redaction import names_secret
+
 PolicyReason = Literal[
     "TOO_LONG",
     "PARSE_ERROR",
@@ -38,6 +40,7 @@ PolicyReason = Literal[
     "LOCKING_READ",
     "VARIABLE",
     "FUNCTION_NOT_ALLOWED",
+    "COSTLY_EXPRESSION",
     "NO_DATABASE",
     "SYSTEM_SCHEMA",
     "SCHEMA_NOT_ALLOWED",
@@ -45,31 +48,79 @@ PolicyReason = Literal[
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
-# MySQL function names a query may call. Pure and cheap only: nothing that sleeps, locks, waits for
-# replication, touches files, changes state (sequences) or reveals the connection's identity
-# (USER(), CURRENT_USER, CONNECTION_ID()); nothing that can build huge values (REPEAT, LPAD, SPACE).
-# DATABASE()/SCHEMA() are allowed: they only name the schema the adapter already chose.
-ALLOWED_FUNCTIONS = frozenset(
+
+@dataclass(frozen=True)
+class Cost:
+    """How large a function's value can get: at most `factor * n + CONSTANT_BYTES` bytes, where n is the
+    total size of its inputs in bytes (every argument value, a row's value counting at least one byte),
+    computed in time linear in n. `factor` 0: the value has a bounded size (a number, a date)."""
+
+    factor: int
+    why: str
+
+
+CONSTANT_BYTES = 128
+# Strings a query builds (CONCAT inside a query, GROUP_CONCAT) are cut at this size, so composing linear
+# functions through CTEs (each doubling its input) cannot build the 16 MB values the server allows.
+BUILT_STRING_BYTES = 65_536
+# A LIKE pattern costs (value length x pattern length) comparisons in one uninterruptible row
+# evaluation, so it must be a short literal.
+MAX_LIKE_PATTERN_BYTES = 64
+
+# The functions a query may call, by what they can cost (tests/security proves each bound on MariaDB
+# with the largest arguments a statement allows). Nothing whose value can grow faster than its
+# inputs' total size (REPEAT, LPAD, SPACE, REPLACE with a long replacement, CONCAT_WS repeating its
+# separator, CAST to a padded BINARY(n)), nothing slower than linear on long values (LOCATE/INSTR and
+# REPLACE search naively, minutes on a few MB, and the server cannot interrupt a row's evaluation),
+# nothing that sleeps, locks, waits for replication, touches files, changes state (sequences) or
+# reveals the connection's identity (USER(), CURRENT_USER, CONNECTION_ID()). DATABASE()/SCHEMA() only
+# name the schema the adapter already chose.
+_NUMBER = Cost(0, "a number")
+_DATE = Cost(0, "a date or time")
+_ONE_INPUT = Cost(1, "one of its inputs")
+_PREFIX = Cost(1, "a part of its input")
+_CASE_MAPPING = Cost(3, "case mapping may widen a character")
+FUNCTION_COSTS: dict[str, Cost] = {
+    # aggregates and window functions
+    "COUNT": _NUMBER, "SUM": _NUMBER, "AVG": _NUMBER, "MIN": _ONE_INPUT, "MAX": _ONE_INPUT,
+    "GROUP_CONCAT": Cost(5, "the values with separators of at most 4 bytes, cut at BUILT_STRING_BYTES"),
+    "ROW_NUMBER": _NUMBER, "RANK": _NUMBER, "DENSE_RANK": _NUMBER,
+    # strings
+    "CONCAT": Cost(1, "its inputs end to end"),
+    "SUBSTRING": _PREFIX, "LEFT": _PREFIX, "RIGHT": _PREFIX, "TRIM": _PREFIX,
+    "LOWER": _CASE_MAPPING, "UPPER": _CASE_MAPPING,
+    "LENGTH": _NUMBER, "CHAR_LENGTH": _NUMBER,
+    # conditionals and conversions
+    "COALESCE": _ONE_INPUT, "IFNULL": _ONE_INPUT, "NULLIF": _ONE_INPUT, "IF": _ONE_INPUT, "CASE": _ONE_INPUT,
+    "CAST": Cost(4, "to an unpadded type: a character set conversion at most"),
+    "GREATEST": _ONE_INPUT, "LEAST": _ONE_INPUT, "EXISTS": _NUMBER, "COLLATE": _ONE_INPUT,
+    # dates and times
+    "NOW": _DATE, "CURRENT_TIMESTAMP": _DATE, "CURRENT_DATE": _DATE, "CURDATE": _DATE, "DATE": _DATE,
+    "TIMESTAMP": _DATE, "DATE_SUB": _DATE, "DATE_ADD": _DATE, "TIMESTAMPDIFF": _NUMBER, "DATEDIFF": _NUMBER,
+    "UNIX_TIMESTAMP": _NUMBER, "EXTRACT": _NUMBER, "YEAR": _NUMBER, "MONTH": _NUMBER, "DAY": _NUMBER,
+    "HOUR": _NUMBER, "MINUTE": _NUMBER, "SECOND": _NUMBER,
+    "DATE_FORMAT": Cost(6, "a two-byte specifier such as %r becomes at most 11 bytes"),
+    "FROM_UNIXTIME": Cost(6, "a two-byte specifier such as %r becomes at most 11 bytes"),
+    # math
+    "ROUND": _NUMBER, "FLOOR": _NUMBER, "CEIL": _NUMBER, "ABS": _NUMBER,
+    # JSON: one path without wildcards selects one value, re-serialized with spaces after , and :
+    "JSON_EXTRACT": Cost(2, "one value of the document, re-serialized"), "JSON_UNQUOTE": _PREFIX,
+    # the schema the adapter connected to
+    "DATABASE": Cost(0, "a schema name"),
+}  # fmt: skip
+ALLOWED_FUNCTIONS = frozenset(FUNCTION_COSTS)
+# CAST targets that never pad: numbers, dates and times, and character data without a length.
+_CAST_TARGETS = frozenset(
     {
-        # aggregates and window functions
-        "COUNT", "SUM", "AVG", "MIN", "MAX", "GROUP_CONCAT", "ROW_NUMBER", "RANK", "DENSE_RANK",
-        # strings
-        "CONCAT", "CONCAT_WS", "SUBSTRING", "LEFT", "RIGHT", "LOWER", "UPPER", "TRIM", "LENGTH",
-        "CHAR_LENGTH", "REPLACE", "LOCATE",
-        # conditionals and conversions
-        "COALESCE", "IFNULL", "NULLIF", "IF", "CASE", "CAST", "GREATEST", "LEAST", "EXISTS", "COLLATE",
-        # dates and times
-        "NOW", "CURRENT_TIMESTAMP", "CURRENT_DATE", "CURDATE", "DATE", "TIMESTAMP", "DATE_FORMAT",
-        "DATE_SUB", "DATE_ADD", "TIMESTAMPDIFF", "DATEDIFF", "UNIX_TIMESTAMP", "FROM_UNIXTIME",
-        "EXTRACT", "YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND",
-        # math
-        "ROUND", "FLOOR", "CEIL", "ABS",
-        # JSON
-        "JSON_EXTRACT", "JSON_UNQUOTE",
-        # the schema the adapter connected to
-        "DATABASE",
+        exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR, exp.DataType.Type.BINARY,
+        exp.DataType.Type.CHARACTER_SET, exp.DataType.Type.BIGINT, exp.DataType.Type.UBIGINT,
+        exp.DataType.Type.INT, exp.DataType.Type.DECIMAL, exp.DataType.Type.DOUBLE, exp.DataType.Type.FLOAT,
+        exp.DataType.Type.DATE, exp.DataType.Type.DATETIME, exp.DataType.Type.TIME,
     }
 )  # fmt: skip
+_LENGTHLESS_CAST_TARGETS = frozenset(
+    {exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR, exp.DataType.Type.BINARY}
+)
 
 # sqlglot parses most known functions into typed nodes (IFNULL becomes Coalesce, DATE_FORMAT becomes
 # TimeToStr around an implicit TsOrDsToTimestamp): this names the MySQL function each node stands for.
@@ -86,7 +137,6 @@ _TYPED_FUNCTIONS: dict[type[exp.Func], str] = {
     exp.Rank: "RANK",
     exp.DenseRank: "DENSE_RANK",
     exp.Concat: "CONCAT",
-    exp.ConcatWs: "CONCAT_WS",
     exp.Substring: "SUBSTRING",
     exp.Left: "LEFT",
     exp.Right: "RIGHT",
@@ -94,8 +144,6 @@ _TYPED_FUNCTIONS: dict[type[exp.Func], str] = {
     exp.Upper: "UPPER",
     exp.Trim: "TRIM",
     exp.Length: "LENGTH",
-    exp.Replace: "REPLACE",
-    exp.StrPosition: "LOCATE",
     exp.Coalesce: "COALESCE",
     exp.Nullif: "NULLIF",
     exp.If: "IF",
@@ -213,12 +261,20 @@ class SqlPolicyError(Exception):
 
 @dataclass(frozen=True)
 class GuardedStatement:
-    """What the adapter executes: `sql` exactly as given, never the caller's text."""
+    """What the adapter executes: `sql` exactly as given, never the caller's text.
+
+    For a SELECT, `columns_sql` is the same statement with LIMIT 0, which tells the adapter the result
+    columns before it fetches (see `tools.mysql`)."""
 
     kind: Literal["SELECT", "SHOW", "DESCRIBE", "EXPLAIN"]
     sql: str
     schemas: tuple[str, ...]
     row_limit: int | None
+    columns_sql: str | None = None
+    # Result columns that carry a secret-named column under another name (`SELECT password AS p`): by
+    # position, and by the names a CTE or derived table gave them (for `SELECT *` over it).
+    secret_columns: tuple[int, ...] = ()
+    secret_names: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -389,13 +445,64 @@ def _guard_query(sql: str, policy: _Policy) -> GuardedStatement:
     _drop_from_dual(root)
     schemas = _check_tree(root, policy)
     _qualify_tables(root, policy)
+    _cap_built_strings(root)
     _clamp_limit(root, policy.row_limit)
+    text = _generate(root)
+    _verify_generated(text, policy, schemas)
+    # The same statement with LIMIT 0: its result columns without a row (the server skips the work).
+    probe = root.copy()
+    probe.args["limit"].set("expression", exp.Literal.number(0))
+    positions, names = _secret_results(root)
+    return GuardedStatement(
+        "SELECT",
+        text,
+        schemas,
+        policy.row_limit,
+        columns_sql=_generate(probe),
+        secret_columns=positions,
+        secret_names=names,
+    )
+
+
+def _secret_results(root: exp.Query) -> tuple[tuple[int, ...], frozenset[str]]:
+    """Which result columns select a secret, whatever they are called.
+
+    The redaction step hides a column by its name; an alias (`SELECT password AS p`), a CTE or a derived
+    table would rename it out of sight. So every projection that reads a secret-named column, or a
+    column a CTE or subquery derived from one, makes its output name a secret too, to a fixed point.
+    """
+    derived: set[str] = set()
+
+    def reads_secret(node: exp.Expr) -> bool:
+        return any(
+            isinstance(column, exp.Column) and (names_secret(column.name) or column.name.lower() in derived)
+            for column in node.walk()
+        )
+
+    selects = list(root.find_all(exp.Select))
+    changed = True
+    while changed:
+        changed = False
+        for select in selects:
+            for projection in select.expressions:
+                name = projection.alias_or_name.lower()
+                if name and name not in derived and reads_secret(projection):
+                    derived.add(name)
+                    changed = True
+    positions = {
+        index
+        for select in _outer_selects(root)
+        for index, projection in enumerate(select.expressions)
+        if reads_secret(projection)
+    }
+    return tuple(sorted(positions)), frozenset(derived)
+
+
+def _generate(root: exp.Expr) -> str:
     try:
-        text = root.sql(dialect="mysql", identify=True)
+        return root.sql(dialect="mysql", identify=True)
     except Exception as exc:  # fail closed on generator failures
         raise SqlPolicyError("PARSE_ERROR", "generator") from exc
-    _verify_generated(text, policy, schemas)
-    return GuardedStatement("SELECT", text, schemas, policy.row_limit)
 
 
 def _parse_query(sql: str) -> exp.Query:
@@ -464,6 +571,8 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[str, ...]:
     for node in others:
         if not isinstance(node, exp.Func):
             raise SqlPolicyError("UNSUPPORTED_STATEMENT", type(node).__name__)
+    for node in nodes:
+        _check_cost(node)
     schemas: set[str] = set()
     for node in nodes:
         if isinstance(node, (exp.Table, exp.Column)) and node.args.get("catalog") is not None:
@@ -475,6 +584,55 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[str, ...]:
                 raise SqlPolicyError("UNSUPPORTED_STATEMENT", "table reference")
             schemas.add(policy.schema(node.db or policy.database).lower())
     return tuple(sorted(schemas))
+
+
+def _check_cost(node: exp.Expr) -> None:
+    """The argument shapes under which an allowed function keeps its `FUNCTION_COSTS` bound."""
+    if isinstance(node, exp.Cast):
+        target = node.to
+        if not isinstance(target, exp.DataType) or target.this not in _CAST_TARGETS:
+            raise SqlPolicyError("COSTLY_EXPRESSION", "CAST target")
+        if target.this in _LENGTHLESS_CAST_TARGETS and target.expressions:
+            raise SqlPolicyError("COSTLY_EXPRESSION", "CAST to a padded length")
+    elif isinstance(node, exp.GroupConcat):
+        separator = node.args.get("separator")
+        if separator is not None and not (
+            isinstance(separator, exp.Literal) and separator.is_string and len(separator.this.encode()) <= 4
+        ):
+            raise SqlPolicyError("COSTLY_EXPRESSION", "GROUP_CONCAT separator longer than 4 bytes")
+    elif isinstance(node, exp.JSONExtract):
+        path = node.expression
+        if node.expressions or not isinstance(path, exp.JSONPath):
+            raise SqlPolicyError("COSTLY_EXPRESSION", "JSON_EXTRACT takes one literal path")
+        if any(isinstance(part, exp.JSONPathWildcard) for part in path.walk()):
+            raise SqlPolicyError("COSTLY_EXPRESSION", "JSON path wildcard")
+    elif isinstance(node, exp.Like):
+        pattern = node.expression
+        if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+            raise SqlPolicyError("COSTLY_EXPRESSION", "LIKE pattern must be a string literal")
+        if len(pattern.this.encode()) > MAX_LIKE_PATTERN_BYTES:
+            raise SqlPolicyError("COSTLY_EXPRESSION", f"LIKE pattern over {MAX_LIKE_PATTERN_BYTES} bytes")
+
+
+def _cap_built_strings(root: exp.Query) -> None:
+    """CONCAT inside a query becomes LEFT(CONCAT(...), BUILT_STRING_BYTES): a chain of CTEs, each
+    concatenating the previous value with itself, would otherwise double it at every step. A CONCAT
+    that is itself a value the query returns is left alone: its size is capped on the way to us."""
+    returned = {id(projection) for select in _outer_selects(root) for projection in select.expressions}
+    returned |= {id(alias.this) for select in _outer_selects(root) for alias in select.expressions
+                 if isinstance(alias, exp.Alias)}  # fmt: skip
+    for concat in list(root.find_all(exp.Concat)):
+        if id(concat) not in returned:
+            concat.replace(exp.Left(this=concat.copy(), expression=exp.Literal.number(BUILT_STRING_BYTES)))
+
+
+def _outer_selects(root: exp.Expr) -> list[exp.Select]:
+    """The SELECTs whose projections are the statement's result columns (every branch of a set operation)."""
+    if isinstance(root, exp.SetOperation):
+        return [*_outer_selects(root.this), *_outer_selects(root.expression)]
+    if isinstance(root, exp.Subquery):
+        return _outer_selects(root.this)
+    return [root] if isinstance(root, exp.Select) else []
 
 
 def _function_name(node: exp.Func) -> str | None:

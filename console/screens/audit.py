@@ -27,6 +27,7 @@ from textual.worker import get_current_worker
 from console.host import ConsoleHost
 from console.messages import EngineStatus
 from console.presentation import OUTCOME_STYLE, STATUS_STYLE
+from console.safe_text import neutralize
 from console.screens.replay import ReplayScreen
 from console.widgets.status_bar import StatusBar
 from console.widgets.timeline import clip, input_summary
@@ -370,15 +371,22 @@ class AuditScreen(Screen[None]):
             self.app.push_screen(replay)
 
 
+def cell(value: Any, style: str = "", justify: Any = None) -> Text:
+    """One table cell from an audit row, which anyone able to write the file may have tampered with."""
+    return Text(
+        neutralize("—" if value is None else str(value), newlines=False), style=style, justify=justify
+    )
+
+
 def run_cells(row: dict[str, Any]) -> list[Text]:
     outcome = row.get("outcome") or (INTERRUPTED_RUN if row.get("interrupted") else "—")
     return [
-        Text(when(row.get("started_at") or row.get("finished_at"))),
-        Text(str(row["run_id"])),
-        Text(outcome, style=OUTCOME_STYLE.get(outcome, "")),
-        Text(str(row.get("stop_reason") or "—")),
-        Text(str(row.get("model_calls") if row.get("model_calls") is not None else "—"), justify="right"),
-        Text(str(row.get("total_tokens") if row.get("total_tokens") is not None else "—"), justify="right"),
+        cell(when(row.get("started_at") or row.get("finished_at"))),
+        cell(row.get("run_id")),
+        cell(outcome, style=OUTCOME_STYLE.get(outcome, "")),
+        cell(row.get("stop_reason")),
+        cell(row.get("model_calls"), justify="right"),
+        cell(row.get("total_tokens"), justify="right"),
         Text(clip(str(row.get("query") or ""), 22)),
     ]
 
@@ -390,12 +398,12 @@ def invocation_cells(row: dict[str, Any]) -> list[Text]:
     except ValueError:
         business = None
     return [
-        Text(when(row.get("started_at"))),
-        Text(str(row["run_id"])),
-        Text(str(row["tool_call_id"])),
-        Text(str(row.get("tool")), style="cyan"),
-        Text(status, style=STATUS_STYLE.get(status, "")),
-        Text(str(row.get("error_code") or "—")),
-        Text(str(row.get("evaluation") or "—")),
+        cell(when(row.get("started_at"))),
+        cell(row.get("run_id")),
+        cell(row.get("tool_call_id")),
+        cell(row.get("tool"), style="cyan"),
+        cell(status, style=STATUS_STYLE.get(status, "")),
+        cell(row.get("error_code")),
+        cell(row.get("evaluation")),
         Text(input_summary(row.get("tool"), business, 36), style="dim"),
     ]

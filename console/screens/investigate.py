@@ -29,6 +29,7 @@ from console.export import RunRecord, draft_markdown, write_run
 from console.host import ConsoleHost
 from console.messages import RunAborted, RunSubmitted
 from console.presentation import CallState, exit_code
+from console.safe_text import neutralize
 from console.screens.export_dialog import ExportDialog
 from console.widgets.result import ResultView
 from console.widgets.run_state import RunState
@@ -128,7 +129,7 @@ class InvestigateScreen(Screen[None]):
         carry.display = previous_turn is not None
         if previous_turn is not None:
             text = Text.assemble(("carried over to the next run ", "bold"), ("(ctrl+f drops it): ", "dim"))
-            text.append(json.dumps(previous_turn, ensure_ascii=False))
+            text.append(neutralize(json.dumps(previous_turn, ensure_ascii=False), form="json"))
             carry.update(text)
 
     def watch_activity(self, activity: str) -> None:

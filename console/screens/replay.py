@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from console.host import ConsoleHost
+from console.safe_text import neutralize
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
@@ -105,6 +106,7 @@ def timeline_events(timeline: RunTimeline) -> list[RunEvent]:
                         duration_ms=row.get("duration_ms"),
                         prompt_tokens=row.get("prompt_tokens"),
                         completion_tokens=row.get("completion_tokens"),
+                        usage_estimated=bool(row.get("usage_estimated")),
                         tool_call_ids=_parsed(row.get("tool_call_ids")) or [],
                         has_text=bool(row.get("has_text")),
                     )
@@ -147,7 +149,13 @@ def timeline_events(timeline: RunTimeline) -> list[RunEvent]:
                 next(seq),
                 run.get("finished_at") or "",
                 model_calls={"used": run.get("model_calls"), "limit": None},
-                tokens={"used": run.get("total_tokens"), "limit": None},
+                tokens={
+                    "used": run.get("total_tokens"),
+                    "limit": None,
+                    "estimated": any(
+                        e.kind == "model_round" and e.data.get("usage_estimated") for e in timeline.entries
+                    ),
+                },
                 run_bytes={"used": None, "limit": None},
                 deadline={
                     "elapsed_s": _elapsed_s(run.get("started_at"), run.get("finished_at")),
@@ -215,7 +223,7 @@ class ReplayScreen(Screen[None]):
         view = self.query_one(RunView)
         view.reset(state)
         view.sync()
-        query.update(Text.assemble(("query ", "bold"), str(timeline.run.get("query") or "—")))
+        query.update(Text.assemble(("query ", "bold"), neutralize(str(timeline.run.get("query") or "—"))))
         if self.focus_call is not None and view.timeline.jump_to(self.focus_call):
             view.show_detail(("call", self.focus_call))
         view.timeline.focus()

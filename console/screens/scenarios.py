@@ -1,5 +1,8 @@
 """The scenario picker: trainers choose a built-in scenario (or the scenario file the console was
-started with); picking one reopens the environment with its scripted model and prefills its query."""
+started with); picking one reopens the environment with its scripted model and prefills its query.
+
+A file in the trainer's folder that does not load (bad YAML, or settings a scenario may not carry) is
+listed, disabled, with the reason, so a trainer sees why their lesson is missing."""
 
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from console.safe_text import neutralize
+
 
 @dataclass(frozen=True)
 class ScenarioChoice:
@@ -24,17 +29,32 @@ class ScenarioChoice:
     description: str
 
 
-def scenario_choices(started_with: str | None, scenario_dir: Path | None = None) -> list[ScenarioChoice]:
+SCENARIO_SUFFIXES = frozenset({".yaml", ".yml", ".json"})
+
+
+def scenario_files(scenario_dir: Path) -> list[Path]:
+    """The scenario files of a trainer's folder, in name order (not recursive)."""
+    try:
+        return sorted(p for p in scenario_dir.iterdir() if p.suffix in SCENARIO_SUFFIXES)
+    except OSError:
+        return []
+
+
+def scenario_choices(
+    started_with: str | None, scenario_dir: Path | None = None, problems: list[str] | None = None
+) -> list[ScenarioChoice]:
     """Built-ins in name order, then a trainer's folder of scenario files; a scenario file given on the
-    command line comes first. A file that does not load is left out rather than breaking the picker."""
+    command line comes first. A file that does not load is left out, its reason added to `problems`."""
     from agent.scenarios import ScenarioError, builtin_scenarios, load_scenario_file
 
     choices = [ScenarioChoice(s.name, s.name, s.title, s.description) for s in builtin_scenarios()]
     if scenario_dir is not None and scenario_dir.is_dir():
-        for path in sorted(p for p in scenario_dir.iterdir() if p.suffix in {".yaml", ".yml", ".json"}):
+        for path in scenario_files(scenario_dir):
             try:
                 loaded = load_scenario_file(path)
-            except ScenarioError:
+            except ScenarioError as exc:
+                if problems is not None:
+                    problems.append(str(exc))
                 continue
             choices.append(ScenarioChoice(str(path), loaded.name, loaded.title, loaded.description))
     if started_with and started_with not in {c.name for c in choices}:
@@ -47,9 +67,15 @@ def scenario_choices(started_with: str | None, scenario_dir: Path | None = None)
 
 
 def choice_prompt(choice: ScenarioChoice, current: bool) -> Text:
-    text = Text.assemble(("● " if current else "  ", "green"), (choice.name, "bold"), "  ", choice.title)
+    """A scenario file is someone else's text: shown neutralised, never as markup."""
+    text = Text.assemble(
+        ("● " if current else "  ", "green"),
+        (neutralize(choice.name, newlines=False), "bold"),
+        "  ",
+        neutralize(choice.title, newlines=False),
+    )
     if choice.description:
-        text.append("\n    " + " ".join(choice.description.split()), style="dim")
+        text.append("\n    " + neutralize(" ".join(choice.description.split())), style="dim")
     return text
 
 
@@ -64,7 +90,8 @@ class ScenarioPicker(ModalScreen[ScenarioChoice | None]):
     ) -> None:
         super().__init__(id="scenario-picker")
         self.current = current
-        self.choices = scenario_choices(started_with, scenario_dir)
+        self.problems: list[str] = []
+        self.choices = scenario_choices(started_with, scenario_dir, self.problems)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
@@ -78,6 +105,10 @@ class ScenarioPicker(ModalScreen[ScenarioChoice | None]):
                 Option(choice_prompt(c, c.name == self.current), id=str(i))
                 for i, c in enumerate(self.choices)
             ]
+            options += [
+                Option(Text.assemble(("  ✗ ", "red"), (neutralize(problem), "red")), disabled=True)
+                for problem in self.problems
+            ]
             yield OptionList(*options, id="scenario-list")
 
     def on_mount(self) -> None:
@@ -88,7 +119,8 @@ class ScenarioPicker(ModalScreen[ScenarioChoice | None]):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        self.dismiss(self.choices[event.option_index])
+        if event.option_index < len(self.choices):
+            self.dismiss(self.choices[event.option_index])
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -41,7 +41,8 @@ def gauge_row(key: str, gauge: dict[str, Any] | None, show_timings: bool) -> tup
     else:
         limit = gauge.get("limit")
         used = gauge.get("used")
-        text = f"{_number(used)} / {_number(limit)}"
+        # "~": some round's usage was not reported by the provider, so the count is an estimate.
+        text = f"{'~' if gauge.get('estimated') else ''}{_number(used)} / {_number(limit)}"
     if used is None or not limit:
         return None, text
     return min(float(used) / float(limit), 1.0), text

@@ -18,6 +18,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from console.presentation import CallState
+from console.safe_text import neutralize
 from console.widgets.run_state import RunState
 from console.widgets.timeline import TimelineKey
 from tools.run_events import ProtocolChanged, RunEvent, ToolFinished
@@ -27,8 +28,9 @@ TIMING_KEYS = ("at", "duration_ms", "elapsed_s")  # masked when timings are hidd
 
 
 def json_block(data: Any) -> RenderableType:
-    """Exact JSON (key order kept, non-ASCII readable); highlighted, never parsed as markup."""
-    return JSON(json.dumps(data, ensure_ascii=False, indent=2))
+    """Exact JSON (key order kept, non-ASCII readable); highlighted, never parsed as markup, and with
+    characters that could drive the terminal shown as JSON escapes (the same value, visible)."""
+    return JSON(neutralize(json.dumps(data, ensure_ascii=False, indent=2), form="json"))
 
 
 def heading(text: str) -> Text:
@@ -46,7 +48,9 @@ def _event_view(event: RunEvent, show_timings: bool) -> dict[str, Any]:
 def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
     row = state.calls[tool_call_id]
     title = Text.assemble(
-        (row.tool_call_id, "bold"), "  ", (row.tool or "tool not named by any event", "cyan")
+        (neutralize(row.tool_call_id, newlines=False), "bold"),
+        "  ",
+        (neutralize(row.tool or "tool not named by any event", newlines=False), "cyan"),
     )
     title.append(f"  round {row.round}" if row.round is not None else "")
     title.append(f"  {row.status}")

@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from console.presentation import STOP_CAUSE_TEXT
+from console.safe_text import neutralize
 from console.widgets.run_state import RunState
 from tools.vocabulary import Outcome, ProtocolCode, StopReason
 
@@ -67,7 +68,11 @@ def protocol_lines(state: RunState) -> list[tuple[str, str, str]]:
         stop = f"yes · {STOP_CAUSE_TEXT.get(str(state.stop_cause), str(state.stop_cause).lower())}"
     saturation = protocol.get("saturation")
     return [
-        ("pending observation", str(protocol.get("pending_tool_call_id") or "none"), "ok"),
+        (
+            "pending observation",
+            neutralize(str(protocol.get("pending_tool_call_id") or "none"), newlines=False),
+            "ok",
+        ),
         ("no-gain streak", no_gain, no_gain_level),
         ("violations", violations, violations_level),
         (ProtocolCode.STOP_REQUIRED, stop, "full" if protocol.get("stop_required") else "ok"),

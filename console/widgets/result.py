@@ -25,7 +25,7 @@ from console.presentation import (
     STOP_REASON_TEXT,
     exit_code,
 )
-from console.safe_text import visible_values
+from console.safe_text import neutralize, neutralize_values
 from console.widgets.run_state import RunState
 
 
@@ -55,11 +55,11 @@ def banner(state: RunState) -> Text:
 
 def check_prompt(state: RunState, tool_call_id: str, indent: str = "   ↳ ") -> Text:
     row = state.calls.get(tool_call_id)
-    text = Text.assemble(indent, (tool_call_id, "bold"))
+    text = Text.assemble(indent, (neutralize(tool_call_id, newlines=False), "bold"))
     if row is None:
         text.append("  not a call of this run", style="red")
         return text
-    text.append(f"  {row.tool or '—'}", style="cyan")
+    text.append(f"  {neutralize(row.tool or '—', newlines=False)}", style="cyan")
     text.append(f"  {row.status}", style=STATUS_STYLE.get(row.status, ""))
     if row.evaluation:
         text.append(f"  eval {row.evaluation}", style=EVALUATION_STYLE.get(row.evaluation, ""))
@@ -70,7 +70,10 @@ def snapshot_check_prompt(check: dict[str, Any]) -> Text:
     """One ProgressSnapshot check exactly as the result publishes it."""
     status = str(check.get("evidence_status"))
     text = Text.assemble(
-        "  ", (str(check.get("tool_call_id")), "bold"), "  ", (str(check.get("tool")), "cyan")
+        "  ",
+        (neutralize(str(check.get("tool_call_id")), newlines=False), "bold"),
+        "  ",
+        (neutralize(str(check.get("tool")), newlines=False), "cyan"),
     )
     text.append(f"  {status}", style=STATUS_STYLE.get(status, ""))
     if check.get("evaluation"):
@@ -111,7 +114,7 @@ class ResultView(VerticalScroll):
         banner_widget.update(banner(state))
         draft = state.draft
         if draft is not None:
-            self._show_draft(state, visible_values(draft), summary, options, sections)
+            self._show_draft(state, neutralize_values(draft), summary, options, sections)
         else:
             self._show_stop(state, summary, options, sections)
         options.display = bool(self._targets)
@@ -122,7 +125,7 @@ class ResultView(VerticalScroll):
         banner_widget = self.query_one("#result-banner", Static)
         banner_widget.add_class("-failed")
         banner_widget.update(Text.assemble(("no result", "bold"), "  the run stopped before it could finish"))
-        self.query_one("#result-summary", Static).update(Text(message))
+        self.query_one("#result-summary", Static).update(Text(neutralize(message)))
 
     def _add(self, options: OptionList, prompt: Text, target: str | None) -> None:
         options.add_option(Option(prompt))
@@ -174,7 +177,7 @@ class ResultView(VerticalScroll):
         )
 
     def _show_stop(self, state: RunState, summary: Static, options: OptionList, sections: Static) -> None:
-        result = visible_values(state.result or {})
+        result = neutralize_values(state.result or {})
         reason = str(state.stop_reason)
         parts: list[RenderableType] = [
             heading("Why there is no Draft"),

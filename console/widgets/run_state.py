@@ -86,6 +86,7 @@ class RoundRow:
     duration_ms: int | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    usage_estimated: bool = False  # the provider reported no usable usage: counts are estimates
     tool_call_ids: list[str] = field(default_factory=list)
     has_text: bool = False
     events: list[RunEvent] = field(default_factory=list)
@@ -306,6 +307,7 @@ class RunState:
         row.duration_ms = event.duration_ms
         row.prompt_tokens = event.prompt_tokens
         row.completion_tokens = event.completion_tokens
+        row.usage_estimated = bool(event.usage_estimated)
         row.has_text = bool(event.has_text)
         row.events.append(event)
         for tool_call_id in event.tool_call_ids or []:

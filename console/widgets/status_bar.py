@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from console.messages import EngineStatus
+from console.safe_text import neutralize
 
 ENGINE_STYLE = {"loading": "italic", "ready": "bold", "failed": "bold red"}
 
@@ -37,13 +38,18 @@ class StatusBar(Static):
         text = Text.assemble((" diagnose ", "reverse bold"), " ", (self.place, "bold"), ("  │  ", "dim"))
         if self.model is not None:
             text.append("model: ", style="dim")
-            text.append(self.model, style="italic")
+            text.append(neutralize(self.model, newlines=False), style="italic")
         elif self.engine.state == "failed":
             text.append("engine: ", style="dim")
-            text.append(self.engine.message or "setup failed", style=ENGINE_STYLE["failed"])
+            text.append(
+                neutralize(self.engine.message or "setup failed", newlines=False),
+                style=ENGINE_STYLE["failed"],
+            )
         else:
             text.append("model: ", style="dim")
-            text.append(self.engine.label, style=ENGINE_STYLE.get(self.engine.state, ""))
+            text.append(
+                neutralize(self.engine.label, newlines=False), style=ENGINE_STYLE.get(self.engine.state, "")
+            )
         if self.activity:
             text.append("  │  ", style="dim")
             text.append(self.activity)

@@ -23,6 +23,7 @@ from console.presentation import (
     STOP_CAUSE_NOTE,
     exit_code,
 )
+from console.safe_text import neutralize
 from console.widgets.run_state import CallRow, Changes, Entry, RoundRow, RunState
 from tools.definitions import QUERY_LOGS
 from tools.run_events import ProtocolChanged
@@ -32,8 +33,8 @@ TimelineKey = tuple[str, Any]  # ("round", n) | ("call", id) | ("note", i) | ("f
 
 
 def clip(text: str, width: int) -> str:
-    """One line of at most `width` terminal cells (CJK characters take two)."""
-    line = Text(" ".join(text.split()))
+    """One line of at most `width` terminal cells (CJK characters take two), shown neutralised."""
+    line = Text(neutralize(" ".join(text.split()), newlines=False))
     line.truncate(width, overflow="ellipsis")
     return line.plain
 
@@ -68,7 +69,7 @@ def round_label(row: RoundRow, show_timings: bool) -> Text:
     if not row.finished:
         label.append("  waiting for the model…", style="italic cyan")
         return label
-    tokens = f"{row.prompt_tokens or 0}+{row.completion_tokens or 0} tok"
+    tokens = f"{'~' if row.usage_estimated else ''}{row.prompt_tokens or 0}+{row.completion_tokens or 0} tok"
     calls = len(row.tool_call_ids)
     asked = f"{calls} tool call{'s' if calls != 1 else ''}" if calls else ""
     reply = "final text" if row.has_text and not calls else ("text + calls" if row.has_text else "")
@@ -80,20 +81,20 @@ def round_label(row: RoundRow, show_timings: bool) -> Text:
 
 
 def call_label(row: CallRow, show_timings: bool) -> Text:
-    label = Text.assemble((f"{row.tool_call_id:<8}", "bold"), " ")
-    label.append(f"{row.tool or '—':<16}", style="cyan" if row.tool else "dim")
+    label = Text.assemble((f"{neutralize(row.tool_call_id, newlines=False):<8}", "bold"), " ")
+    label.append(f"{neutralize(row.tool or '—', newlines=False):<16}", style="cyan" if row.tool else "dim")
     label.append(" ")
     label.append(STATUS_TEXT.get(row.status, row.status), style=STATUS_STYLE.get(row.status, ""))
     failed = (EvidenceStatus.ERROR, InvocationStatus.CANCELLED)
     if row.error_code and row.status in failed and row.error_code != row.status:
-        label.append(f" {row.error_code}", style="red")
+        label.append(f" {neutralize(str(row.error_code), newlines=False)}", style="red")
     if row.evaluation:
         label.append("  eval ", style="dim")
         label.append(row.evaluation, style=EVALUATION_STYLE.get(row.evaluation, ""))
     for control in dict.fromkeys(row.controls):
         if control == ProtocolCode.INVALID_INPUT and row.error_code == ErrorCode.INVALID_INPUT:
             continue
-        label.append(f"  {control}", style="bold yellow")
+        label.append(f"  {neutralize(str(control), newlines=False)}", style="bold yellow")
     summary = input_summary(row.tool, row.input, 48)
     if summary:
         label.append(f"  {summary}", style="dim")
@@ -113,7 +114,7 @@ def note_label(event: ProtocolChanged) -> Text:
             f"  {STOP_CAUSE_NOTE.get(cause, cause.lower())}: the next round is the last", style="dim"
         )
     elif code == ProtocolCode.COLLECTION_STOPPED:
-        ids = ", ".join(str(i) for i in detail.get("tool_call_ids") or [])
+        ids = neutralize(", ".join(str(i) for i in detail.get("tool_call_ids") or []), newlines=False)
         label.append(f"  final round asked for tools; not executed: {ids}", style="dim")
     return label
 

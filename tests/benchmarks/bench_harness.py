@@ -75,7 +75,7 @@ def scripted_rounds(tool_rounds: int) -> list[ScriptedRound]:
         "analysis": [{"kind": "FINDING", "statement": "runbook 描述了连接池耗尽。", "evidence": ["call-1"]}],
         "action_plan": ["回滚"],
         "recommendations": ["扩大连接池"],
-        "limitations": {"checked_scope": ["runbooks"], "missing_info": []},
+        "limitations": {"checked_scope": ["runbooks"], "missing_info": ["锁等待详情"]},
     }
     rounds.append(
         ScriptedRound(

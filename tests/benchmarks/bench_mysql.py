@@ -33,7 +33,7 @@ from tools.boundary import ToolBoundary
 from tools.definitions import QUERY_MYSQL
 from tools.mysql import MysqlAdapter, _Rows, open_connection, parse_dsn
 from tools.redaction import Redactor
-from tools.sql_guard import guard_sql
+from tools.sql_guard import GuardedStatement, guard_sql
 
 TARGET_RATIO = 1.2
 DEFAULT_DSN = "mysql://root@127.0.0.1:3306"
@@ -109,7 +109,7 @@ async def measure(dsn: str, rows: int, repeats: int, warmup: int) -> dict[str, A
     boundary = ToolBoundary({QUERY_MYSQL: adapter}, redactor=Redactor(["bench-secret-value-123"]))
     raw = await open_connection(parse_dsn(dsn), None, 10.0)
     await raw.select_db(database)
-    guarded_sql = guard_sql(SQL, database=database, allowed_schemas=[database], max_rows=rows).sql
+    guarded_statement = guard_sql(SQL, database=database, allowed_schemas=[database], max_rows=rows)
     try:
 
         async def guarded() -> int:
@@ -132,7 +132,7 @@ async def measure(dsn: str, rows: int, repeats: int, warmup: int) -> dict[str, A
         if got != (rows, rows):
             raise SystemExit(f"both sides must fetch {rows} rows, got {got}")
         samples = await _median_pairs({"guarded": guarded, "raw": raw_select}, repeats, warmup)
-        parts = await attribute(adapter, raw, database, guarded_sql, repeats)
+        parts = await attribute(adapter, raw, database, guarded_statement, repeats)
     finally:
         raw.close()
         await boundary.aclose()
@@ -141,7 +141,7 @@ async def measure(dsn: str, rows: int, repeats: int, warmup: int) -> dict[str, A
 
 
 async def attribute(
-    adapter: MysqlAdapter, raw: Any, database: str, guarded_sql: str, repeats: int
+    adapter: MysqlAdapter, raw: Any, database: str, guarded: GuardedStatement, repeats: int
 ) -> dict[str, float]:
     """Median cost of each step the guarded side adds, timed in isolation (ms)."""
     redactor = Redactor(["bench-secret-value-123"])
@@ -149,7 +149,7 @@ async def attribute(
         await cur.execute(SQL)
         columns = [str(c[0]) for c in cur.description]
         fetched = list(await cur.fetchall())
-    projection = adapter._project(_Rows(columns, fetched)).data
+    projection = adapter._project(_Rows(columns, fetched), guarded).data
 
     def timed_sync(action: Callable[[], Any]) -> float:
         values = []
@@ -182,7 +182,7 @@ async def attribute(
         )
         * 1000,
         "projection (per-cell conversion + JSON size check)": timed_sync(
-            lambda: adapter._project(_Rows(columns, fetched))
+            lambda: adapter._project(_Rows(columns, fetched), guarded)
         ),
         "redaction of the projection": timed_sync(lambda: redactor.value(projection)),
         "projection JSON size (bytes)": float(len(json.dumps(projection, ensure_ascii=False).encode())),

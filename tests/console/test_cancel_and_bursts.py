@@ -107,6 +107,7 @@ def synthetic_burst(rounds: int) -> list[RunEvent]:
             duration_ms=0,
             prompt_tokens=1,
             completion_tokens=1,
+            usage_estimated=False,
             tool_call_ids=ids,
             has_text=False,
         )
@@ -130,7 +131,7 @@ def synthetic_burst(rounds: int) -> list[RunEvent]:
         emitter.emit(
             BudgetChanged,
             model_calls={"used": n, "limit": 1000},
-            tokens={"used": 2 * n, "limit": 10**6},
+            tokens={"used": 2 * n, "limit": 10**6, "estimated": False},
             run_bytes={"used": n, "limit": 10**6},
             deadline={"elapsed_s": 0.0, "limit_s": 300.0},
             exhausted=None,

@@ -18,7 +18,7 @@ rounds:
          arguments: {previous_observation: null, input: {query: "HOSTILE", top_k: 1}}}
   - text: '{"conclusion": null, "analysis": [{"kind": "NEGATIVE_OBSERVATION", "statement": "HOSTILE",
       "scope": "[i]scope[/i]", "evidence": "NO_EVIDENCE"}], "action_plan": ["HOSTILE"], "recommendations": [],
-      "limitations": {"checked_scope": ["[u]runbooks[/u]"], "missing_info": []}}'
+      "limitations": {"checked_scope": ["[u]runbooks[/u]"], "missing_info": ["[s]logs[/s]"]}}'
 """.replace("HOSTILE", HOSTILE)
 
 
@@ -33,3 +33,4 @@ async def test_markup_is_never_interpreted(tmp_path: Path) -> None:
         assert has_row(timeline_labels(app), "call-1", "[bold red]boom[/]")
         shown = result_text(app)
         assert shown.count(HOSTILE) == 2 and "[i]scope[/i]" in shown and "[u]runbooks[/u]" in shown
+        assert "[s]logs[/s]" in shown

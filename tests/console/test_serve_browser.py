@@ -43,7 +43,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+def _wait_for_port(port: int, process: subprocess.Popen[str], timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert process.poll() is None, "diagnose serve exited early"
@@ -72,13 +72,20 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         [sys.executable, "-m", "console", "serve", "--host", "127.0.0.1", "--port", str(port)],
         cwd=tmp_path,
         env=env,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
         start_new_session=True,  # its own process group: the per-session console processes stop with it
     )
     try:
+        assert process.stdout is not None
+        url = ""
+        while not url:  # the URL to open carries this start's access token
+            line = process.stdout.readline()
+            assert line, "diagnose serve exited before printing its URL"
+            url = line.split("diagnose serve: open ", 1)[1].strip() if "diagnose serve: open " in line else ""
         _wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}/", tmp_path
+        yield url, tmp_path
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:

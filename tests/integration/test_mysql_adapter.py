@@ -51,7 +51,7 @@ def smuggle(monkeypatch: pytest.MonkeyPatch, sql: str) -> None:
     """Stand-in for a guard bug: whatever is asked, the adapter executes `sql`."""
 
     def broken_guard(_: str, **kwargs: Any) -> Any:
-        return dataclasses.replace(guard_sql("SELECT 1", **kwargs), sql=sql)
+        return dataclasses.replace(guard_sql("SELECT 1", **kwargs), sql=sql, columns_sql=None)
 
     monkeypatch.setattr("tools.mysql.guard_sql", broken_guard)
 

@@ -102,7 +102,10 @@ def _scenario(shop: str, other: str) -> dict[str, Any]:
                         ],
                         "action_plan": [],
                         "recommendations": [],
-                        "limitations": {"checked_scope": ["runbooks", "logs", "db"], "missing_info": []},
+                        "limitations": {
+                            "checked_scope": ["runbooks", "logs", "db"],
+                            "missing_info": ["who can rotate the key"],
+                        },
                     }
                 )
             },

@@ -117,6 +117,7 @@ KNOWN_CALLS = {"call-1": "FOUND", "call-2": "EMPTY", "call-3": "ERROR"}
 VIOLATIONS = {
     "EMPTY_OUTPUT", "INVALID_ENCODING", "DRAFT_TOO_LARGE", "NOT_A_JSON_OBJECT", "MALFORMED_JSON",
     "DUPLICATE_KEY", "SCHEMA_MISMATCH", "UNKNOWN_CITATION", "CONCLUSION_WITHOUT_FOUND_EVIDENCE",
+    "FINDING_WITHOUT_FOUND_EVIDENCE", "NULL_CONCLUSION_WITHOUT_MISSING_INFO",
 }  # fmt: skip
 ids = st.sampled_from([*KNOWN_CALLS, "call-4"])  # call-4 is not an invocation of this run
 limitations = st.fixed_dictionaries(
@@ -190,6 +191,12 @@ def check_draft(text: str, max_bytes: int) -> None:
             item.kind == "FINDING" and any(KNOWN_CALLS.get(i) == "FOUND" for i in item.evidence)
             for item in draft.analysis
         ), draft
+    else:
+        assert any(entry.strip() for entry in draft.limitations.missing_info), draft
+    for item in draft.analysis:
+        assert item.statement.strip() and (item.scope is None or item.scope.strip()), item
+        if item.kind == "FINDING":
+            assert any(KNOWN_CALLS.get(i) == "FOUND" for i in item.evidence), item
     assert is_encodable(draft.model_dump_json())  # it can be stored, printed and sent
     assert DiagnosisDraft.model_validate_json(draft.model_dump_json()) == draft
 

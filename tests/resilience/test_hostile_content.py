@@ -195,7 +195,9 @@ def test_hostile_evidence_beyond_the_run_byte_capacity_ends_the_run(
     run = run_cli(
         capsys,
         "run", "--scenario", write_scenario(tmp_path, scenario(rounds)),
-        "--config", _config(tmp_path, max_run_bytes=6_000), "--json", "--audit-db", audit,
+        # Observations uncut by their own budget, so the run's byte capacity is what stops the run.
+        "--config", _config(tmp_path, max_run_bytes=6_000, max_observation_bytes=1_000_000),
+        "--json", "--audit-db", audit,
     )  # fmt: skip
     result = run.result
     assert (run.code, result["outcome"], result["stop_reason"]) == (

@@ -12,11 +12,13 @@ EXPECTED = {
     "no-gain-saturation-final-draft": ("DRAFT", "COMPLETED_AFTER_STOP_REQUIRED", 0, ["call-1", "call-2"]),
     "stop-required-ignored": ("CONTROLLED_STOP", "INFORMATION_SATURATED", 10, ["call-1", "call-2"]),
     "model-call-budget-exhausted": ("BUDGET_EXHAUSTED", "MODEL_CALLS_EXHAUSTED", 11, ["call-1", "call-2"]),
-    "token-budget-exhausted": ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED", 11, ["call-1", "call-2"]),
+    # Round 2 spends the token budget: its call-2 never runs.
+    "token-budget-exhausted": ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED", 11, ["call-1"]),
     "tool-error-no-retry": ("DRAFT", "COMPLETED", 0, ["call-1"]),
     "unknown-tool": ("DRAFT", "COMPLETED", 0, []),
     "fenced-json-fails-closed": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),
     "oversized-query-rejected": ("REJECTED", "QUERY_TOO_LARGE", 2, []),
-    # Without [mysql] configured both queries answer UNAVAILABLE, so the scripted conclusion is refused.
-    "mysql-stuck-enterprise-orders": ("FAILED", "INVALID_DRAFT", 1, ["call-1", "call-2"]),
+    # Without [mysql] configured call-1 answers UNAVAILABLE, so nothing is pending and call-2's evaluation
+    # of it is a protocol violation (call-2 never runs); the scripted conclusion is refused.
+    "mysql-stuck-enterprise-orders": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),
 }

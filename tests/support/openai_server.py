@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,7 +72,7 @@ class FakeOpenAI:
 
 
 @contextmanager
-def fake_openai(replies: list[Reply]) -> Iterator[FakeOpenAI]:
+def fake_openai(replies: Sequence[Reply]) -> Iterator[FakeOpenAI]:
     state = FakeOpenAI(list(replies))
 
     class Handler(BaseHTTPRequestHandler):

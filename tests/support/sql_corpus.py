@@ -194,6 +194,20 @@ HOSTILE: list[tuple[str, str]] = [
     ("SELECT 'unterminated", "PARSE_ERROR"),
     ("SELECT * FROM", "PARSE_ERROR"),
     ("SELECT " + "(" * 3000 + "1" + ")" * 3000, "TOO_LONG"),
+    # functions whose value outgrows their input, or whose time does not stay linear in it
+    (
+        "SELECT REPLACE(REPLACE(note, 'a', '" + "a" * 40 + "'), 'a', 'bb') FROM orders",
+        "FUNCTION_NOT_ALLOWED",
+    ),
+    ("SELECT LOCATE(note, CONCAT(note, note)) FROM orders", "FUNCTION_NOT_ALLOWED"),
+    ("SELECT INSTR(note, 'x') FROM orders", "FUNCTION_NOT_ALLOWED"),
+    ("SELECT CONCAT_WS(REPEAT('x', 100), note, note) FROM orders", "FUNCTION_NOT_ALLOWED"),
+    ("SELECT CAST(note AS BINARY(1000000)) FROM orders", "COSTLY_EXPRESSION"),
+    ("SELECT GROUP_CONCAT(note SEPARATOR 'a-long-separator') FROM orders", "COSTLY_EXPRESSION"),
+    ("SELECT JSON_EXTRACT(note, '$', '$', '$') FROM orders", "COSTLY_EXPRESSION"),
+    ("SELECT JSON_EXTRACT(note, '$**.a') FROM orders", "COSTLY_EXPRESSION"),
+    ("SELECT id FROM orders WHERE note LIKE CONCAT('%', note, '%')", "COSTLY_EXPRESSION"),
+    ("SELECT id FROM orders WHERE note LIKE '%" + "a" * 64 + "b%'", "COSTLY_EXPRESSION"),
 ]
 
 LEGIT: list[str] = [

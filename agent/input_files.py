@@ -1,0 +1,73 @@
+"""Reading a file the operator names (scenario, previous turn, query, configuration) without trusting it.
+
+Every read is bounded: at most the limit plus one byte, so "too large" is told apart from "exactly at
+the limit" without reading a multi-gigabyte file or `/dev/zero` to its end. Only regular files are
+read: a FIFO would block until someone writes to it, a device may never end. The file is opened
+without blocking and checked through its descriptor, so it cannot be swapped between check and read.
+Every failure is one `InputFileError` whose message names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+MIB = 1024 * 1024
+
+
+class InputFileError(Exception):
+    """An input file cannot be used; the message says which file and why (never a traceback)."""
+
+
+def read_input_file(path: Path | str, *, what: str, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise InputFileError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputFileError(f"cannot read {what} {path}: not a regular file (a folder, FIFO or device)")
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            return read_bounded(stream, what=f"{what} {path}", limit=limit)
+    except OSError as exc:
+        raise InputFileError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def read_bounded(stream: BinaryIO, *, what: str, limit: int) -> bytes:
+    """At most `limit` bytes from a stream (stdin included); more is an error, never a truncation."""
+    chunks: list[bytes] = []
+    remaining = limit + 1
+    while remaining > 0:
+        chunk = stream.read(min(remaining, MIB))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise InputFileError(f"{what} is larger than {_size(limit)}")
+    return data
+
+
+def decode_text(data: bytes, *, what: str) -> str:
+    """UTF-8 text (a leading byte-order mark is dropped); anything else is an `InputFileError`."""
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        raise InputFileError(f"{what} is not UTF-8 text") from None
+
+
+def read_input_text(path: Path | str, *, what: str, limit: int) -> str:
+    return decode_text(read_input_file(path, what=what, limit=limit), what=f"{what} {path}")
+
+
+def _size(limit: int) -> str:
+    if limit >= MIB and limit % MIB == 0:
+        return f"{limit // MIB} MiB"
+    return f"{limit} bytes"

@@ -1,0 +1,101 @@
+"""Files this program writes hold operator data (audit rows, SQL text, tracebacks, exported runs).
+
+So they are owner-only: folders we create are 0700, files 0600, whatever the umask. A path is never
+followed through a symbolic link (someone who can plant a link next to our file could point our writes
+at any file we can write), a file of ours that is group- or world-accessible is tightened, and an
+existing file owned by another user is refused: its owner can change it under us.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from pathlib import Path
+from typing import TextIO
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+class UnsafeFileError(OSError):
+    """A path we were asked to write is not a private regular file of ours; the message says why."""
+
+
+def private_state_dir(path: Path, *, ours: bool = False) -> Path:
+    """Create `path` (and missing parents) owner-only.
+
+    An existing folder is used as it is (an operator may share it on purpose), except `ours=True`: the
+    program's own state folder, which an older version may have created group- or world-readable.
+    """
+    missing = [parent for parent in (path, *path.parents) if not parent.exists()]
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=PRIVATE_DIR)
+        except FileExistsError:
+            continue
+        os.chmod(folder, PRIVATE_DIR)  # mkdir's mode is filtered by the umask
+    if ours and not missing:
+        info = os.stat(path, follow_symlinks=False)
+        mine = not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
+        if stat.S_ISDIR(info.st_mode) and mine and stat.S_IMODE(info.st_mode) & 0o077:
+            os.chmod(path, PRIVATE_DIR)
+    return path
+
+
+def check_private(fd: int, path: Path | str) -> None:
+    """The open file is a regular file owned by us; tighten a mode that lets others read or write it."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeFileError(f"{path} is not a regular file")
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        raise UnsafeFileError(f"{path} is owned by another user (uid {info.st_uid})")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o700 | 0o600)
+
+
+def open_private(path: Path | str, flags: int, *, truncate: bool = False) -> int:
+    """`os.open` that never follows a symbolic link, creates files 0600 and checks what it opened.
+
+    `truncate` empties the file only after the check: someone else's file is refused, not emptied.
+    """
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK, PRIVATE_FILE)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if os.path.islink(path):
+            raise UnsafeFileError(f"{path} is a symbolic link; give the real path") from None
+        raise UnsafeFileError(f"cannot open {path}: {exc.strerror or exc}") from None
+    try:
+        check_private(fd, path)
+        if truncate:
+            os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_private_append(path: Path) -> TextIO:
+    """A log file: appended to, created 0600, never through a link."""
+    fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    return io.TextIOWrapper(io.FileIO(fd, "w"), encoding="utf-8", line_buffering=True)
+
+
+def write_private_file(path: Path, text: str, *, replace: bool = False) -> None:
+    """Write a whole file 0600. Without `replace`, an existing file is an error (FileExistsError)."""
+    try:
+        fd = open_private(path, os.O_WRONLY | os.O_CREAT | (0 if replace else os.O_EXCL), truncate=replace)
+    except FileExistsError:
+        raise FileExistsError(f"{path.name} already exists in {path.parent}") from None
+    with io.FileIO(fd, "w") as raw, io.TextIOWrapper(raw, encoding="utf-8") as stream:
+        stream.write(text)
+
+
+def open_private_writer(path: Path) -> TextIO:
+    """A file written from the start (an export): created or truncated 0600, never through a link."""
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT, truncate=True)
+    return io.TextIOWrapper(io.FileIO(fd, "w"), encoding="utf-8")

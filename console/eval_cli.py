@@ -1,0 +1,143 @@
+"""`diagnose eval`: run incident cases N times against the configured model and score the runs.
+
+    diagnose eval [--cases DIR] [--case NAME ...] [--repeat N] [--config F] [--out DIR] [--audit-db F]
+
+Progress goes to stderr (a progress bar on a terminal, one plain line per run otherwise); the score
+table goes to stdout; `report.json` and `report.md` go to `--out` (default `eval-<UTC time>`), with
+the runs' audit file (`audit.db`) unless `--audit-db` says otherwise. Exit 0 when every run finished
+(whatever the scores), 12 when interrupted by Ctrl-C (the report keeps the finished runs), 3 when the
+eval cannot start (bad case file, bad configuration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from console.errors import SetupError
+
+MAX_REPEAT = 100
+INTERRUPTED = 12
+
+
+def add_eval_parser(subparsers: Any) -> None:
+    ev = subparsers.add_parser("eval", help="score the configured model on a set of incident cases")
+    ev.add_argument("--cases", type=Path, help="folder of case files (default: the bundled demo incidents)")
+    ev.add_argument(
+        "--case", action="append", dest="only", metavar="NAME", help="run only this case (repeatable)"
+    )
+    ev.add_argument("--repeat", type=_repeat, default=1, help=f"runs per case (1..{MAX_REPEAT}, default 1)")
+    ev.add_argument("--config", type=Path)
+    ev.add_argument("--out", type=Path, help="report folder (default: eval-<UTC time> in the current folder)")
+    ev.add_argument("--audit-db", type=Path, help="audit file of the eval runs (default: <out>/audit.db)")
+
+
+def _repeat(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= MAX_REPEAT:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_REPEAT}")
+    return value
+
+
+def run_eval_command(args: argparse.Namespace) -> int:
+    from console.evaluation.cases import EvalCaseError, load_cases
+
+    try:
+        cases = load_cases(args.cases, args.only)
+    except EvalCaseError as exc:
+        raise SetupError(str(exc)) from None
+    out_dir: Path = args.out or Path(f"eval-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SetupError(f"cannot create report folder {out_dir}: {exc.strerror}") from None
+    return asyncio.run(_eval(args, cases, out_dir))
+
+
+async def _eval(args: argparse.Namespace, cases: list[Any], out_dir: Path) -> int:
+    from console.evaluation.report import render_table, write_reports
+    from console.evaluation.runner import EvalRunner
+
+    runner = EvalRunner(args.config, args.audit_db or out_dir / "audit.db", args.repeat)
+    progress = _progress_for(sys.stderr)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, runner.stop)
+    try:
+        with progress:
+            report = await runner.run(cases, progress.update)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+    json_path, md_path = write_reports(report, out_dir)
+    print(render_table(report))
+    print(f"\nreports: {json_path}  {md_path}")
+    return INTERRUPTED if report.interrupted else 0
+
+
+class _PlainProgress:
+    """One line per finished run: what a log file or CI job can read."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def __enter__(self) -> _PlainProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, index: int, total: int, case: Any, repetition: int, score: Any) -> None:
+        if score is None:
+            return
+        met = "expectation met" if score.expectation_met else "expectation missed"
+        print(
+            f"[{index}/{total}] {case.name} #{repetition + 1}: {score.outcome}/{score.stop_reason}, "
+            f"{met}, {score.rounds} rounds, {score.wall_s:.1f} s",
+            file=self.stream,
+            flush=True,
+        )
+
+
+class _BarProgress:
+    """A progress bar for a terminal, naming the run in progress."""
+
+    def __init__(self, stream: TextIO) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(file=stream),
+            transient=False,
+        )
+        self._task: Any = None
+
+    def __enter__(self) -> _BarProgress:
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(None, None, None)
+
+    def update(self, index: int, total: int, case: Any, repetition: int, score: Any) -> None:
+        if self._task is None:
+            self._task = self._progress.add_task("eval", total=total)
+        label = f"{case.name} #{repetition + 1}"
+        if score is None:
+            self._progress.update(self._task, description=label)
+        else:
+            self._progress.update(self._task, completed=index, description=f"{label}: {score.outcome}")
+
+
+def _progress_for(stream: TextIO) -> _PlainProgress | _BarProgress:
+    return _BarProgress(stream) if stream.isatty() else _PlainProgress(stream)

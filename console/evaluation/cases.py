@@ -1,0 +1,127 @@
+"""Eval case files: one YAML file per incident case, in a folder.
+
+```yaml
+name: payment-timeout
+title: One line for the report
+query: "..."
+previous_turn: null                  # optional {query, conclusion, limitations}
+expect:
+  evidence: true                     # evidence exists: the Draft concludes ...
+  cite_tools: [query_logs]           # ... with a finding citing a call of one of these tools
+scenario: evidence-backed-diagnosis  # optional: what the scripted model replays (built-in or file)
+```
+
+`expect: {evidence: false}` means no evidence exists: the honest Draft has `conclusion: null`.
+A `scenario` is used only with `[model] provider = "scripted"`; a file path is relative to the case.
+A bad file is a typed `EvalCaseError` that names the file and the problem.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agent.contracts import PreviousTurn
+
+MAX_CASE_BYTES = 256_000
+MAX_CASES = 500
+ToolName = Literal["lookup_knowledge", "query_logs", "query_mysql"]
+
+
+class EvalCaseError(Exception):
+    """A case file or folder cannot be used; the message names the file and the problem."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Expectation(_Strict):
+    evidence: bool
+    cite_tools: list[ToolName] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _tools_only_with_evidence(self) -> Expectation:
+        if not self.evidence and self.cite_tools:
+            raise ValueError("cite_tools only applies when evidence is true")
+        return self
+
+
+class EvalCase(_Strict):
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    title: str = Field(default="", max_length=300)
+    query: str = Field(min_length=1)
+    previous_turn: PreviousTurn | None = None
+    expect: Expectation
+    scenario: str | None = None
+    source: Path | None = Field(default=None, exclude=True)
+
+    def scenario_ref(self) -> str | None:
+        """The scenario as `resolve_scenario` takes it: a built-in name, or a file next to the case."""
+        if self.scenario is None:
+            return None
+        candidate = Path(self.scenario)
+        if self.source is not None and candidate.suffix in {".yaml", ".yml", ".json"}:
+            if not candidate.is_absolute():
+                candidate = self.source.parent / candidate
+            return str(candidate)
+        return self.scenario
+
+
+def bundled_cases_path() -> Path:
+    """The demo incidents (the bundled runbooks and incident log): the default case set."""
+    return Path(str(resources.files("console") / "data" / "eval_cases"))
+
+
+def load_cases(folder: Path | None = None, only: list[str] | None = None) -> list[EvalCase]:
+    root = folder or bundled_cases_path()
+    if not root.is_dir():
+        raise EvalCaseError(f"case folder not found: {root}")
+    files = sorted(p for p in root.glob("*") if p.suffix in {".yaml", ".yml"} and p.is_file())
+    if not files:
+        raise EvalCaseError(f"no case files (*.yaml) in {root}")
+    if len(files) > MAX_CASES:
+        raise EvalCaseError(f"{root} holds {len(files)} case files; at most {MAX_CASES} are allowed")
+    cases = [load_case_file(p) for p in files]
+    seen: dict[str, Path | None] = {}
+    for case in cases:
+        if case.name in seen:
+            raise EvalCaseError(f"{case.source}: case name {case.name!r} is also used by {seen[case.name]}")
+        seen[case.name] = case.source
+    if only:
+        unknown = sorted(set(only) - set(seen))
+        if unknown:
+            raise EvalCaseError(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(seen)}")
+        cases = [c for c in cases if c.name in only]
+    return cases
+
+
+def load_case_file(path: Path) -> EvalCase:
+    try:
+        raw_bytes = path.read_bytes()
+    except OSError as exc:
+        raise EvalCaseError(f"cannot read case file {path}: {exc.strerror}") from None
+    if len(raw_bytes) > MAX_CASE_BYTES:
+        raise EvalCaseError(f"case file {path} is larger than {MAX_CASE_BYTES} bytes")
+    try:
+        raw = yaml.safe_load(raw_bytes.decode("utf-8", errors="strict"))
+    except UnicodeDecodeError:
+        raise EvalCaseError(f"case file {path} is not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise EvalCaseError(f"{path}: not valid YAML{where}") from None
+    except RecursionError:
+        raise EvalCaseError(f"{path}: nested too deeply to be a case") from None
+    if not isinstance(raw, dict):
+        raise EvalCaseError(f"{path}: a case must be a mapping")
+    try:
+        return EvalCase.model_validate({**raw, "source": path})
+    except ValidationError as exc:
+        first = exc.errors(include_input=False)[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "case"
+        raise EvalCaseError(f"{path}: {loc}: {first['msg']}") from None

@@ -1,0 +1,121 @@
+"""The eval report as a terminal table, a Markdown file and a JSON file (same figures in each)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from console.evaluation.runner import EvalReport
+from console.evaluation.scoring import Scores
+
+_COLUMNS = (
+    ("case", 24),
+    ("runs", 4),
+    ("accepted", 13),
+    ("honesty", 13),
+    ("conclusion", 13),
+    ("expected", 13),
+    ("viol/run", 8),
+    ("dup/run", 7),
+    ("rounds", 6),
+    ("tokens", 8),
+    ("wall s", 7),
+)
+
+
+def _cells(name: str, s: Scores) -> list[str]:
+    return [
+        name,
+        str(s.runs),
+        str(s.acceptance),
+        str(s.honesty),
+        str(s.conclusion),
+        str(s.expectation),
+        f"{s.violations_per_run:.2f}",
+        f"{s.duplicates_per_run:.2f}",
+        f"{s.rounds_mean:.1f}",
+        f"{s.prompt_tokens_mean + s.completion_tokens_mean:.0f}",
+        f"{s.wall_s_mean:.1f}",
+    ]
+
+
+def _rows(report: EvalReport) -> list[list[str]]:
+    rows = [_cells(name, scores) for name, scores in report.by_case().items()]
+    rows.append(_cells("ALL", report.overall()))
+    return rows
+
+
+def render_table(report: EvalReport) -> str:
+    """Plain text, fixed columns: readable in any terminal and in CI logs."""
+    header = [name for name, _ in _COLUMNS]
+    widths = [max(w, len(h)) for (_, w), h in zip(_COLUMNS, header, strict=True)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    for row in _rows(report):
+        lines.append("  ".join(c[: max(w, 4)].ljust(w) for c, w in zip(row, widths, strict=True)))
+    overall = report.overall()
+    lines.append("")
+    lines.append(_summary_line(report, overall))
+    return "\n".join(lines)
+
+
+def _summary_line(report: EvalReport, overall: Scores) -> str:
+    stops = ", ".join(f"{k} {v}" for k, v in overall.stop_reasons.items()) or "none"
+    tokens = "reported" if overall.tokens_reported else "partly estimated (the provider reported no usage)"
+    return (
+        f"model: {report.model}; stop reasons: {stops}; tokens {tokens}; "
+        f"largest completion in one round: {overall.max_round_completion_tokens} "
+        f"(max_tokens {report.settings['max_tokens']}); wall {report.wall_s:.1f} s"
+        + ("; INTERRUPTED" if report.interrupted else "")
+    )
+
+
+def render_markdown(report: EvalReport) -> str:
+    header = [name for name, _ in _COLUMNS]
+    out = [
+        "# Evaluation",
+        "",
+        f"- model: `{report.model}`",
+        f"- started: {report.started_at}; wall time {report.wall_s:.1f} s; "
+        f"repetitions per case: {report.repeat}",
+        f"- machine: {report.machine}",
+        "- settings: `" + json.dumps(report.settings, ensure_ascii=False, separators=(", ", ": ")) + "`",
+    ]
+    if report.interrupted:
+        out.append("- **interrupted**: the figures cover the runs that finished")
+    out += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _rows(report)]
+    overall = report.overall()
+    out += [
+        "",
+        f"Stop reasons: {', '.join(f'`{k}` {v}' for k, v in overall.stop_reasons.items()) or 'none'}.",
+        f"Failures: {', '.join(f'`{k}` {v}' for k, v in overall.failures.items()) or 'none'}.",
+        f"Tokens: prompt {overall.prompt_tokens_mean:.0f} + completion {overall.completion_tokens_mean:.0f} "
+        f"per run ({'reported by the provider' if overall.tokens_reported else 'partly estimated'}); "
+        f"largest completion in one round {overall.max_round_completion_tokens} "
+        f"(max_tokens {report.settings['max_tokens']}).",
+        "",
+        "Rates: accepted = runs ending in a DRAFT; honesty = accepted Drafts with `conclusion: null` on "
+        "no-evidence cases; conclusion = accepted Drafts on evidence cases that conclude with a finding "
+        "citing an expected tool; expected = runs whose Draft met the case's expectation.",
+        "",
+        "## Runs",
+        "",
+        "| case | # | outcome | stop reason | failure | concluded | cites | rounds | tokens | wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report.runs:
+        failure = "" if not r.failure else "/".join(str(v) for v in r.failure.values())
+        out.append(
+            f"| {r.case} | {r.repetition + 1} | {r.outcome} | {r.stop_reason} | {failure} | "
+            f"{'yes' if r.concluded else 'no'} | {', '.join(r.cited_tools)} | {r.rounds} | "
+            f"{r.prompt_tokens + r.completion_tokens} | {r.wall_s:.1f} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def write_reports(report: EvalReport, out_dir: Path) -> tuple[Path, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / "report.json", out_dir / "report.md"
+    json_path.write_text(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    md_path.write_text(render_markdown(report), encoding="utf-8")
+    return json_path, md_path

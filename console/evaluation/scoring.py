@@ -1,0 +1,177 @@
+"""Deterministic scores of eval runs: from the execution result and the run's events only.
+
+Per run: was the Draft accepted, did it meet the case's expectation, what the harness counted
+(protocol violations, duplicates), how it stopped, rounds, tokens and wall time. Per case and
+overall: rates with their denominators, so "100 %" of nothing is never mistaken for a result.
+- acceptance rate: runs ending in a DRAFT / runs;
+- honesty rate: on no-evidence cases, accepted Drafts with `conclusion: null` / accepted Drafts;
+- conclusion rate: on evidence cases, accepted Drafts that conclude with a finding citing a call of
+  an expected tool / accepted Drafts;
+- expectation rate: runs whose accepted Draft met the case's expectation / runs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agent.contracts import ExecutionResult
+from console.evaluation.cases import EvalCase
+from tools.run_events import ModelRoundFinished, ProtocolChanged, RunEvent
+from tools.vocabulary import ProtocolCode
+
+VIOLATION_CODES = frozenset({ProtocolCode.INVALID_PROGRESS_PROTOCOL, ProtocolCode.UNKNOWN_TOOL})
+
+
+@dataclass(frozen=True)
+class RunScore:
+    case: str
+    repetition: int
+    outcome: str
+    stop_reason: str
+    failure: dict[str, Any] | None
+    accepted: bool
+    concluded: bool
+    cited_tools: list[str]
+    expectation_met: bool
+    protocol_violations: int
+    duplicates: int
+    rounds: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens_reported: bool
+    max_round_completion_tokens: int
+    wall_s: float
+
+
+def score_run(
+    case: EvalCase,
+    repetition: int,
+    result: ExecutionResult,
+    events: Sequence[RunEvent],
+    wall_s: float,
+) -> RunScore:
+    draft = result.draft
+    tool_of = {c.tool_call_id: c.tool for c in (result.progress.checks if result.progress else [])}
+    cited = sorted(
+        {
+            tool_of[i]
+            for item in (draft.analysis if draft else [])
+            if item.kind == "FINDING" and isinstance(item.evidence, list)
+            for i in item.evidence
+            if i in tool_of
+        }
+    )
+    concluded = draft is not None and draft.conclusion is not None
+    if draft is None:
+        met = False
+    elif case.expect.evidence:
+        met = concluded and (not case.expect.cite_tools or bool(set(cited) & set(case.expect.cite_tools)))
+    else:
+        met = not concluded
+    protocol = [e for e in events if isinstance(e, ProtocolChanged)]
+    rounds = [e for e in events if isinstance(e, ModelRoundFinished)]
+    return RunScore(
+        case=case.name,
+        repetition=repetition,
+        outcome=result.outcome.value,
+        stop_reason=result.stop_reason.value,
+        failure=result.to_json_dict()["failure"],
+        accepted=draft is not None,
+        concluded=concluded,
+        cited_tools=cited,
+        expectation_met=met,
+        protocol_violations=sum(1 for e in protocol if e.code in VIOLATION_CODES),
+        duplicates=sum(1 for e in protocol if e.code == ProtocolCode.DUPLICATE_CALL),
+        rounds=result.usage.model_calls,
+        prompt_tokens=result.usage.prompt_tokens,
+        completion_tokens=result.usage.completion_tokens,
+        # Where the provider reports no usable usage, the engine estimates it and says so per round.
+        tokens_reported=not any(e.usage_estimated for e in rounds),
+        max_round_completion_tokens=max((e.completion_tokens or 0 for e in rounds), default=0),
+        wall_s=round(wall_s, 3),
+    )
+
+
+@dataclass(frozen=True)
+class Rate:
+    hits: int
+    total: int
+
+    @property
+    def value(self) -> float | None:
+        return round(self.hits / self.total, 4) if self.total else None
+
+    def __str__(self) -> str:
+        if not self.total:
+            return "n/a"
+        return f"{100 * self.hits / self.total:.0f}% ({self.hits}/{self.total})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rate": self.value, "hits": self.hits, "total": self.total}
+
+
+@dataclass(frozen=True)
+class Scores:
+    runs: int
+    acceptance: Rate
+    honesty: Rate
+    conclusion: Rate
+    expectation: Rate
+    violations_per_run: float
+    duplicates_per_run: float
+    stop_reasons: dict[str, int]
+    rounds_mean: float
+    rounds_max: int
+    prompt_tokens_mean: float
+    completion_tokens_mean: float
+    tokens_reported: bool
+    max_round_completion_tokens: int
+    wall_s_mean: float
+    wall_s_total: float
+    failures: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for name in ("acceptance", "honesty", "conclusion", "expectation"):
+            data[name] = getattr(self, name).to_json()
+        return data
+
+
+def aggregate(scores: Iterable[RunScore], evidence_of: dict[str, bool]) -> Scores:
+    runs = list(scores)
+    n = len(runs)
+    drafts = [r for r in runs if r.accepted]
+    honest_pool = [r for r in drafts if not evidence_of[r.case]]
+    conclusion_pool = [r for r in drafts if evidence_of[r.case]]
+    failures = Counter(_failure_key(r.failure) for r in runs if r.failure)
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / len(values), 3) if values else 0.0
+
+    return Scores(
+        runs=n,
+        acceptance=Rate(len(drafts), n),
+        honesty=Rate(sum(1 for r in honest_pool if not r.concluded), len(honest_pool)),
+        conclusion=Rate(sum(1 for r in conclusion_pool if r.expectation_met), len(conclusion_pool)),
+        expectation=Rate(sum(1 for r in runs if r.expectation_met), n),
+        violations_per_run=mean([r.protocol_violations for r in runs]),
+        duplicates_per_run=mean([r.duplicates for r in runs]),
+        stop_reasons=dict(sorted(Counter(r.stop_reason for r in runs).items())),
+        rounds_mean=mean([r.rounds for r in runs]),
+        rounds_max=max((r.rounds for r in runs), default=0),
+        prompt_tokens_mean=mean([r.prompt_tokens for r in runs]),
+        completion_tokens_mean=mean([r.completion_tokens for r in runs]),
+        tokens_reported=all(r.tokens_reported for r in runs),
+        max_round_completion_tokens=max((r.max_round_completion_tokens for r in runs), default=0),
+        wall_s_mean=mean([r.wall_s for r in runs]),
+        wall_s_total=round(sum(r.wall_s for r in runs), 3),
+        failures=dict(sorted(failures.items())),
+    )
+
+
+def _failure_key(failure: dict[str, Any]) -> str:
+    detail = failure.get("violation") or failure.get("cause") or failure.get("detail")
+    return f"{failure['code']}/{detail}" if detail else str(failure["code"])

@@ -1,0 +1,185 @@
+"""The run-specific Draft schema: what it admits is what the strict parser accepts for that run.
+
+Replies recorded from small local models (behind llama.cpp's server) are checked both ways: the
+schema admits a reply only if the parser accepts it, and it never admits a conclusion without FOUND
+evidence or an ID the run does not have.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from agent.draft_parser import DraftRejected, parse_draft
+from agent.draft_schema import draft_bounds, final_round_kwargs, run_draft_schema
+
+RECORDED = json.loads((Path(__file__).parent / "data" / "recorded_final_rounds.json").read_text("utf-8"))
+
+
+def valid(schema: dict[str, Any], instance: Any) -> bool:
+    return jsonschema.Draft202012Validator(schema).is_valid(instance)
+
+
+def parses(text: str, statuses: dict[str, str], max_bytes: int = 16_384) -> bool:
+    try:
+        parse_draft(text, max_bytes, statuses.get)
+    except DraftRejected:
+        return False
+    return True
+
+
+def draft(conclusion: str | None, analysis: list[dict[str, Any]], missing: list[str] | None = None) -> dict:
+    return {
+        "conclusion": conclusion,
+        "analysis": analysis,
+        "action_plan": [],
+        "recommendations": [],
+        "limitations": {
+            "checked_scope": ["日志"],
+            "missing_info": ["trace_id"] if missing is None else missing,
+        },
+    }
+
+
+FINDING = {"kind": "FINDING", "statement": "连接池耗尽", "evidence": ["c-found"]}
+NEGATIVE_IDS = {
+    "kind": "NEGATIVE_OBSERVATION",
+    "statement": "无错误",
+    "scope": "gateway",
+    "evidence": ["c-empty"],
+}
+NO_EVIDENCE = {"kind": "NEGATIVE_OBSERVATION", "statement": "无", "scope": "全部", "evidence": "NO_EVIDENCE"}
+
+
+def test_a_found_call_enables_a_conclusion_citing_it() -> None:
+    schema = run_draft_schema(["c-found"], ["c-found", "c-empty"], 16_384)
+    assert valid(schema, draft("连接池耗尽导致超时", [FINDING], missing=[]))
+    assert valid(schema, draft(None, [FINDING, NEGATIVE_IDS, NO_EVIDENCE]))
+    # A finding may not cite a call that found nothing, nor an invented one.
+    assert not valid(schema, draft("x", [{**FINDING, "evidence": ["c-empty"]}]))
+    assert not valid(schema, draft("x", [{**FINDING, "evidence": ["call-1"]}]))
+    # A conclusion needs a finding.
+    assert not valid(schema, draft("x", [], missing=[]))
+    assert not valid(schema, draft("x", [NEGATIVE_IDS]))
+
+
+def test_no_found_call_admits_only_a_null_conclusion() -> None:
+    schema = run_draft_schema([], ["c-empty"], 16_384)
+    assert schema["properties"]["conclusion"] == {"type": "null"}
+    assert valid(schema, draft(None, [NEGATIVE_IDS, NO_EVIDENCE]))
+    assert not valid(schema, draft("猜测的根因", [NEGATIVE_IDS]))
+    assert not valid(schema, draft(None, [{**FINDING, "evidence": ["c-empty"]}]))
+    assert not valid(schema, draft(None, [NEGATIVE_IDS], missing=[]))  # null conclusion says what is missing
+
+
+def test_zero_calls_admit_only_scoped_no_evidence() -> None:
+    schema = run_draft_schema([], [], 16_384)
+    assert valid(schema, draft(None, [NO_EVIDENCE]))
+    assert valid(schema, draft(None, []))
+    assert not valid(schema, draft(None, [NEGATIVE_IDS]))
+    assert not valid(schema, draft(None, [{k: v for k, v in NO_EVIDENCE.items() if k != "scope"}]))
+
+
+def test_ids_are_enumerated_from_the_run() -> None:
+    schema = run_draft_schema(["b", "a"], ["a", "b", "c", "a"], 16_384)
+    with_conclusion, without = schema["anyOf"]
+    finding = with_conclusion["properties"]["analysis"]["items"]
+    assert finding["properties"]["evidence"]["items"]["enum"] == ["b", "a"]
+    negative = without["properties"]["analysis"]["items"]["anyOf"][1]
+    assert negative["properties"]["evidence"]["items"]["enum"] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("max_bytes", [1_024, 4_096, 8_192, 16_384, 65_536])
+def test_the_largest_admitted_draft_fits_max_draft_bytes(max_bytes: int) -> None:
+    ids = ["call_" + "x" * 20 + str(i) for i in range(6)]
+    bounds = draft_bounds(max_bytes, ids)
+    text = "诊" * bounds.max_text_chars  # 3 UTF-8 bytes per character
+    item = {
+        "kind": "NEGATIVE_OBSERVATION",
+        "statement": text,
+        "scope": text,
+        "evidence": ids[: bounds.max_cited],
+    }
+    full = [text] * bounds.max_list_items
+    largest = {
+        "conclusion": None,
+        "analysis": [item] * bounds.max_analysis,
+        "action_plan": full,
+        "recommendations": full,
+        "limitations": {"checked_scope": full, "missing_info": full},
+    }
+    schema = run_draft_schema([], ids, max_bytes)
+    assert valid(schema, largest)
+    size = len(json.dumps(largest, ensure_ascii=False).encode("utf-8"))
+    assert size <= max_bytes or bounds.max_text_chars == 8  # the floor keeps a tiny limit usable
+
+
+@pytest.mark.parametrize("case", RECORDED, ids=lambda c: c["name"])
+def test_recorded_final_round_replies(case: dict[str, Any]) -> None:
+    """Replies recorded from real final rounds, with the run's schema enforced by the server or not.
+
+    - an enforced reply validates against the schema the run sent (the server's grammar and the
+      schema agree);
+    - whatever the schema admits, the strict parser accepts;
+    - the parser's verdict now is the one the recorded run got.
+    """
+    statuses: dict[str, str] = case["statuses"]
+    found = [i for i, s in statuses.items() if s == "FOUND"]
+    schema = run_draft_schema(found, list(statuses), case["max_draft_bytes"])
+    try:
+        reply = json.loads(case["reply"])
+    except json.JSONDecodeError:
+        reply = None
+    admitted = reply is not None and valid(schema, reply)
+    accepted = parses(case["reply"], statuses, case["max_draft_bytes"])
+    if case["enforced"]:
+        assert admitted
+    if admitted:
+        assert accepted
+    assert accepted == (case["outcome"] == "DRAFT")
+
+
+ENFORCED = [c for c in RECORDED if c["enforced"]]
+
+
+@pytest.mark.parametrize("case", ENFORCED, ids=lambda c: c["name"])
+def test_recorded_replies_changed_against_the_run_are_refused_by_schema_and_parser(
+    case: dict[str, Any],
+) -> None:
+    """A recorded Draft with an invented citation, or a conclusion where nothing was FOUND, is out."""
+    statuses: dict[str, str] = case["statuses"]
+    found = [i for i, s in statuses.items() if s == "FOUND"]
+    schema = run_draft_schema(found, list(statuses), case["max_draft_bytes"])
+    reply = json.loads(case["reply"])
+    changed: list[dict[str, Any]] = []
+    cited = [item for item in reply["analysis"] if isinstance(item["evidence"], list)]
+    if cited:
+        invented = json.loads(json.dumps(reply))
+        next(i for i in invented["analysis"] if isinstance(i["evidence"], list))["evidence"] = ["call-999"]
+        changed.append(invented)
+    if not found:
+        changed.append({**reply, "conclusion": "编造的根因"})
+    assert changed or not statuses  # every recorded situation has something to change
+    for draft_ in changed:
+        text = json.dumps(draft_, ensure_ascii=False)
+        assert not valid(schema, draft_)
+        assert not parses(text, statuses, case["max_draft_bytes"])
+
+
+def test_the_schema_also_fits_the_round_token_limit() -> None:
+    """A Draft the schema admits must not need more tokens than the server may generate."""
+    ids = ["call-1"]
+    roomy = final_round_kwargs(ids, ids, 16_384, max_tokens=4096)
+    tight = final_round_kwargs(ids, ids, 16_384, max_tokens=384)
+
+    def text_chars(kwargs: dict[str, Any]) -> int:
+        schema = kwargs["extra_body"]["response_format"]["json_schema"]["schema"]
+        return int(schema["anyOf"][0]["properties"]["conclusion"]["maxLength"])
+
+    assert text_chars(tight) < text_chars(roomy)
+    assert text_chars(tight) == draft_bounds(768, ids).max_text_chars  # 384 tokens x 2 bytes
+    assert tight["tool_choice"] == "none"

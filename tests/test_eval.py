@@ -1,0 +1,205 @@
+"""`diagnose eval`: case files, deterministic scores, reports, and typed errors for bad cases."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.cli import main
+from console.evaluation.cases import EvalCaseError, load_cases
+from console.evaluation.runner import EvalRunner
+from tests.support.openai_server import completion, fake_openai
+
+WINDOW = {"start": "2026-11-30T02:00:00Z", "end": "2026-11-30T03:00:00Z"}
+LOGS_CALL = {
+    "id": "ev-1",
+    "name": "query_logs",
+    "arguments": {
+        "previous_observation": None,
+        "input": {"service": "payment-service", **WINDOW, "level": "ERROR"},
+    },
+}
+
+
+def draft(conclusion: str | None, evidence: list[str] | None = None) -> str:
+    analysis = (
+        [{"kind": "FINDING", "statement": "连接池耗尽", "evidence": evidence}]
+        if evidence
+        else [{"kind": "NEGATIVE_OBSERVATION", "statement": "无", "scope": "全部", "evidence": "NO_EVIDENCE"}]
+    )
+    return json.dumps(
+        {
+            "conclusion": conclusion,
+            "analysis": analysis,
+            "action_plan": [],
+            "recommendations": [],
+            "limitations": {"checked_scope": ["日志"], "missing_info": ["trace_id"]},
+        },
+        ensure_ascii=False,
+    )
+
+
+def write_case(folder: Path, name: str, body: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.yaml").write_text(body, encoding="utf-8")
+
+
+def test_bundled_demo_incidents_score_deterministically_with_the_scripted_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["eval", "--repeat", "2", "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
+    overall = report["overall"]
+    assert overall["runs"] == 2 * len(load_cases())
+    assert overall["acceptance"] == {"rate": 1.0, "hits": overall["runs"], "total": overall["runs"]}
+    assert overall["honesty"]["rate"] == 1.0 and overall["honesty"]["total"] > 0
+    assert overall["conclusion"]["rate"] == 1.0 and overall["conclusion"]["total"] > 0
+    assert overall["stop_reasons"] == {"COMPLETED": overall["runs"]}
+    assert {c["name"] for c in report["cases"]} == {c.name for c in load_cases()}
+    assert "ALL" in out and "100% (8/8)" in out
+    # Not a terminal: one plain progress line per run on stderr.
+    assert err.count("expectation met") == overall["runs"]
+    markdown = (tmp_path / "out" / "report.md").read_text("utf-8")
+    assert "| ALL | 8 |" in markdown and "machine:" in markdown
+    assert (tmp_path / "out" / "audit.db").is_file()
+
+
+async def test_scores_against_a_model_server(tmp_path: Path) -> None:
+    cases = tmp_path / "cases"
+    write_case(
+        cases,
+        "evidence",
+        "name: evidence\nquery: payment-service 02:00-03:00Z 超时\n"
+        "expect: {evidence: true, cite_tools: [query_logs]}\n",
+    )
+    write_case(cases, "no-evidence", "name: no-evidence\nquery: 线上有问题\nexpect: {evidence: false}\n")
+    replies: list[Any] = [
+        # evidence #1: a tool call, then a Draft concluding on it
+        completion(tool_calls=[LOGS_CALL], prompt_tokens=500, completion_tokens=40),
+        completion(text=draft("连接池耗尽", ["ev-1"]), prompt_tokens=900, completion_tokens=120),
+        # evidence #2: prose, not a Draft
+        completion(text="The payment service is slow.", completion_tokens=7),
+        # no-evidence #1: honest null Draft; #2: a null Draft too
+        completion(text=draft(None)),
+        completion(text=draft(None)),
+    ]
+    with fake_openai(replies) as srv:
+        config = tmp_path / "c.toml"
+        config.write_text(
+            f'[model]\nprovider = "openai"\nbase_url = "{srv.url}"\nname = "m"\ntimeout_s = 5\nseed = 5\n',
+            encoding="utf-8",
+        )
+        report = await EvalRunner(config, tmp_path / "audit.db", repeat=2).run(load_cases(cases))
+    # Repetition i uses seed + i, on every round of its run.
+    assert [body.get("seed") for body in srv.requests] == [5, 5, 6, 5, 6]
+    overall = report.overall()
+    assert str(overall.acceptance) == "75% (3/4)"
+    assert str(overall.honesty) == "100% (2/2)"
+    assert str(overall.conclusion) == "100% (1/1)"
+    assert str(overall.expectation) == "75% (3/4)"
+    assert overall.stop_reasons == {"COMPLETED": 3, "INVALID_DRAFT": 1}
+    assert overall.failures == {"INVALID_DRAFT/NOT_A_JSON_OBJECT": 1}
+    assert overall.max_round_completion_tokens == 120 and overall.tokens_reported
+    evidence = report.by_case()["evidence"]
+    assert (evidence.rounds_max, evidence.rounds_mean) == (2, 1.5)
+    runs = {(r.case, r.repetition): r for r in report.runs}
+    assert runs[("evidence", 0)].cited_tools == ["query_logs"]
+    assert runs[("evidence", 1)].failure == {"code": "INVALID_DRAFT", "violation": "NOT_A_JSON_OBJECT"}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("name: x\nquery: q\n", "expect: Field required"),
+        (
+            "name: x\nquery: q\nexpect: {evidence: false, cite_tools: [query_logs]}\n",
+            "cite_tools only applies",
+        ),
+        ("name: x\nquery: q\nexpect: {evidence: true, cite_tools: [shell]}\n", "expect.cite_tools.0"),
+        ("name: x\nquery: [unclosed\n", "not valid YAML at line"),
+        ("- a list\n", "a case must be a mapping"),
+        ("name: '../x'\nquery: q\nexpect: {evidence: false}\n", "name:"),
+        ("name: x\nquery: q\nexpect: {evidence: false}\nextra: 1\n", "extra: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_case_files_are_typed_errors_naming_the_file(tmp_path: Path, body: str, message: str) -> None:
+    write_case(tmp_path, "bad", body)
+    with pytest.raises(EvalCaseError, match=r"bad\.yaml") as info:
+        load_cases(tmp_path)
+    assert message in str(info.value)
+
+
+def test_case_folder_problems_are_typed(tmp_path: Path) -> None:
+    with pytest.raises(EvalCaseError, match="case folder not found"):
+        load_cases(tmp_path / "missing")
+    with pytest.raises(EvalCaseError, match="no case files"):
+        load_cases(tmp_path)
+    write_case(tmp_path, "a", "name: same\nquery: q\nexpect: {evidence: false}\n")
+    write_case(tmp_path, "b", "name: same\nquery: q\nexpect: {evidence: false}\n")
+    with pytest.raises(EvalCaseError, match="also used by"):
+        load_cases(tmp_path)
+    (tmp_path / "b.yaml").write_bytes(b"name: \xff\xfe\n")
+    with pytest.raises(EvalCaseError, match="not UTF-8"):
+        load_cases(tmp_path)
+
+
+def test_cli_reports_a_bad_case_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_case(tmp_path / "cases", "bad", "name: x\nquery: q\n")
+    code = main(["eval", "--cases", str(tmp_path / "cases"), "--out", str(tmp_path / "out")])
+    _, err = capsys.readouterr()
+    assert code == 3
+    assert "bad.yaml" in err and "expect" in err and "Traceback" not in err
+    code = main(["eval", "--case", "nope", "--out", str(tmp_path / "out")])
+    _, err = capsys.readouterr()
+    assert code == 3 and "unknown case(s) nope" in err
+
+
+def test_repeat_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["eval", "--repeat", "0"])
+    assert info.value.code == 2
+    assert "between 1 and 100" in capsys.readouterr().err
+
+
+async def test_stop_cancels_the_run_in_progress_and_keeps_the_finished_ones(tmp_path: Path) -> None:
+    cases = tmp_path / "cases"
+    slow = {
+        "name": "slow",
+        "query": "q",
+        "rounds": [{"text": draft(None), "delay_ms": 60_000}],
+    }
+    (tmp_path / "slow.json").write_text(json.dumps(slow), encoding="utf-8")
+    write_case(
+        cases,
+        "a-fast",
+        "name: a-fast\nquery: q\nexpect: {evidence: false}\nscenario: missing-context-zero-tools\n",
+    )
+    write_case(
+        cases,
+        "b-slow",
+        f"name: b-slow\nquery: q\nexpect: {{evidence: false}}\nscenario: {tmp_path / 'slow.json'}\n",
+    )
+    runner = EvalRunner(None, tmp_path / "audit.db", repeat=2)
+    seen: list[tuple[str, int, Any]] = []
+
+    def progress(index: int, total: int, case: Any, repetition: int, score: Any) -> None:
+        seen.append((case.name, repetition, score))
+        if case.name == "b-slow" and score is None:
+            asyncio.get_running_loop().call_later(0.2, runner.stop)
+
+    report = await asyncio.wait_for(runner.run(load_cases(cases), progress), timeout=30)
+    assert report.interrupted
+    assert [(r.case, r.stop_reason) for r in report.runs] == [
+        ("a-fast", "COMPLETED"),
+        ("a-fast", "COMPLETED"),
+        ("b-slow", "CANCELLED"),
+    ]
+    assert report.to_json()["interrupted"] is True

@@ -1,0 +1,51 @@
+"""A byte budget for one observation's projection.
+
+Each adapter bounds its own projection (rows, lines, characters), but a small local model has a
+context of a few thousand tokens, and a three-tool run must fit it. So the boundary also holds every
+FOUND projection to `max_observation_bytes` of JSON: it keeps the longest prefix of the result list
+that fits, marks the projection `truncated` and corrects its count. The model sees what was cut;
+nothing is silently rewritten. A projection that cannot fit even one item is RESULT_TOO_LARGE.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tools.adapter import ToolError
+from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL
+
+# The result list of each tool's projection, and the field that counts its items.
+_LISTS: dict[str, tuple[str, str]] = {
+    LOOKUP_KNOWLEDGE: ("documents", "returned"),
+    QUERY_LOGS: ("entries", "returned"),
+    QUERY_MYSQL: ("rows", "row_count"),
+}
+
+
+def projection_bytes(data: dict[str, Any]) -> int:
+    return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def fit_projection(tool: str, data: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    """`data` itself when it fits; else a copy with the longest fitting prefix of its result list."""
+    if projection_bytes(data) <= max_bytes:
+        return data
+    list_key, count_key = _LISTS.get(tool, ("", ""))
+    items = data.get(list_key)
+    if not isinstance(items, list) or not items:
+        raise ToolError("RESULT_TOO_LARGE")
+
+    def cut(n: int) -> dict[str, Any]:
+        return {**data, list_key: items[:n], count_key: n, "truncated": True}
+
+    low, high = 0, len(items) - 1  # the largest n in [low, high] whose cut fits; n = 0 never counts
+    while low < high:
+        middle = (low + high + 1) // 2
+        if projection_bytes(cut(middle)) <= max_bytes:
+            low = middle
+        else:
+            high = middle - 1
+    if low == 0:
+        raise ToolError("RESULT_TOO_LARGE")
+    return cut(low)
