@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 MIB = 1024 * 1024
 
@@ -65,6 +65,27 @@ def decode_text(data: bytes, *, what: str) -> str:
 
 def read_input_text(path: Path | str, *, what: str, limit: int) -> str:
     return decode_text(read_input_file(path, what=what, limit=limit), what=f"{what} {path}")
+
+
+def parse_yaml_mapping(text: str, *, source: str, what: str) -> dict[str, Any]:
+    """One YAML (or JSON) document that must be a mapping: scenario files and eval cases alike.
+
+    Every failure is an `InputFileError` naming `source` and the problem (a line number for a syntax
+    error; "nested too deeply" where PyYAML would overflow the stack), never parser internals.
+    """
+    import yaml  # only the commands that read such files pay for the import
+
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise InputFileError(f"{source}: not valid YAML{where}") from None
+    except RecursionError:
+        raise InputFileError(f"{source}: nested too deeply to be a {what}") from None
+    if not isinstance(raw, dict):
+        raise InputFileError(f"{source}: a {what} must be a mapping")
+    return raw
 
 
 def _size(limit: int) -> str:

@@ -16,11 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.contracts import PreviousTurn
-from agent.input_files import InputFileError, read_input_file
+from agent.input_files import InputFileError, parse_yaml_mapping, read_input_text
 from agent.settings import BudgetSettings, ProtocolSettings
 
 MAX_SCENARIO_BYTES = 1_000_000
@@ -110,27 +109,17 @@ def builtin_scenarios() -> list[Scenario]:
 
 def load_scenario_file(path: Path) -> Scenario:
     try:
-        raw_bytes = read_input_file(path, what="scenario file", limit=MAX_SCENARIO_BYTES)
+        text = read_input_text(path, what="scenario file", limit=MAX_SCENARIO_BYTES)
     except InputFileError as exc:
         raise ScenarioError(str(exc)) from None
-    try:
-        text = raw_bytes.decode("utf-8", errors="strict")
-    except UnicodeDecodeError:
-        raise ScenarioError(f"scenario file {path} is not UTF-8 text") from None
     return parse_scenario(text, source=str(path))
 
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ScenarioError(f"{source}: not valid YAML{where}") from None
-    except RecursionError:
-        raise ScenarioError(f"{source}: nested too deeply to be a scenario") from None
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{source}: a scenario must be a mapping")
+        raw = parse_yaml_mapping(text, source=source, what="scenario")
+    except InputFileError as exc:
+        raise ScenarioError(str(exc)) from None
     try:
         return Scenario.model_validate(raw)
     except RecursionError:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from console.cli import main
-from console.evaluation.cases import EvalCaseError, load_cases
+from console.evaluation.cases import MAX_CASE_BYTES, EvalCaseError, load_case_file, load_cases
 from console.evaluation.runner import EvalRunner
 from tests.support.openai_server import completion, fake_openai
 
@@ -146,6 +147,17 @@ def test_case_folder_problems_are_typed(tmp_path: Path) -> None:
         load_cases(tmp_path)
     (tmp_path / "b.yaml").write_bytes(b"name: \xff\xfe\n")
     with pytest.raises(EvalCaseError, match="not UTF-8"):
+        load_cases(tmp_path)
+
+
+def test_a_case_file_is_read_bounded_and_only_if_it_is_a_regular_file(tmp_path: Path) -> None:
+    """A FIFO named like a case never blocks the command, and an oversized file is never read whole."""
+    os.mkfifo(tmp_path / "fifo.yaml")
+    with pytest.raises(EvalCaseError, match=r"fifo\.yaml: not a regular file"):
+        load_case_file(tmp_path / "fifo.yaml")
+    (tmp_path / "fifo.yaml").unlink()
+    (tmp_path / "huge.yaml").write_bytes(b"#" * (MAX_CASE_BYTES + 1))
+    with pytest.raises(EvalCaseError, match=r"huge\.yaml is larger than"):
         load_cases(tmp_path)
 
 

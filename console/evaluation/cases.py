@@ -22,10 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agent.contracts import PreviousTurn
+from agent.input_files import InputFileError, parse_yaml_mapping, read_input_text
 
 MAX_CASE_BYTES = 256_000
 MAX_CASES = 500
@@ -102,23 +102,10 @@ def load_cases(folder: Path | None = None, only: list[str] | None = None) -> lis
 
 def load_case_file(path: Path) -> EvalCase:
     try:
-        raw_bytes = path.read_bytes()
-    except OSError as exc:
-        raise EvalCaseError(f"cannot read case file {path}: {exc.strerror}") from None
-    if len(raw_bytes) > MAX_CASE_BYTES:
-        raise EvalCaseError(f"case file {path} is larger than {MAX_CASE_BYTES} bytes")
-    try:
-        raw = yaml.safe_load(raw_bytes.decode("utf-8", errors="strict"))
-    except UnicodeDecodeError:
-        raise EvalCaseError(f"case file {path} is not UTF-8 text") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise EvalCaseError(f"{path}: not valid YAML{where}") from None
-    except RecursionError:
-        raise EvalCaseError(f"{path}: nested too deeply to be a case") from None
-    if not isinstance(raw, dict):
-        raise EvalCaseError(f"{path}: a case must be a mapping")
+        text = read_input_text(path, what="case file", limit=MAX_CASE_BYTES)
+        raw = parse_yaml_mapping(text, source=str(path), what="case")
+    except InputFileError as exc:
+        raise EvalCaseError(str(exc)) from None
     try:
         return EvalCase.model_validate({**raw, "source": path})
     except ValidationError as exc:
