@@ -69,6 +69,9 @@ def test_bundled_demo_incidents_score_deterministically_with_the_scripted_model(
     markdown = (tmp_path / "out" / "report.md").read_text("utf-8")
     assert "| ALL | 8 |" in markdown and "machine:" in markdown
     assert (tmp_path / "out" / "audit.db").is_file()
+    # Like every file the console writes: owner-only.
+    for name in ("report.json", "report.md", "audit.db"):
+        assert (tmp_path / "out" / name).stat().st_mode & 0o777 == 0o600, name
 
 
 async def test_scores_against_a_model_server(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from audit.files import write_private_file
 from console.evaluation.runner import EvalReport
 from console.evaluation.scoring import Scores
 
@@ -116,6 +117,9 @@ def render_markdown(report: EvalReport) -> str:
 def write_reports(report: EvalReport, out_dir: Path) -> tuple[Path, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out_dir / "report.json", out_dir / "report.md"
-    json_path.write_text(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    md_path.write_text(render_markdown(report), encoding="utf-8")
+    # Owner-only, like every other file the console writes (exports, the audit, the log).
+    write_private_file(
+        json_path, json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n", replace=True
+    )
+    write_private_file(md_path, render_markdown(report), replace=True)
     return json_path, md_path
