@@ -229,10 +229,15 @@ class StubEnvironment:
         self.redactor = NOOP
         self.scenario = _Scenario()
         self.runs = 0
+        self.next_stream: list[RunEvent] = []
+
+    def prepare(self) -> None:
+        """Build the next run's stream before the clock starts (building it takes ~0.3 s of the loop)."""
+        self.next_stream = event_stream(f"run-{self.runs + 1:04d}")
 
     def use_case(self, sinks: list[Any], session_id: str, run_id_factory: Any) -> StubUseCase:
         self.runs += 1
-        return StubUseCase(sinks, event_stream(f"run-{self.runs:04d}"))
+        return StubUseCase(sinks, self.next_stream)
 
     async def aclose(self) -> None:
         return None
@@ -249,11 +254,12 @@ def tree_rows(app: Any) -> int:
 
 
 async def one_run(
-    app: Any, key_interval_s: float, keys: str
+    app: Any, env: StubEnvironment, key_interval_s: float, keys: str
 ) -> tuple[list[tuple[float, float, bool]], float, list[str]]:
     """One 10,000-event run with keys typed from before ctrl+r until it is drawn: (applied, painted,
     sent while the run was running) per key, the burst's seconds, and what was lost."""
     screen = app.investigate
+    env.prepare()
     area = screen.query_one("#query", TextArea)
     area.text = ""
     area.focus()
@@ -336,7 +342,7 @@ async def bench(runs: int, key_interval_s: float) -> int:
                 await pilot.pause(0.01)
             assert app.engine_status.state == "ready", app.engine_status
             for run in range(1, runs + 1):
-                run_samples, burst_s, lost = await one_run(app, key_interval_s, "abcdefghij")
+                run_samples, burst_s, lost = await one_run(app, env, key_interval_s, "abcdefghij")
                 samples += run_samples
                 problems += [f"run {run}: {text}" for text in lost]
                 batches = app.investigate.run_view.batches
