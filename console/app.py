@@ -20,20 +20,44 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.filter import LineFilter
 from textual.screen import Screen
+from textual.widgets import DataTable, Tabs, TextArea
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console.host import ConsoleHost, ConsoleOptions
 from console.messages import EngineStatus
 from console.safe_text import neutralize
 from console.screens.audit import AuditScreen
+from console.screens.confirm_quit import ConfirmQuit
 from console.screens.export_dialog import ExportDialog
 from console.screens.help import HelpScreen, KeySections, binding_rows
 from console.screens.investigate import InvestigateScreen
 from console.screens.replay import ReplayScreen
 from console.screens.scenarios import ScenarioChoice, ScenarioPicker
+from console.widgets.budget import BudgetGauge
+from console.widgets.detail import DetailPanel
+from console.widgets.protocol import ProtocolPanel
+from console.widgets.result import ResultView
+from console.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
     from console.wiring import RunEnvironment
+
+# What f8 maximises: the panel around the focused widget.
+PANELS = (Timeline, DetailPanel, ResultView, BudgetGauge, ProtocolPanel, TextArea, DataTable)
+
+
+def budget_limits(env: Any) -> dict[str, Any] | None:
+    """The next run's limits, in the budget gauge's shape (used: unknown until the run starts)."""
+    budget = getattr(getattr(env, "settings", None), "budget", None)
+    if budget is None:
+        return None
+    return {
+        "model_calls": {"used": None, "limit": budget.max_model_calls},
+        "tokens": {"used": None, "limit": budget.max_total_tokens},
+        "deadline": {"elapsed_s": None, "limit_s": budget.deadline_s},
+        "run_bytes": {"used": None, "limit": budget.max_run_bytes},
+    }
+
 
 EnvFactory = Callable[[str | None], "RunEnvironment"]
 DARK_THEME, LIGHT_THEME = "textual-dark", "textual-light"
@@ -158,11 +182,13 @@ class DiagnoseApp(ConsoleHost):
             if self._prefill and env.scenario is not None:  # a (re)load puts its scenario's query in
                 self.investigate.prefill(env.scenario.query, env.scenario.previous_turn)
             self._prefill = False
+            self.investigate.engine_ready(budget_limits(env))
             if old is not None:
                 await old.aclose()
         elif event.state == WorkerState.ERROR:
             message = neutralize(str(event.worker.error) or type(event.worker.error).__name__)
             self.engine_status = EngineStatus("failed", "no engine", message=message)
+            self.investigate.engine_failed(message)
             self.notify(
                 message, title="The engine could not start", severity="error", markup=False, timeout=15
             )
@@ -209,17 +235,37 @@ class DiagnoseApp(ConsoleHost):
         if choice is None:
             return
         self.action_investigate()
+        self.investigate.clear_run()
         self.load_engine(choice.source)
 
     def action_toggle_theme(self) -> None:
         self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
 
     def action_toggle_maximize(self) -> None:
+        """Maximise the panel holding the focus (not a list or tab bar inside it)."""
         screen = self.screen
         if screen.maximized is not None:
             screen.minimize()
-        elif screen.focused is not None:
-            screen.maximize(screen.focused)
+            return
+        focused = screen.focused
+        if focused is None:
+            return
+        if isinstance(focused, Tabs) and isinstance(screen, InvestigateScreen):
+            view = screen.run_view
+            focused = view.query_one(f"#{view.panel}")
+        panel = next((w for w in (focused, *focused.ancestors) if isinstance(w, PANELS)), focused)
+        screen.maximize(panel, container=False)
+
+    async def action_quit(self) -> None:
+        """ctrl+q: during a run, ask first (quitting cancels the run, audited CANCELLED)."""
+        if self.investigate.running and not isinstance(self.screen, ConfirmQuit):
+            self.push_screen(ConfirmQuit(), self._quit_confirmed)
+            return
+        self.exit()
+
+    def _quit_confirmed(self, confirmed: bool | None) -> None:
+        if confirmed:
+            self.exit()
 
     def key_sections(self) -> KeySections:
         """Every key, where it works and what it does (the help screen and the README table)."""

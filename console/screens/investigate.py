@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import getters, work
+from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -33,8 +33,9 @@ from console.safe_text import neutralize
 from console.screens.export_dialog import ExportDialog
 from console.widgets.result import ResultView
 from console.widgets.run_state import RunState
-from console.widgets.run_view import RunView
+from console.widgets.run_view import NARROW_BELOW, RunView
 from console.widgets.status_bar import StatusBar
+from console.widgets.too_small import TooSmall, fit_screen
 from tools.run_events import RunEvent
 
 DRAIN_INTERVAL_S = 0.05
@@ -69,6 +70,15 @@ class InvestigateScreen(Screen[None]):
         ),
         Binding("ctrl+g", "copy_draft", "Copy", tooltip="Copy the Draft as Markdown (OSC 52)"),
         Binding("ctrl+s", "export", "Export", tooltip="Write the run as Markdown and JSON files"),
+        Binding("f5", "panel('timeline')", "Timeline", show=False, tooltip="Go to the timeline"),
+        Binding("f6", "panel('detail')", "Detail", show=False, tooltip="Go to the detail panel"),
+        Binding(
+            "f7",
+            "panel('result')",
+            "Citations",
+            show=False,
+            tooltip="Go to the citations and checks",
+        ),
     ]
 
     app = getters.app(ConsoleHost)
@@ -85,6 +95,7 @@ class InvestigateScreen(Screen[None]):
         self._inbox: deque[RunEvent] = deque()
         self._worker: Worker[dict[str, Any]] | None = None
         self._run_started: float | None = None
+        self.queued: RunSubmitted | None = None  # ctrl+r while the engine loads: run once it is ready
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -95,10 +106,16 @@ class InvestigateScreen(Screen[None]):
             query.border_title = "Query"
             query.border_subtitle = "ctrl+r run"
             query.cursor_blink = options.cursor_blink
+            query.placeholder = "Describe the incident: service, time window (UTC), symptom. ctrl+r runs it."
             yield query
             yield Static(id="carry")
         yield RunView(show_timings=options.show_timings, id="run")
         yield Footer()
+        yield TooSmall()
+
+    def on_resize(self, event: events.Resize) -> None:
+        fit_screen(self, event.size)
+        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
 
     def on_mount(self) -> None:
         self.query_one("#carry", Static).display = False
@@ -140,7 +157,7 @@ class InvestigateScreen(Screen[None]):
         if action == "cancel_run":
             return self.running  # False lets escape reach other handlers when nothing runs
         if action == "run":
-            return None if self.running else True
+            return True  # during a run ctrl+r says why it does nothing
         if action == "follow_up":
             return (
                 True
@@ -155,12 +172,24 @@ class InvestigateScreen(Screen[None]):
 
     def action_run(self) -> None:
         if self.running:
-            self.notify("A run is in progress; escape cancels it.", severity="warning")
+            self.notify(
+                "A run is in progress: wait for it to finish, or escape cancels it.", severity="warning"
+            )
             return
         # ctrl+r is a priority binding: it can overtake keys still queued for the input (typed or
         # pasted just before). Queue the submit behind them so the query sent is the query shown.
         area = self.query_one("#query", TextArea)
         area.call_later(lambda: self.post_message(RunSubmitted(area.text, self.carry)))
+
+    def action_panel(self, name: str) -> None:
+        """Direct keys to the panels (narrow: bring the tab forward); the result's citation list has a
+        visible cursor on its first entry."""
+        view = self.run_view
+        view.show_panel(name)
+        if name == "result":
+            view.query_one(ResultView).focus_citations()
+        else:
+            view.query_one(f"#{name}").focus()
 
     def action_cancel_run(self) -> None:
         if self._worker is not None and not self._worker.is_finished:
@@ -233,9 +262,13 @@ class InvestigateScreen(Screen[None]):
     def on_run_submitted(self, message: RunSubmitted) -> None:
         env = self.app.env
         status = self.app.engine_status
+        if status.state == "loading":
+            self.queued = message
+            self._set_activity("run queued: it starts as soon as the engine is ready")
+            return
         if env is None or status.state != "ready":
-            reason = status.message if status.state == "failed" else "the engine is still loading"
-            self.notify(f"Cannot run yet: {reason}", severity="warning", markup=False)
+            reason = status.message or "the engine did not start"
+            self.notify(f"Cannot run: {reason}", severity="warning", markup=False)
             return
         self.last_query = message.query
         self.state = RunState()
@@ -297,10 +330,40 @@ class InvestigateScreen(Screen[None]):
         self.running = False  # bindings refresh: the finished run's Draft enables copy, follow-up, export
         self._set_activity()
 
+    # ------------------------------------------------------------------ engine changes
+    def engine_ready(self, limits: dict[str, Any] | None) -> None:
+        """The (re)opened engine is ready: show its limits, then start a run queued while it loaded.
+        The queued run sends what the query box holds now (a scenario's query fills it on load)."""
+        if limits is not None:
+            self.run_view.show_limits(limits)
+        queued, self.queued = self.queued, None
+        if queued is not None:
+            area = self.query_one("#query", TextArea)
+            self.notify("The engine is ready: the queued run starts.", markup=False)
+            self.post_message(RunSubmitted(area.text, self.carry))
+
+    def engine_failed(self, reason: str) -> None:
+        if self.queued is not None:
+            self.queued = None
+            self.notify(f"The queued run cannot start: {reason}", severity="error", markup=False)
+        self._set_activity()
+
+    def clear_run(self) -> None:
+        """Another scenario or engine: the previous run, its Draft and its carried turn are not this one's."""
+        self.state = RunState()
+        self._inbox.clear()
+        self.last_query = ""
+        self.carry = None
+        self.run_view.reset(self.state)
+        self.refresh_bindings()
+        self._set_activity()
+
     def _set_activity(self, override: str | None = None) -> None:
         elapsed = None
         if self.running and self.app.options.show_timings and self._run_started is not None:
             elapsed = time.monotonic() - self._run_started
+        if override is None and self.queued is not None:
+            override = "run queued: it starts as soon as the engine is ready"
         self.activity = override or activity_text(self.state, self.running, elapsed)
 
 

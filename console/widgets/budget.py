@@ -17,6 +17,7 @@ ROWS = (
     ("deadline", "deadline"),
     ("run_bytes", "run bytes"),
 )
+SHORT = {"model_calls": "calls", "tokens": "tokens", "deadline": "time", "run_bytes": "bytes"}
 WARN_AT = 0.8
 LABEL_WIDTH = 12
 NUMBER_WIDTH = 19
@@ -78,6 +79,8 @@ class BudgetGauge(Widget):
         return "ok"
 
     def render(self) -> Text:
+        if self.has_class("-compact"):
+            return self.render_compact()
         bar_width = max(self.size.width - LABEL_WIDTH - NUMBER_WIDTH - 2, 4)
         label_style = self.get_component_rich_style("gauge--label")
         empty_style = self.get_component_rich_style("gauge--empty")
@@ -96,4 +99,21 @@ class BudgetGauge(Widget):
             out.append(f"{title} budget ended the run", style=self.get_component_rich_style("gauge--full"))
         elif self.budget and self.budget.get("exhausted"):
             out.append(f"stopped: {self.budget['exhausted']}", style=label_style)
+        return out
+
+    def render_compact(self) -> Text:
+        """One line for narrow terminals: every budget's numbers, coloured by level, no bars."""
+        label_style = self.get_component_rich_style("gauge--label")
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append("budget ", style="bold")
+        for key, _ in ROWS:
+            _, numbers = gauge_row(key, (self.budget or {}).get(key), self.show_timings)
+            out.append(f" {SHORT[key]} ", style=label_style)
+            level = self.level(key)
+            out.append(numbers.replace(" / ", "/"), style=self.get_component_rich_style(f"gauge--{level}"))
+        if self.ending is not None:
+            out.append(
+                f"  {dict(ROWS)[self.ending]} ended the run",
+                style=self.get_component_rich_style("gauge--full"),
+            )
         return out

@@ -81,6 +81,9 @@ def protocol_lines(state: RunState) -> list[tuple[str, str, str]]:
     ]
 
 
+COMPACT_SKIP = {"pending observation", "final opportunity"}  # the one-line form keeps the counters and stops
+
+
 class ProtocolPanel(Widget):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "protocol--ok",
@@ -99,10 +102,19 @@ class ProtocolPanel(Widget):
 
     def render(self) -> Text:
         out = Text(no_wrap=True, overflow="ellipsis")
+        if self.has_class("-compact"):
+            out.append("protocol ", style="bold")
         if not self.lines:
             out.append("waiting for a run", style=self.get_component_rich_style("protocol--label"))
             return out
         label_style = self.get_component_rich_style("protocol--label")
+        if self.has_class("-compact"):  # one line for narrow terminals: the rows side by side
+            for label, value, level in self.lines:
+                if label in COMPACT_SKIP:
+                    continue
+                out.append(f" {label} ", style=label_style)
+                out.append(value, style=self.get_component_rich_style(f"protocol--{level}"))
+            return out
         for i, (label, value, level) in enumerate(self.lines):
             out.append(f"{label:<{LABEL_WIDTH}}", style=label_style)
             out.append(value, style=self.get_component_rich_style(f"protocol--{level}"))

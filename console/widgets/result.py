@@ -118,6 +118,18 @@ class ResultView(VerticalScroll):
         else:
             self._show_stop(state, summary, options, sections)
         options.display = bool(self._targets)
+        if self._targets:
+            options.highlighted = 0  # a visible cursor before the list is ever focused
+
+    def focus_citations(self) -> None:
+        """Focus the citation (or check) list, else the panel itself."""
+        options = self.query_one("#result-citations", OptionList)
+        if options.display and options.option_count:
+            if options.highlighted is None:
+                options.highlighted = 0
+            options.focus()
+        else:
+            self.focus()
 
     def show_failure(self, message: str) -> None:
         """The run worker crashed before the use case could classify anything (e.g. the audit failed)."""

@@ -2,12 +2,20 @@
 
 The investigate screen feeds it live events; the audit replay feeds it a converted timeline. Either way
 it redraws once per batch (`sync`), only what changed.
+
+Below NARROW_BELOW columns the panels cannot stand side by side (at 80 columns the result column would
+leave the timeline 20 cells), so they become tabs (Timeline | Detail | Result) above one-line gauges,
+and a finished run brings its Result tab forward.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.widgets import Tab, Tabs
 
 from console.messages import CitationSelected
 from console.widgets.budget import BudgetGauge
@@ -17,42 +25,92 @@ from console.widgets.result import ResultView
 from console.widgets.run_state import Changes, RunState
 from console.widgets.timeline import Timeline, TimelineKey
 
+NARROW_BELOW = 120  # columns: below this the panels are tabs
+PANELS = ("timeline", "detail", "result")
 
-class RunView(Horizontal):
+
+class RunView(Vertical):
     def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
         self.show_timings = show_timings
         self.state = RunState()
         self.batches = 0  # how many redraws the current run has cost (tests check bursts are batched)
+        self.panel = "timeline"  # the tab shown when narrow
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="run-left"):
-            timeline = Timeline(show_timings=self.show_timings, id="timeline")
-            timeline.border_title = "Timeline"
-            yield timeline
-            detail = DetailPanel(show_timings=self.show_timings, id="detail")
-            detail.border_title = "Detail"
-            yield detail
-        with Vertical(id="run-right"):
-            gauge = BudgetGauge(show_timings=self.show_timings, id="budget")
-            gauge.border_title = "Budget"
-            yield gauge
-            protocol = ProtocolPanel(id="protocol")
-            protocol.border_title = "Progress protocol"
-            yield protocol
-            result = ResultView(id="result")
-            result.border_title = "Result"
-            yield result
+        yield Tabs(*(Tab(name.title(), id=f"tab-{name}") for name in PANELS), id="run-tabs")
+        with Horizontal(id="run-body"):
+            with Vertical(id="run-left"):
+                timeline = Timeline(show_timings=self.show_timings, id="timeline")
+                timeline.border_title = "Timeline"
+                yield timeline
+                detail = DetailPanel(show_timings=self.show_timings, id="detail")
+                detail.border_title = "Detail"
+                yield detail
+            with Vertical(id="run-right"):
+                gauge = BudgetGauge(show_timings=self.show_timings, id="budget")
+                gauge.border_title = "Budget"
+                yield gauge
+                protocol = ProtocolPanel(id="protocol")
+                protocol.border_title = "Progress protocol"
+                yield protocol
+                result = ResultView(id="result")
+                result.border_title = "Result"
+                yield result
+
+    # ------------------------------------------------------------------ narrow terminals: tabs
+    @property
+    def narrow(self) -> bool:
+        return self.has_class("-narrow")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
+        for widget in (self.query_one(BudgetGauge), self.query_one(ProtocolPanel)):
+            widget.set_class(self.narrow, "-compact")
+        self.show_panel(self.panel)
+
+    def show_panel(self, name: str, *, focus: bool = False) -> None:
+        """Bring a panel forward (narrow: its tab; wide: every panel is shown anyway)."""
+        self.panel = name
+        for panel in PANELS:
+            self.set_class(panel == name, f"-show-{panel}")
+        tabs = self.query_one("#run-tabs", Tabs)
+        if tabs.active != f"tab-{name}":
+            tabs.active = f"tab-{name}"
+        if focus:
+            self.query_one(f"#{name}").focus()
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        event.stop()
+        name = str(event.tab.id).removeprefix("tab-")
+        if name in PANELS and name != self.panel:
+            self.show_panel(name, focus=self.narrow and self.screen.focused is not event.tabs)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Tab/shift+tab onto a hidden panel's widget cannot happen; focus set by code shows its tab."""
+        for name in PANELS:
+            panel = self.query_one(f"#{name}")
+            if event.widget is panel or panel in event.widget.ancestors:
+                if name != self.panel:
+                    self.show_panel(name)
+                return
+
+    def show_limits(self, limits: dict[str, Any] | None) -> None:
+        """Before the first run, the budget gauge shows the limits the next run will have."""
+        if self.state.budget is None:
+            self.query_one(BudgetGauge).update_budget(limits, None)
 
     @property
     def timeline(self) -> Timeline:
         return self.query_one(Timeline)
 
     def reset(self, state: RunState) -> None:
-        """Start drawing a new run."""
+        """Start drawing a new run (narrow: on the Timeline tab)."""
         self.state = state
         self.batches = 0
         self.timeline.reset_run()
+        if self.panel == "result":
+            self.show_panel("timeline")
         self.query_one(DetailPanel).show(state, None)
         self._draw(state.take_changes(), result=True)
 
@@ -60,6 +118,8 @@ class RunView(Horizontal):
         changes = self.state.take_changes()
         self.batches += 1
         self._draw(changes, result=changes.result or changes.header)
+        if changes.result and self.state.result is not None:
+            self.show_panel("result", focus=self.narrow and self.timeline.has_focus)  # the answer first
 
     def _draw(self, changes: Changes, result: bool) -> None:
         state = self.state
@@ -87,6 +147,7 @@ class RunView(Horizontal):
     def on_citation_selected(self, message: CitationSelected) -> None:
         message.stop()
         if self.timeline.jump_to(message.tool_call_id):
+            self.show_panel("timeline")
             self.timeline.focus()
             self.show_detail(("call", message.tool_call_id))
         else:

@@ -35,7 +35,15 @@ class StatusBar(Static):
         self._redraw()
 
     def _redraw(self) -> None:
-        text = Text.assemble((" diagnose ", "reverse bold"), " ", (self.place, "bold"), ("  │  ", "dim"))
+        """What is happening comes before the model label: a narrow terminal cuts the end of the line,
+        and the run's outcome must survive that (the model label is cut with an ellipsis instead)."""
+        text = Text.assemble(
+            (" diagnose ", "reverse bold"), " ", (self.place, "bold"), no_wrap=True, overflow="ellipsis"
+        )
+        if self.activity:
+            text.append("  │  ", style="dim")
+            text.append(self.activity)
+        text.append("  │  ", style="dim")
         if self.model is not None:
             text.append("model: ", style="dim")
             text.append(neutralize(self.model, newlines=False), style="italic")
@@ -50,7 +58,4 @@ class StatusBar(Static):
             text.append(
                 neutralize(self.engine.label, newlines=False), style=ENGINE_STYLE.get(self.engine.state, "")
             )
-        if self.activity:
-            text.append("  │  ", style="dim")
-            text.append(self.activity)
         self.update(text)
