@@ -29,7 +29,7 @@ from console.safe_text import neutralize
 from console.screens.audit import AuditScreen
 from console.screens.confirm_quit import ConfirmQuit
 from console.screens.export_dialog import ExportDialog
-from console.screens.help import HelpScreen, KeySections, binding_rows
+from console.screens.help import HelpScreen, KeySections, binding_rows, key_name
 from console.screens.investigate import InvestigateScreen
 from console.screens.replay import ReplayScreen
 from console.screens.scenarios import ScenarioChoice, ScenarioPicker
@@ -97,7 +97,13 @@ class DiagnoseApp(ConsoleHost):
     ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", tooltip="Every key of the console"),
-        Binding("question_mark", "help", "Help", show=False, tooltip="Every key of the console"),
+        Binding(
+            "question_mark",
+            "help",
+            "Help",
+            show=False,
+            tooltip="Every key of the console (outside the query box)",
+        ),
         Binding("f2", "investigate", "Investigate", tooltip="The investigate screen"),
         Binding("f3", "audit", "Audit", tooltip="Browse audited runs and invocations"),
         Binding("f4", "scenarios", "Scenarios", tooltip="Pick a built-in scenario"),
@@ -276,7 +282,7 @@ class DiagnoseApp(ConsoleHost):
                     *binding_rows(self.BINDINGS),
                     ("ctrl+p", "Command palette: every action by name"),
                     ("tab / shift+tab", "Move between panels"),
-                    ("ctrl+q", "Quit"),
+                    ("ctrl+q", "Quit (during a run it asks first: quitting cancels the run)"),
                 ],
             ),
             ("Investigate", binding_rows(InvestigateScreen.BINDINGS)),
@@ -303,31 +309,67 @@ class DiagnoseApp(ConsoleHost):
 
     # ------------------------------------------------------------------ command palette
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Our commands that apply now, each with its key read from the bindings; of Textual's own,
+        only those we do not replace (its Maximize, Keys and Screenshot are ours here)."""
         investigate = self.investigate
-        yield SystemCommand("Run query", "Run the query in the input (ctrl+r)", investigate.action_run)
-        yield SystemCommand("Cancel run", "Cancel the running run (escape)", investigate.action_cancel_run)
+        app_commands: list[tuple[str, str, str]] = [
+            ("Investigate", "Go to the investigate screen", "investigate"),
+            ("Audit", "Browse audited runs and invocations", "audit"),
+            ("Scenarios", "Pick a built-in scenario", "scenarios"),
+            ("Help", "Every key of the console", "help"),
+            ("Toggle light/dark", "Switch between the light and dark theme", "toggle_theme"),
+            ("Maximize panel", "Maximize or restore the focused panel", "toggle_maximize"),
+        ]
+        screen_commands: list[tuple[str, str, str]] = [
+            ("Run query", "Run the query in the input", "run"),
+            ("Cancel run", "Cancel the running run", "cancel_run"),
+            ("Follow-up", "Ask a follow-up carrying the last Draft, or drop it", "follow_up"),
+            ("Copy Draft", "Copy the Draft as Markdown", "copy_draft"),
+            ("Copy Draft as JSON", "Copy the Draft JSON exactly", "copy_draft_json"),
+            ("Export run", "Write the run as Markdown and JSON files", "export"),
+            ("Go to timeline", "Focus the timeline", "go_timeline"),
+            ("Go to detail", "Focus the detail panel", "go_detail"),
+            ("Go to citations", "Focus the Draft's citations or the stop's checks", "go_citations"),
+        ]
+        if screen is investigate:
+            for title, help_text, action in screen_commands:
+                if investigate.check_action(action, ()) is True:
+                    yield SystemCommand(
+                        title,
+                        with_key(help_text, InvestigateScreen.BINDINGS, action),
+                        getattr(investigate, f"action_{action}"),
+                    )
+        for title, help_text, action in app_commands:
+            if self.check_action(action, ()) is True and not (
+                action == "help" and isinstance(screen, HelpScreen)
+            ):
+                yield SystemCommand(
+                    title, with_key(help_text, self.BINDINGS, action), getattr(self, f"action_{action}")
+                )
         yield SystemCommand(
-            "Follow-up",
-            "Ask a follow-up carrying the last Draft, or drop it (ctrl+f)",
-            investigate.action_follow_up,
+            "Screenshot", "Save an SVG screenshot into the export folder", self.action_save_screenshot
         )
-        yield SystemCommand(
-            "Copy Draft", "Copy the Draft as Markdown (ctrl+g)", investigate.action_copy_draft
-        )
-        yield SystemCommand(
-            "Copy Draft as JSON", "Copy the Draft JSON exactly", investigate.action_copy_draft_json
-        )
-        yield SystemCommand(
-            "Export run", "Write the run as Markdown and JSON files (ctrl+s)", investigate.action_export
-        )
-        yield SystemCommand("Investigate", "Go to the investigate screen (f2)", self.action_investigate)
-        yield SystemCommand("Audit", "Browse audited runs and invocations (f3)", self.action_audit)
-        yield SystemCommand("Scenarios", "Pick a built-in scenario (f4)", self.action_scenarios)
-        yield SystemCommand("Help", "Every key of the console (f1)", self.action_help)
-        yield SystemCommand(
-            "Toggle light/dark", "Switch between the light and dark theme (ctrl+l)", self.action_toggle_theme
-        )
-        yield SystemCommand(
-            "Maximize panel", "Maximize or restore the focused panel (f8)", self.action_toggle_maximize
-        )
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title not in REPLACED_COMMANDS:
+                yield command
+
+    def action_save_screenshot(self) -> None:
+        folder = self.options.export_dir or Path.cwd()
+        try:
+            written = self.save_screenshot(path=str(folder))
+        except OSError as exc:
+            self.notify(str(exc), title="Screenshot not saved", severity="error", markup=False)
+            return
+        self.notify(str(written), title="Screenshot saved", markup=False)
+
+
+REPLACED_COMMANDS = {"Keys", "Maximize", "Minimize", "Screenshot"}
+
+
+def with_key(text: str, bindings: Iterable[BindingType], action: str) -> str:
+    """`text (key)`, the key read from the binding table (no hint if no binding runs the action)."""
+    for entry in bindings:
+        binding = entry if isinstance(entry, Binding) else Binding(*entry)
+        if binding.action == action:
+            return f"{text} ({key_name(binding.key.split(',')[0])})"
+    return text

@@ -70,13 +70,14 @@ class InvestigateScreen(Screen[None]):
         ),
         Binding("ctrl+g", "copy_draft", "Copy", tooltip="Copy the Draft as Markdown (OSC 52)"),
         Binding("ctrl+s", "export", "Export", tooltip="Write the run as Markdown and JSON files"),
-        Binding("f5", "panel('timeline')", "Timeline", show=False, tooltip="Go to the timeline"),
-        Binding("f6", "panel('detail')", "Detail", show=False, tooltip="Go to the detail panel"),
+        Binding("f5", "go_timeline", "Timeline", show=False, priority=True, tooltip="Go to the timeline"),
+        Binding("f6", "go_detail", "Detail", show=False, priority=True, tooltip="Go to the detail panel"),
         Binding(
             "f7",
-            "panel('result')",
+            "go_citations",
             "Citations",
             show=False,
+            priority=True,
             tooltip="Go to the citations and checks",
         ),
     ]
@@ -164,7 +165,7 @@ class InvestigateScreen(Screen[None]):
                 if (self.carry is not None or self.state.draft is not None) and not self.running
                 else None
             )
-        if action == "copy_draft":
+        if action in ("copy_draft", "copy_draft_json"):
             return True if self.state.draft is not None else None
         if action == "export":
             return True if self.state.result is not None and not self.running else None
@@ -181,7 +182,16 @@ class InvestigateScreen(Screen[None]):
         area = self.query_one("#query", TextArea)
         area.call_later(lambda: self.post_message(RunSubmitted(area.text, self.carry)))
 
-    def action_panel(self, name: str) -> None:
+    def action_go_timeline(self) -> None:
+        self.go_to_panel("timeline")
+
+    def action_go_detail(self) -> None:
+        self.go_to_panel("detail")
+
+    def action_go_citations(self) -> None:
+        self.go_to_panel("result")
+
+    def go_to_panel(self, name: str) -> None:
         """Direct keys to the panels (narrow: bring the tab forward); the result's citation list has a
         visible cursor on its first entry."""
         view = self.run_view

@@ -50,6 +50,8 @@ def gauge_row(key: str, gauge: dict[str, Any] | None, show_timings: bool) -> tup
 
 
 class BudgetGauge(Widget):
+    ALLOW_MAXIMIZE = True  # f8 maximises the whole panel
+
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "gauge--ok",
         "gauge--warn",

@@ -108,6 +108,8 @@ def entry_detail(state: RunState, key: TimelineKey | None, show_timings: bool = 
 class DetailPanel(VerticalScroll, can_focus=True):
     """Scrollable; its content is replaced whenever the highlighted entry (or that entry's row) changes."""
 
+    ALLOW_MAXIMIZE = True  # f8 maximises the whole panel
+
     def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
         self.show_timings = show_timings

@@ -85,6 +85,8 @@ COMPACT_SKIP = {"pending observation", "final opportunity"}  # the one-line form
 
 
 class ProtocolPanel(Widget):
+    ALLOW_MAXIMIZE = True  # f8 maximises the whole panel
+
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "protocol--ok",
         "protocol--warn",

@@ -84,6 +84,8 @@ def snapshot_check_prompt(check: dict[str, Any]) -> Text:
 class ResultView(VerticalScroll):
     """Empty until a run finishes; then the Draft or the stop, with jumpable citations."""
 
+    ALLOW_MAXIMIZE = True  # f8 maximises the whole panel
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._targets: list[str | None] = []

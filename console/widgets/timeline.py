@@ -174,8 +174,8 @@ class Timeline(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "cursor_to(0)", "First", show=False),
         Binding("end", "cursor_to(-1)", "Last", show=False),
-        Binding("enter", "select", "Show", show=False),
-        Binding("space", "toggle_fold", "Fold", show=False),
+        Binding("enter", "select", "Detail"),
+        Binding("space", "toggle_fold", "Fold"),
     ]
     COMPONENT_CLASSES: ClassVar[set[str]] = {"timeline--cursor", "timeline--fold"}
     DEFAULT_CSS = """

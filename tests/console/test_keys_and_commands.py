@@ -2,27 +2,59 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from pathlib import Path
 
+from textual.app import SystemCommand
 from textual.binding import Binding
 
 from console.app import DiagnoseApp
 from console.screens.audit import AuditScreen
 from console.screens.help import HelpScreen, key_table
 from console.screens.investigate import InvestigateScreen
-from tests.support.console import SIZE, engine_ready, make_app, plain
+from tests.support.console import SIZE, engine_ready, make_app, plain, run_to_end
 
 README = Path(__file__).parents[2] / "README.md"
 
 
-async def test_every_action_has_a_palette_command(tmp_path: Path) -> None:
-    app = make_app(tmp_path)
-    async with app.run_test(size=SIZE):
-        commands = {cmd.callback.__name__ for cmd in app.get_system_commands(app.screen)}
+def palette(app: DiagnoseApp) -> dict[str, SystemCommand]:
+    return {command.title: command for command in app.get_system_commands(app.screen)}
+
+
+async def test_the_palette_offers_what_applies_now_with_keys_from_the_bindings(tmp_path: Path) -> None:
+    app = make_app(tmp_path, "evidence-backed-diagnosis")
+    async with app.run_test(size=SIZE) as pilot:
+        await engine_ready(pilot)
+        idle = palette(app)
+        assert idle["Run query"].help.endswith("(ctrl+r)") and idle["Help"].help.endswith("(f1)")
+        assert (
+            not {"Cancel run", "Copy Draft", "Export run", "Investigate"} & idle.keys()
+        )  # nothing to act on
+        assert not {"Keys", "Maximize", "Minimize"} & idle.keys()  # Textual's own, replaced by ours
+        seen = {command.callback.__name__ for command in idle.values()}
+        await run_to_end(pilot)
+        finished = palette(app)
+        assert {"Copy Draft", "Copy Draft as JSON", "Export run", "Follow-up"} <= finished.keys()
+        assert finished["Export run"].help.endswith("(ctrl+s)")
+        seen |= {command.callback.__name__ for command in finished.values()}
+        await pilot.press("f3")
+        await pilot.pause()
+        on_audit = palette(app)
+        assert "Investigate" in on_audit and "Run query" not in on_audit
+        seen |= {command.callback.__name__ for command in on_audit.values()}
+
+        on_audit["Screenshot"].callback()
+        await pilot.pause()
+        saved = [n.message for n in app._notifications if n.title == "Screenshot saved"]
+    assert saved and Path(saved[0]).parent == tmp_path and Path(saved[0]).suffix == ".svg"
+    assert await asyncio.to_thread(os.path.getsize, saved[0]) > 0
     bindings = [b for b in (*DiagnoseApp.BINDINGS, *InvestigateScreen.BINDINGS) if isinstance(b, Binding)]
     for binding in bindings:
-        assert f"action_{binding.action}" in commands, binding
-    assert {"action_audit", "action_investigate", "action_copy_draft_json"} <= commands
+        if (
+            binding.action != "cancel_run"
+        ):  # offered only during a run (tests/console/test_operator_actions.py)
+            assert f"action_{binding.action}" in seen, binding
     audit = [b for b in AuditScreen.BINDINGS if isinstance(b, Binding)]
     assert all(b.action.startswith("app.") or b.action in {"focus_search", "switch_tab"} for b in audit)
 

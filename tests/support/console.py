@@ -123,3 +123,8 @@ def result_text(app: DiagnoseApp) -> str:
     parts += [plain(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
     parts.append(plain(view.query_one("#result-sections", Static).content))
     return " ".join(" ".join(parts).split())
+
+
+def painted_text(app: DiagnoseApp) -> str:
+    """Every line the compositor paints for the current screen, as plain text (what the terminal shows)."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
