@@ -30,7 +30,10 @@ TIMING_KEYS = ("at", "duration_ms", "elapsed_s")  # masked when timings are hidd
 def json_block(data: Any) -> RenderableType:
     """Exact JSON (key order kept, non-ASCII readable); highlighted, never parsed as markup, and with
     characters that could drive the terminal shown as JSON escapes (the same value, visible)."""
-    return JSON(neutralize(json.dumps(data, ensure_ascii=False, indent=2), form="json"))
+    block = JSON(neutralize(json.dumps(data, ensure_ascii=False, indent=2), form="json"))
+    block.text.no_wrap = False  # Rich's default clips long lines: the evidence is wrapped, never cut
+    block.text.overflow = "fold"
+    return block
 
 
 def heading(text: str) -> Text:
@@ -50,7 +53,7 @@ def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
     title = Text.assemble(
         (neutralize(row.tool_call_id, newlines=False), "bold"),
         "  ",
-        (neutralize(row.tool or "tool not named by any event", newlines=False), "cyan"),
+        (neutralize(row.tool, newlines=False), "cyan") if row.tool else ("(tool name not recorded)", "dim"),
     )
     title.append(f"  round {row.round}" if row.round is not None else "")
     title.append(f"  {row.status}")
@@ -67,10 +70,12 @@ def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
     elif any(isinstance(e, ToolFinished) for e in row.events):
         parts.append(Text("no observation recorded for this call (cancelled, or replayed from the audit)"))
     else:
+        controls = ", ".join(dict.fromkeys(neutralize(str(c), newlines=False) for c in row.controls))
         parts.append(
             Text(
-                "nothing was executed for this call; the model got a control observation "
-                "(see the protocol events below)"
+                "Not executed. Instead of evidence the model received a control observation: "
+                f"evidence_status NOT_EXECUTED{f', control {controls}' if controls else ''} "
+                "(why: the protocol events below)."
             )
         )
     if row.input is not None:
@@ -87,6 +92,27 @@ def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
     return parts
 
 
+def round_summary(state: RunState, number: int) -> Text:
+    """A round in the operator's words: what the model was asked to spend and what it answered."""
+    row = state.rounds[number]
+    if not row.finished:
+        return Text("ended before the model replied" if state.result else "waiting for the model", "italic")
+    estimated = "~" if row.usage_estimated else ""
+    text = Text(
+        f"{estimated}{row.prompt_tokens or 0} prompt + {row.completion_tokens or 0} completion tokens"
+    )
+    if row.tool_call_ids:
+        asked = []
+        for tool_call_id in row.tool_call_ids:
+            call = state.calls.get(tool_call_id)
+            tool = call.tool if call is not None and call.tool else "?"
+            asked.append(f"{neutralize(tool_call_id, newlines=False)} ({neutralize(tool, newlines=False)})")
+        text.append("\nasked for: " + ", ".join(asked))
+    if row.has_text:
+        text.append("\nreplied with text" + (" (the Draft is in the Result panel)" if state.draft else ""))
+    return text
+
+
 def entry_detail(state: RunState, key: TimelineKey | None, show_timings: bool = True) -> list[RenderableType]:
     if key is None:
         return [Text("Select a timeline entry to see what the agent saw.", style="dim")]
@@ -95,13 +121,21 @@ def entry_detail(state: RunState, key: TimelineKey | None, show_timings: bool = 
         return call_detail(state, value)
     if kind == "round" and value in state.rounds:
         row = state.rounds[value]
-        parts: list[RenderableType] = [Text(f"model round {value}", style="bold")]
+        parts: list[RenderableType] = [
+            Text(f"Model round {value}", style="bold"),
+            round_summary(state, value),
+        ]
+        parts += [Text(""), heading("Events of this round, as emitted")]
         return parts + [json_block(_event_view(e, show_timings)) for e in row.events]
     if kind == "note" and 0 <= value < len(state.notes):
         note = _event_view(state.notes[value], show_timings)
         return [Text("run-level protocol event", style="bold"), json_block(note)]
     if kind == "finish" and state.result is not None:
-        return [Text("ExecutionResult", style="bold"), json_block(state.result)]
+        return [
+            Text("Run result", style="bold"),
+            Text("exactly what `diagnose run --json` prints for this run", style="dim"),
+            json_block(state.result),
+        ]
     return [Text("nothing recorded for this entry", style="dim")]
 
 
