@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
-from textual import getters, on, work
+from textual import events, getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
+from textual.widgets.data_table import ColumnKey
 from textual.worker import get_current_worker
 
 from console.host import ConsoleHost
@@ -31,6 +32,7 @@ from console.safe_text import neutralize
 from console.screens.replay import ReplayScreen
 from console.widgets.status_bar import StatusBar
 from console.widgets.timeline import clip, input_summary
+from console.widgets.too_small import TooSmall, fit_screen
 from tools.definitions import TOOL_NAMES
 from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
 
@@ -44,10 +46,10 @@ RUN_COLUMNS = (
     ("started (UTC)", 14),
     ("run", 16),
     ("outcome", 16),
-    ("stop reason", 22),
+    ("stop reason", 30),
     ("calls", 5),
     ("tokens", 7),
-    ("query", 22),
+    ("query", 0),  # 0: the flexible column, sized to the rest of the window
 )
 INVOCATION_COLUMNS = (
     ("started (UTC)", 14),
@@ -57,8 +59,9 @@ INVOCATION_COLUMNS = (
     ("status", 11),
     ("error", 16),
     ("eval", 7),
-    ("input", 36),
+    ("input", 0),
 )
+MIN_FLEX_WIDTH = 24
 OUTCOMES: tuple[str, ...] = (*Outcome, INTERRUPTED_RUN)  # what the outcome filter offers
 
 
@@ -84,14 +87,33 @@ class PagedTable(DataTable[Any]):
         self.next_cursor: str | None = None
         self.loading_page = False
         self.keys: list[Any] = []
+        self.records: list[dict[str, Any]] = []  # the loaded rows as read, for the full-text line
+        self.flexible: ColumnKey | None = None  # the column sized to the window
         self.generation = 0  # bumped on every restart: pages fetched for an older one are dropped
 
     def restart(self) -> None:
         self.clear()
         self.keys = []
+        self.records = []
         self.next_cursor = None
         self.loading_page = False
         self.generation += 1
+
+    def fit_flexible_column(self) -> None:
+        """The flexible column takes the width the fixed ones leave (cells are clipped at render time)."""
+        if self.flexible is None or not self.size.width:
+            return
+        column = self.columns[self.flexible]
+        fixed = sum(c.width + 2 * self.cell_padding for k, c in self.columns.items() if k != self.flexible)
+        width = max(self.size.width - fixed - 2 * self.cell_padding - 1, MIN_FLEX_WIDTH)
+        if column.width != width:
+            column.width = width
+            self._require_update_dimensions = True  # DataTable re-measures on its next refresh
+            self._clear_caches()
+            self.refresh()
+
+    def on_resize(self) -> None:
+        self.fit_flexible_column()
 
     def wants_more(self) -> bool:
         return (
@@ -132,9 +154,13 @@ class AuditPane(TabPane):
         raise NotImplementedError
 
     def on_mount(self) -> None:
-        # Fixed widths: columns never jump as pages arrive, and nothing waits on measuring cells.
+        # Fixed widths: columns never jump as pages arrive, and nothing waits on measuring cells. The one
+        # flexible column (width 0) is sized to the window.
         for label, width in self.COLUMNS:
-            self.table.add_column(label, width=width)
+            key = self.table.add_column(label, width=width or MIN_FLEX_WIDTH)
+            if width == 0:
+                self.table.flexible = key
+        self.table.fit_flexible_column()
         for search in self.query(Input):
             search.cursor_blink = self.app.options.cursor_blink
 
@@ -200,6 +226,7 @@ class AuditPane(TabPane):
         table.loading_page = False
         for row in rows:
             table.keys.append(self.key(row))
+            table.records.append(row)
             table.add_row(*self.cells(row))
         table.next_cursor = next_cursor
         if matching is not None:
@@ -212,8 +239,21 @@ class AuditPane(TabPane):
     def cells(self, row: dict[str, Any]) -> list[Text]:
         raise NotImplementedError
 
+    def full_text(self, row: dict[str, Any]) -> Text:
+        """The highlighted row's clipped cells, whole (the line under the table)."""
+        raise NotImplementedError
+
+    def filtered(self) -> bool:
+        return any(value is not None for value in self.filters().values())
+
     def count_text(self) -> str:
         table = self.table
+        if not table.row_count and table.next_cursor is None and not table.loading_page:
+            if self.filtered():
+                return f"no {self.NOUN} match these filters"
+            return (
+                f"no {self.NOUN} in this audit file yet: every run (ctrl+r on investigate) is recorded here"
+            )
         text = f"{table.row_count} {self.NOUN} loaded"
         if self.matching is not None:
             text += f" of {self.matching} matching"
@@ -255,6 +295,12 @@ class RunsPane(AuditPane):
 
     def replay_of(self, row_index: int) -> ReplayScreen | None:
         return ReplayScreen(self.table.keys[row_index])
+
+    def full_text(self, row: dict[str, Any]) -> Text:
+        text = Text.assemble(("stop reason ", "dim"), neutralize(str(row.get("stop_reason") or "—")))
+        text.append("  query ", style="dim")
+        text.append(neutralize(str(row.get("query") or "—")))
+        return text
 
 
 class InvocationsPane(AuditPane):
@@ -301,6 +347,13 @@ class InvocationsPane(AuditPane):
         run_id, tool_call_id = self.table.keys[row_index]
         return ReplayScreen(run_id, focus_call=tool_call_id)
 
+    def full_text(self, row: dict[str, Any]) -> Text:
+        text = Text.assemble(("input ", "dim"), neutralize(str(row.get("input_json") or "—"), form="json"))
+        if row.get("reason"):
+            text.append("  reason ", style="dim")
+            text.append(neutralize(str(row["reason"])))
+        return text
+
 
 class AuditScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_name("audit.tcss")
@@ -314,11 +367,17 @@ class AuditScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar("Audit", id="status")
+        yield Static(id="audit-file")
         with TabbedContent(initial="runs-tab", id="audit-tabs"):
             yield RunsPane("Runs", id="runs-tab")
             yield InvocationsPane("Invocations", id="invocations-tab")
+        yield Static(id="audit-row")
         yield Static(id="audit-count")
         yield Footer()
+        yield TooSmall()
+
+    def on_resize(self, event: events.Resize) -> None:
+        fit_screen(self, event.size)
 
     @property
     def panes(self) -> tuple[AuditPane, ...]:
@@ -332,7 +391,14 @@ class AuditScreen(Screen[None]):
         self.watch(self.app, "engine_status", self._engine_changed, init=False)
         self.query_one("#runs", PagedTable).focus()
 
+    def _show_file(self) -> None:
+        env = self.app.env
+        path = getattr(getattr(env, "audit", None), "path", None)
+        line = Text.assemble(("audit file ", "dim"), neutralize(str(path), newlines=False) if path else "—")
+        self.query_one("#audit-file", Static).update(line)
+
     def _engine_changed(self, status: EngineStatus) -> None:
+        self._show_file()
         if status.state == "ready":
             for pane in self.panes:
                 pane.reload()
@@ -343,6 +409,7 @@ class AuditScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         """Load on first display; coming back from a replay keeps the rows and the cursor where they were."""
+        self._show_file()
         if self.app.env is not None and self.query_one("#runs", PagedTable).generation == 0:
             for pane in self.panes:
                 pane.reload()
@@ -360,6 +427,16 @@ class AuditScreen(Screen[None]):
     @on(AuditPane.PageLoaded)
     def _show_count(self) -> None:
         self.query_one("#audit-count", Static).update(Text(self.active_pane.count_text(), style="dim"))
+        self._show_row()
+
+    @on(DataTable.RowHighlighted)
+    def _show_row(self) -> None:
+        pane = self.active_pane
+        table = pane.table
+        row = table.records[table.cursor_row] if 0 <= table.cursor_row < len(table.records) else None
+        line = self.query_one("#audit-row", Static)
+        line.display = row is not None
+        line.update(pane.full_text(row) if row is not None else "")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         table = event.data_table
@@ -387,7 +464,7 @@ def run_cells(row: dict[str, Any]) -> list[Text]:
         cell(row.get("stop_reason")),
         cell(row.get("model_calls"), justify="right"),
         cell(row.get("total_tokens"), justify="right"),
-        Text(clip(str(row.get("query") or ""), 22)),
+        Text(clip(str(row.get("query") or ""), 400), no_wrap=True, overflow="ellipsis"),
     ]
 
 
@@ -405,5 +482,5 @@ def invocation_cells(row: dict[str, Any]) -> list[Text]:
         cell(status, style=STATUS_STYLE.get(status, "")),
         cell(row.get("error_code")),
         cell(row.get("evaluation")),
-        Text(input_summary(row.get("tool"), business, 36), style="dim"),
+        Text(input_summary(row.get("tool"), business, 400), style="dim", no_wrap=True, overflow="ellipsis"),
     ]
