@@ -231,3 +231,18 @@ async def test_the_budget_shows_the_limits_before_the_first_run(app_factory: App
         assert gauge.budget is not None and gauge.budget["model_calls"]["limit"] == 8
         assert "— / 8" in painted_text(app) and "— / —" not in painted_text(app)
         assert isinstance(app.investigate.run_view.timeline, Timeline)
+
+
+async def test_panel_borders_stand_out_in_both_themes(app_factory: AppFactory) -> None:
+    app = app_factory("evidence-backed-diagnosis")
+    async with app.run_test(size=SIZE) as pilot:
+        await engine_ready(pilot)
+        for theme in ("textual-dark", "textual-light"):
+            app.theme = theme
+            await pilot.pause()
+            for widget in (app.investigate.run_view.timeline, app.investigate.query_one("#query", TextArea)):
+                widget.blur()
+                await pilot.pause()
+                background = widget.styles.background
+                border = background + widget.styles.border_top[1]  # the border colour as painted
+                assert abs(border.brightness - background.brightness) > 0.2, (theme, widget, border)
