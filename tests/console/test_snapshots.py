@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 from textual.pilot import Pilot
 
 from console.app import DiagnoseApp
@@ -96,21 +97,30 @@ def test_budget_exhausted(snap_compare: SnapCompare, tmp_path: Path) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=finished())
 
 
-def test_audit_screen(snap_compare: SnapCompare, tmp_path: Path, recorded_runs: Any) -> None:
+async def audit_loaded(pilot: Pilot[Any]) -> None:
+    await engine_ready(pilot)
+    await pilot.press("f3")
+    tables = pilot.app.screen.query(PagedTable)
+    for _ in range(500):
+        if all(t.row_count and not t.loading_page for t in tables):
+            break
+        await asyncio.sleep(0.02)
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def audit_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded_runs: Any) -> DiagnoseApp:
+    """An app on a filled audit, named relatively (the screen shows the file as it was given)."""
     fill_audit(tmp_path / "audit.db", recorded_runs, runs=6)
+    monkeypatch.chdir(tmp_path)
+    return make_app(tmp_path, audit_db=Path("audit.db"))
 
-    async def run_before(pilot: Pilot[Any]) -> None:
-        await engine_ready(pilot)
-        await pilot.press("f3")
-        tables = pilot.app.screen.query(PagedTable)
-        for _ in range(500):
-            if all(t.row_count and not t.loading_page for t in tables):
-                break
-            await asyncio.sleep(0.02)
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
 
-    assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
+def test_audit_screen(
+    snap_compare: SnapCompare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded_runs: Any
+) -> None:
+    app = audit_app(tmp_path, monkeypatch, recorded_runs)
+    assert snap_compare(app, terminal_size=SIZE, run_before=audit_loaded)
 
 
 def test_scenario_picker(snap_compare: SnapCompare, tmp_path: Path) -> None:
@@ -127,3 +137,35 @@ def test_help_screen(snap_compare: SnapCompare, tmp_path: Path) -> None:
         await pilot.press("f1")
 
     assert snap_compare(make_app(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+# ------------------------------------------------------------------ every size from 80×24 up (issue 12)
+SIZES = [(80, 24), (100, 30), (160, 45)]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_finished_run_at_size(snap_compare: SnapCompare, tmp_path: Path, size: tuple[int, int]) -> None:
+    """Narrow sizes show the Result tab (a finished run brings it forward); wide ones every panel."""
+    app = make_app(tmp_path, "evidence-backed-diagnosis")
+    assert snap_compare(app, terminal_size=size, run_before=finished())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_audit_screen_at_size(
+    snap_compare: SnapCompare,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    recorded_runs: Any,
+    size: tuple[int, int],
+) -> None:
+    app = audit_app(tmp_path, monkeypatch, recorded_runs)
+    assert snap_compare(app, terminal_size=size, run_before=audit_loaded)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_help_screen_at_size(snap_compare: SnapCompare, tmp_path: Path, size: tuple[int, int]) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await engine_ready(pilot)
+        await pilot.press("f1")
+
+    assert snap_compare(make_app(tmp_path), terminal_size=size, run_before=run_before)
