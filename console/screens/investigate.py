@@ -39,6 +39,7 @@ from console.widgets.too_small import TooSmall, fit_screen
 from tools.run_events import RunEvent
 
 DRAIN_INTERVAL_S = 0.05
+DRAIN_SLICE_S = 0.012  # the longest a drain holds the event loop: a key waits at most about this long
 
 
 def previous_turn_from(query: str, draft: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +159,7 @@ class InvestigateScreen(Screen[None]):
         if action == "cancel_run":
             return self.running  # False lets escape reach other handlers when nothing runs
         if action == "run":
-            return True  # during a run ctrl+r says why it does nothing
+            return None if self.running else True  # dimmed in a run; the key still says why (on_key)
         if action == "follow_up":
             return (
                 True
@@ -181,6 +182,12 @@ class InvestigateScreen(Screen[None]):
         # pasted just before). Queue the submit behind them so the query sent is the query shown.
         area = self.query_one("#query", TextArea)
         area.call_later(lambda: self.post_message(RunSubmitted(area.text, self.carry)))
+
+    def on_key(self, event: events.Key) -> None:
+        """ctrl+r during a run: the binding is disabled, so the key arrives here; say why nothing starts."""
+        if event.key == "ctrl+r" and self.running:
+            event.stop()
+            self.action_run()
 
     def action_go_timeline(self) -> None:
         self.go_to_panel("timeline")
@@ -301,7 +308,7 @@ class InvestigateScreen(Screen[None]):
         try:
             result = await use_case.execute(query, previous_turn)
         finally:
-            self._drain()  # the tail of the stream (run_finished) is drawn before anything else
+            self._drain()  # the tail of the stream (run_finished) starts drawing before the worker ends
         return dict(result.to_json_dict())
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -315,30 +322,43 @@ class InvestigateScreen(Screen[None]):
             error = event.worker.error
             self.post_message(RunAborted(cancelled=False, error=f"{type(error).__name__}: {error}"))
 
-    def _drain(self) -> None:
-        """Apply every queued event, then redraw once: the batch is the unit of redraw, not the event."""
-        if not self._inbox:
-            return
-        while self._inbox:
-            self.state.apply(self._inbox.popleft())
+    def _drain(self, *, reschedule: bool = True) -> bool:
+        """Apply queued events for at most DRAIN_SLICE_S, then redraw once: the batch is the unit of
+        redraw, not the event. True if events remain; they are applied in the next slice, after any key
+        that arrived meanwhile (`reschedule`: queue that slice now rather than at the next tick)."""
+        inbox = self._inbox
+        if not inbox:
+            return False
+        apply = self.state.apply
+        deadline = time.perf_counter() + DRAIN_SLICE_S
+        while inbox:
+            apply(inbox.popleft())
+            if not len(inbox) % 128 and time.perf_counter() > deadline:
+                break
         self.run_view.sync()
         self._set_activity()
+        if inbox and reschedule:
+            self.call_later(self._drain)
+        return bool(inbox)
 
     def on_run_aborted(self, message: RunAborted) -> None:
-        self._run_ended()
-        if message.error is not None and self.state.result is None:
-            self.run_view.query_one(ResultView).show_failure(message.error)
-            self.notify(message.error, title="The run failed", severity="error", markup=False, timeout=10)
-            self._set_activity("failed")
+        self._run_ended(message)
 
-    def _run_ended(self) -> None:
-        self._drain()
+    def _run_ended(self, aborted: RunAborted | None = None) -> None:
+        """The worker is done: apply the rest of its events (in slices, input first), then end the run."""
+        if self._drain(reschedule=False):
+            self.call_later(self._run_ended, aborted)
+            return
         self._drain_timer.pause()
         self._ticker.pause()
         if self.state.result is not None:
             self.carry = None  # a carried turn is consumed by the run that sent it
         self.running = False  # bindings refresh: the finished run's Draft enables copy, follow-up, export
         self._set_activity()
+        if aborted is not None and aborted.error is not None and self.state.result is None:
+            self.run_view.query_one(ResultView).show_failure(aborted.error)
+            self.notify(aborted.error, title="The run failed", severity="error", markup=False, timeout=10)
+            self._set_activity("failed")
 
     # ------------------------------------------------------------------ engine changes
     def engine_ready(self, limits: dict[str, Any] | None) -> None:

@@ -64,19 +64,26 @@ class RunView(Vertical):
         return self.has_class("-narrow")
 
     def on_resize(self, event: events.Resize) -> None:
-        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
+        narrow = event.size.width < NARROW_BELOW
+        if narrow == self.narrow and self.has_class(f"-show-{self.panel}") == narrow:
+            return
+        self.set_class(narrow, "-narrow")
         for widget in (self.query_one(BudgetGauge), self.query_one(ProtocolPanel)):
-            widget.set_class(self.narrow, "-compact")
+            widget.set_class(narrow, "-compact")
+        for panel in PANELS:
+            self.set_class(narrow and panel == self.panel, f"-show-{panel}")
         self.show_panel(self.panel)
 
     def show_panel(self, name: str, *, focus: bool = False) -> None:
         """Bring a panel forward (narrow: its tab; wide: every panel is shown anyway)."""
         self.panel = name
-        for panel in PANELS:
-            self.set_class(panel == name, f"-show-{panel}")
-        tabs = self.query_one("#run-tabs", Tabs)
-        if tabs.active != f"tab-{name}":
-            tabs.active = f"tab-{name}"
+        if self.narrow:  # wide, the classes would restyle every panel for nothing (resizing sets them)
+            if not self.has_class(f"-show-{name}"):
+                for panel in PANELS:
+                    self.set_class(panel == name, f"-show-{panel}")
+            tabs = self.query_one("#run-tabs", Tabs)
+            if tabs.active != f"tab-{name}":
+                tabs.active = f"tab-{name}"
         if focus:
             self.query_one(f"#{name}").focus()
 
