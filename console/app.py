@@ -285,7 +285,13 @@ class DiagnoseApp(ConsoleHost):
                     ("ctrl+q", "Quit (during a run it asks first: quitting cancels the run)"),
                 ],
             ),
-            ("Investigate", binding_rows(InvestigateScreen.BINDINGS)),
+            (
+                "Investigate",
+                [
+                    *binding_rows(InvestigateScreen.BINDINGS),
+                    ("left / right", "Below 120 columns, on the tab bar: Timeline, Detail, Result"),
+                ],
+            ),
             (
                 "Timeline",
                 [
