@@ -7,11 +7,12 @@ from the model and is put into `Text` objects, never parsed as markup.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -81,6 +82,12 @@ def snapshot_check_prompt(check: dict[str, Any]) -> Text:
     return text
 
 
+class CitationList(OptionList):
+    """The Draft's citations (or a stop's checks): the footer names what enter does here."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Show call")]
+
+
 class ResultView(VerticalScroll):
     """Empty until a run finishes; then the Draft or the stop, with jumpable citations."""
 
@@ -93,7 +100,7 @@ class ResultView(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static(Text("No result yet.", style="dim"), id="result-banner")
         yield Static(id="result-summary")
-        yield OptionList(id="result-citations")
+        yield CitationList(id="result-citations")
         yield Static(id="result-sections")
 
     def show(self, state: RunState) -> None:

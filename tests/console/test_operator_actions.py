@@ -246,3 +246,16 @@ async def test_panel_borders_stand_out_in_both_themes(app_factory: AppFactory) -
                 background = widget.styles.background
                 border = background + widget.styles.border_top[1]  # the border colour as painted
                 assert abs(border.brightness - background.brightness) > 0.2, (theme, widget, border)
+
+
+async def test_the_footer_names_the_focused_panels_keys(app_factory: AppFactory) -> None:
+    app = app_factory("evidence-backed-diagnosis")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await run_to_end(pilot)
+        await pilot.press("f5")
+        await pilot.pause()
+        footer = painted_text(app).splitlines()[-1]
+        assert "Detail" in footer and "Fold" in footer
+        await pilot.press("f7")
+        await pilot.pause()
+        assert "Show call" in painted_text(app).splitlines()[-1]
