@@ -251,9 +251,7 @@ class AuditPane(TabPane):
         if not table.row_count and table.next_cursor is None and not table.loading_page:
             if self.filtered():
                 return f"no {self.NOUN} match these filters"
-            return (
-                f"no {self.NOUN} in this audit file yet: every run (ctrl+r on investigate) is recorded here"
-            )
+            return f"no {self.NOUN} in this audit file yet: every run (ctrl+r) is recorded here"
         text = f"{table.row_count} {self.NOUN} loaded"
         if self.matching is not None:
             text += f" of {self.matching} matching"
