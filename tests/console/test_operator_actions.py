@@ -259,3 +259,28 @@ async def test_the_footer_names_the_focused_panels_keys(app_factory: AppFactory)
         await pilot.press("f7")
         await pilot.pause()
         assert "Show call" in painted_text(app).splitlines()[-1]
+
+
+async def test_a_cancelled_round_no_longer_says_it_is_waiting(tmp_path: Path) -> None:
+    from tests.console.test_bindings import SLOW
+    from tests.support.console import timeline_labels
+
+    scenario = tmp_path / "slow.yaml"
+    scenario.write_text(SLOW, encoding="utf-8")
+    app = make_app(tmp_path, str(scenario))
+    async with app.run_test(size=SIZE) as pilot:
+        await engine_ready(pilot)
+        await pilot.press("ctrl+r")
+        for _ in range(500):
+            if app.investigate.state.round_in_flight == 2:
+                break
+            await asyncio.sleep(0.02)
+        await pilot.pause()
+        assert any("round 2" in label and "waiting for the model" in label for label in timeline_labels(app))
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        labels = timeline_labels(app)
+        assert app.investigate.state.outcome == "CANCELLED"
+        assert not any("waiting for the model" in label for label in labels)
+        assert any("round 2" in label and "no reply: the run ended first" in label for label in labels)
