@@ -345,9 +345,14 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
             f"{_clean(run['model_calls'])} model calls, {_clean(run.get('total_tokens'))} tokens "
             f"({_clean(run.get('prompt_tokens'))} prompt + {_clean(run.get('completion_tokens'))} completion)"
         )
+    from console.run_setup import run_setup_text
+
+    model, limits = run_setup_text(run)
     header = [
         ("run", f"{_clean(run.get('run_id'))}   session {_clean(run.get('session_id'))}"),
         ("query", _clean(run.get("query") or "")),
+        ("model", model),
+        ("limits", limits),
         ("result", _run_state(run)),
         ("started", _clean(run.get("started_at"))),
         ("finished", _clean(run.get("finished_at"))),

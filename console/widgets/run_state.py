@@ -234,7 +234,8 @@ class RunState:
         self._changes.header = True
 
     def _limits(self, event: RunStarted) -> None:
-        """Gauges and counters start from the run's limits; an audit replay has none and shows none."""
+        """Gauges and counters start from the run's limits. An audit replay has the limits (schema v4)
+        but not the counters, so it starts the gauges and leaves the protocol panel unrecorded."""
         limits: Mapping[str, Any] = event.limits or {}
         self.budget = {
             "model_calls": _gauge(0, limits.get("max_model_calls")),
@@ -243,7 +244,10 @@ class RunState:
             "run_bytes": _gauge(0, limits.get("max_run_bytes")),
             "exhausted": None,
         }
-        protocol: Mapping[str, Any] = event.protocol or {}
+        if event.protocol is None:
+            self._changes.header = self._changes.budget = True
+            return  # thresholds without counters would read as a clean protocol record
+        protocol: Mapping[str, Any] = event.protocol
         self.protocol = {
             "pending_tool_call_id": None,
             "consecutive_no_gain": 0,
