@@ -98,7 +98,7 @@ async def test_enter_replays_a_run_in_the_run_widgets(tmp_path: Path, recorded_r
         status = app.screen.query_one(StatusBar)
         assert status.model == state.model == "scripted: evidence-backed-diagnosis"
         assert "limits: 8 model calls, 64000 tokens, 300 s" in status.activity
-        assert state.budget["model_calls"] == {"used": 4, "limit": 8}
+        assert state.budget is not None and state.budget["model_calls"] == {"used": 4, "limit": 8}
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, AuditScreen)
@@ -121,6 +121,7 @@ def test_a_replayed_run_matches_the_live_run_except_what_the_audit_does_not_keep
         assert replay.result == live.result, name
         assert replay.model == live.model, name  # None only for a run rejected before it started
         for gauge in ("model_calls", "tokens", "run_bytes") if live.model is not None else ():
+            assert replay.budget is not None and live.budget is not None
             assert replay.budget[gauge]["limit"] == live.budget[gauge]["limit"] is not None, name
         assert [e.kind for e in replay.entries] == [e.kind for e in live.entries], name
         assert replay.rounds.keys() == live.rounds.keys(), name
