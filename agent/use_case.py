@@ -328,7 +328,11 @@ class DiagnosisUseCase:
             reason = StopReason.DRAFT_TOO_LARGE if rejected.too_large else StopReason.INVALID_DRAFT
             progress = ledger.snapshot() if ledger.completed_checks else None
             return self._result(
-                ctx, reason, None, progress, Failure(code=reason.value, violation=rejected.violation)
+                ctx,
+                reason,
+                None,
+                progress,
+                Failure(code=reason.value, violation=rejected.violation, detail=rejected.detail),
             )
         if not ctx.budget.try_charge_bytes(utf8_len(text or "")):
             return self._result(ctx, StopReason.RUN_BYTES_EXHAUSTED, None, ledger.snapshot(), None)

@@ -89,6 +89,7 @@ class RoundRow:
     usage_estimated: bool = False  # the provider reported no usable usage: counts are estimates
     tool_call_ids: list[str] = field(default_factory=list)
     has_text: bool = False
+    unanswered: bool = False  # the run ended (e.g. cancelled) while this round waited for the model
     events: list[RunEvent] = field(default_factory=list)
 
 
@@ -162,7 +163,8 @@ class RunState:
     @property
     def round_in_flight(self) -> int | None:
         for number in reversed(self.rounds):
-            if not self.rounds[number].finished:
+            row = self.rounds[number]
+            if not row.finished and not row.unanswered:
                 return number
         return None
 
@@ -411,6 +413,10 @@ class RunState:
 
     def _run_finished(self, event: RunFinished) -> None:
         self._settle_requested_calls()
+        for row in self.rounds.values():
+            if not row.finished and not row.unanswered:
+                row.unanswered = True  # no model reply will come: the round must stop saying it waits
+                self._changes.rounds.add(row.number)
         result = event.result or {}
         self.result = {"outcome": event.outcome, "stop_reason": event.stop_reason, **result}
         entry = Entry("finish", None)

@@ -67,7 +67,10 @@ def duration_text(ms: int | None, show_timings: bool) -> str:
 def round_label(row: RoundRow, show_timings: bool) -> Text:
     label = Text.assemble((f"round {row.number}", "bold"))
     if not row.finished:
-        label.append("  waiting for the model…", style="italic cyan")
+        if row.unanswered:
+            label.append("  no reply: the run ended first", style="dim")
+        else:
+            label.append("  waiting for the model…", style="italic cyan")
         return label
     tokens = f"{'~' if row.usage_estimated else ''}{row.prompt_tokens or 0}+{row.completion_tokens or 0} tok"
     calls = len(row.tool_call_ids)
