@@ -200,7 +200,7 @@ def test_invocations_table_and_limit(cli: Cli) -> None:
     assert code == 0 and lines[0].split()[:4] == ["STARTED", "RUN", "CALL", "TOOL"]
     assert len(lines) == 4 and lines[-1].startswith("-- more: --cursor")
     assert "POLICY_REJECTED" in lines[1] and "query_mysql" in lines[1]
-    code, out, _ = cli("invocations", "--tool", "nothing")
+    code, out, _ = cli("invocations", "--run", "no-such-run")  # a valid filter matching nothing
     assert (code, out) == (0, "(none)\n")
 
 
