@@ -83,6 +83,10 @@ def parse_draft(
     return draft
 
 
+def _ids(evidence: list[str] | str) -> list[str]:
+    return evidence if isinstance(evidence, list) else []
+
+
 def _check_evidence(draft: DiagnosisDraft, status_of: Callable[[str], str | None]) -> None:
     """The Draft may not claim more than this run's evidence shows.
 
@@ -92,15 +96,14 @@ def _check_evidence(draft: DiagnosisDraft, status_of: Callable[[str], str | None
     what is missing (`limitations.missing_info` has a non-blank entry).
     """
     for index, item in enumerate(draft.analysis):
-        for cited in item.evidence if isinstance(item.evidence, list) else ():
+        for cited in _ids(item.evidence):
             if status_of(cited) is None:
                 raise DraftRejected("UNKNOWN_CITATION", why.unknown_citation(index, cited))
     findings = [(i, item) for i, item in enumerate(draft.analysis) if item.kind == "FINDING"]
     unbacked = [
-        (i, item.evidence)
+        (i, _ids(item.evidence))
         for i, item in findings
-        if isinstance(item.evidence, list)
-        and not any(status_of(c) == EvidenceStatus.FOUND for c in item.evidence)
+        if not any(status_of(c) == EvidenceStatus.FOUND for c in _ids(item.evidence))
     ]
     if draft.conclusion is not None and not draft.conclusion.strip():
         raise DraftRejected("CONCLUSION_WITHOUT_FOUND_EVIDENCE", "the conclusion is blank")
