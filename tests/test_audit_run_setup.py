@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -22,15 +23,15 @@ SETUP = (
 )
 
 
-def make_v3_file(path: Path) -> None:
-    """A file exactly as the previous release left it: migrations 1..3 and one finished run."""
+def make_old_file(path: Path, version: int = 3) -> None:
+    """A file exactly as an older release left it: migrations 1..version and one finished run."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.touch(mode=0o600)
     db = sqlite_utils.Database(sqlite3.connect(path))
     db.execute("PRAGMA journal_mode=WAL")
-    for version, migration in enumerate(store_module.MIGRATIONS[:3], start=1):
+    for step, migration in enumerate(store_module.MIGRATIONS[:version], start=1):
         migration(db)
-        db.execute(f"PRAGMA user_version = {version}")
+        db.execute(f"PRAGMA user_version = {step}")
     db.execute(
         "INSERT INTO runs (run_id, session_id, query, outcome, stop_reason, started_at, finished_at)"
         " VALUES ('old', 'sess', 'gateway 504', 'DRAFT', 'COMPLETED', '2026-01-01T00:00:00.000000Z',"
@@ -40,9 +41,10 @@ def make_v3_file(path: Path) -> None:
     db.close()
 
 
-def test_a_version_3_file_migrates_in_place_and_reopening_changes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_older_file_migrates_in_place_and_reopening_changes_nothing(tmp_path: Path, version: int) -> None:
     path = tmp_path / "audit.db"
-    make_v3_file(path)
+    make_old_file(path, version)
     with AuditStore(path) as store:
         assert store.schema_version == 4
         old = store.get_run("old")
@@ -56,7 +58,7 @@ def test_a_version_3_file_migrates_in_place_and_reopening_changes_nothing(tmp_pa
 
 def test_the_v4_step_is_idempotent_on_a_half_migrated_file(tmp_path: Path) -> None:
     path = tmp_path / "audit.db"
-    make_v3_file(path)
+    make_old_file(path)
     with sqlite3.connect(path) as conn:  # another version added one column, then stopped
         conn.execute("ALTER TABLE runs ADD COLUMN model TEXT")
     db = sqlite_utils.Database(sqlite3.connect(path))
@@ -131,3 +133,17 @@ def test_a_rejected_query_that_is_not_unicode_is_kept_readable(tmp_path: Path) -
         }
         sink(finished)
     assert on_disk(path, f"SELECT query, {SETUP} FROM runs") == [("bad ? text", "m", 1, 2, 3.0, 4, 5, 6)]
+
+
+def test_audit_show_names_what_a_rejected_run_was_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "audit.db"
+    assert main(["run", "--scenario", "oversized-query-rejected", "--audit-db", str(path), "--json"]) == 2
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    assert main(["audit", "show", run_id, "--audit-db", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\nquery     请诊断：payment-service" in out and "…\n" in out  # cut to the 64-byte limit
+    assert "\nmodel     scripted: oversized-query-rejected\n" in out
+    assert "\nlimits    8 model calls, 64000 tokens, 300 s" in out
+    assert "REJECTED / QUERY_TOO_LARGE" in out
