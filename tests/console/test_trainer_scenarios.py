@@ -32,9 +32,8 @@ async def test_escape_during_a_slow_model_round_cancels_and_stops_waiting(app_fa
         await engine_ready(pilot)
         await pilot.press("ctrl+r")
         screen = app.investigate
-        await wait_for(lambda: screen.state.round_in_flight == 1, pilot)
-        await pilot.pause(0.1)
-        assert has_row(timeline_labels(app), "round 1", "waiting for the model…")
+        await wait_for(lambda: has_row(timeline_labels(app), "round 1", "waiting for the model…"), pilot)
+        assert screen.state.round_in_flight == 1
 
         await pilot.press("escape")
         await app.workers.wait_for_complete()
