@@ -43,7 +43,14 @@ from agent.settings import Settings
 from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
 from tools.redaction import NOOP, Redactor
-from tools.run_events import EventSink, ProtocolThresholds, RunFinished, RunLimits, RunStarted
+from tools.run_events import (
+    EventSink,
+    ProtocolThresholds,
+    RejectedInput,
+    RunFinished,
+    RunLimits,
+    RunStarted,
+)
 from tools.vocabulary import EvidenceStatus
 from tools.wire_schema import wire_schema
 
@@ -138,27 +145,24 @@ class DiagnosisUseCase:
             result = self._result(
                 ctx, rejected.reason, None, None, Failure(code=rejected.reason.value, detail=rejected.detail)
             )
-            _announce(emitter, result)
+            rejected_input = RejectedInput(
+                query=bounded_query(query, self.settings.budget.max_query_bytes),
+                model=self.model_label,
+                limits=self._limits(),
+                protocol=self._thresholds(),
+            )
+            _announce(emitter, result, rejected_input)
             return result
 
         ledger = ProgressLedger(self.settings.protocol)
         core = DiagnosisHarnessCore(ctx, ledger, self.boundary, emitter)
-        budget_limits, protocol = self.settings.budget, self.settings.protocol
         emitter.emit(
             RunStarted,
             query=query,
             previous_turn=turn.model_dump(mode="json") if turn else None,
             model=self.model_label,
-            limits=RunLimits(
-                max_model_calls=budget_limits.max_model_calls,
-                max_total_tokens=budget_limits.max_total_tokens,
-                deadline_s=budget_limits.deadline_s,
-                max_run_bytes=budget_limits.max_run_bytes,
-            ),
-            protocol=ProtocolThresholds(
-                max_consecutive_no_gain=protocol.max_consecutive_no_gain,
-                max_protocol_violations=protocol.max_protocol_violations,
-            ),
+            limits=self._limits(),
+            protocol=self._thresholds(),
         )
         self._current = ctx
         try:
@@ -174,6 +178,22 @@ class DiagnosisUseCase:
         return result
 
     # ------------------------------------------------------------------ internals
+    def _limits(self) -> RunLimits:
+        budget = self.settings.budget
+        return RunLimits(
+            max_model_calls=budget.max_model_calls,
+            max_total_tokens=budget.max_total_tokens,
+            deadline_s=budget.deadline_s,
+            max_run_bytes=budget.max_run_bytes,
+        )
+
+    def _thresholds(self) -> ProtocolThresholds:
+        protocol = self.settings.protocol
+        return ProtocolThresholds(
+            max_consecutive_no_gain=protocol.max_consecutive_no_gain,
+            max_protocol_violations=protocol.max_protocol_violations,
+        )
+
     def _validate_input(
         self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None
     ) -> PreviousTurn | None:
@@ -308,7 +328,11 @@ class DiagnosisUseCase:
             reason = StopReason.DRAFT_TOO_LARGE if rejected.too_large else StopReason.INVALID_DRAFT
             progress = ledger.snapshot() if ledger.completed_checks else None
             return self._result(
-                ctx, reason, None, progress, Failure(code=reason.value, violation=rejected.violation)
+                ctx,
+                reason,
+                None,
+                progress,
+                Failure(code=reason.value, violation=rejected.violation, detail=rejected.detail),
             )
         if not ctx.budget.try_charge_bytes(utf8_len(text or "")):
             return self._result(ctx, StopReason.RUN_BYTES_EXHAUSTED, None, ledger.snapshot(), None)
@@ -338,11 +362,29 @@ class DiagnosisUseCase:
         )
 
 
-def _announce(emitter: RunEventEmitter, result: ExecutionResult) -> None:
+def _announce(
+    emitter: RunEventEmitter, result: ExecutionResult, rejected_input: RejectedInput | None = None
+) -> None:
     """The last event of every run, whatever ended it."""
     emitter.emit(
-        RunFinished, outcome=result.outcome, stop_reason=result.stop_reason, result=result.to_json_dict()
+        RunFinished,
+        outcome=result.outcome,
+        stop_reason=result.stop_reason,
+        result=result.to_json_dict(),
+        rejected_input=rejected_input,
     )
+
+
+def bounded_query(query: Any, max_bytes: int) -> str | None:
+    """A rejected query as the audit keeps it: at most `max_bytes` UTF-8 bytes (cut on a character,
+    marked with `…`), text that cannot be encoded replaced, so an oversized or broken query is still
+    shown for what it was without storing megabytes. Not text at all: None."""
+    if not isinstance(query, str):
+        return None
+    data = query.encode("utf-8", errors="replace")
+    if len(data) <= max_bytes:
+        return data.decode("utf-8")
+    return data[:max_bytes].decode("utf-8", errors="ignore") + "…"
 
 
 def _final_assistant_text(messages: list[Any]) -> str | None:

@@ -53,6 +53,22 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def _setup_columns(
+    model: str | None, limits: Mapping[str, Any] | None, protocol: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The run's model label and limits as `runs` columns (schema v4); what was not recorded is NULL."""
+    limits, protocol = limits or {}, protocol or {}
+    return {
+        "model": model,
+        "max_model_calls": limits.get("max_model_calls"),
+        "max_total_tokens": limits.get("max_total_tokens"),
+        "deadline_s": limits.get("deadline_s"),
+        "max_run_bytes": limits.get("max_run_bytes"),
+        "max_consecutive_no_gain": protocol.get("max_consecutive_no_gain"),
+        "max_protocol_violations": protocol.get("max_protocol_violations"),
+    }
+
+
 class AuditSink:
     """A required run-event sink: a write failure raises `AuditStoreError` and so stops the run.
 
@@ -100,6 +116,7 @@ class AuditSink:
             # Lets recovery tell a crashed run from one still being written, even after pid reuse.
             "pid": os.getpid(),
             "pid_start": own_start_marker(),
+            **_setup_columns(event.model, event.limits, event.protocol),
         }
         with self._store.write() as db:
             _insert(db, "runs", row)
@@ -217,6 +234,11 @@ class AuditSink:
             "result_json": _json(result) if result else None,
             "failure_json": _json(result.get("failure")),
         }
+        rejected = event.rejected_input
+        if rejected is not None:  # no run_started carried these: the run was refused before it began
+            row["query"] = rejected.get("query")
+            setup = _setup_columns(rejected.get("model"), rejected.get("limits"), rejected.get("protocol"))
+            row.update(setup)
         # A finished run never leaves an invocation looking as if it were still executing.
         closed = (
             InvocationStatus.CANCELLED if event.outcome == Outcome.CANCELLED else InvocationStatus.INTERRUPTED

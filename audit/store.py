@@ -241,11 +241,37 @@ def _v3_estimated_usage_and_input_keys(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE invocations ADD COLUMN input_key TEXT")
 
 
+# The run's model label and limits (v4), in the order the columns are added.
+RUN_SETUP_COLUMNS: dict[str, str] = {
+    "model": "TEXT",
+    "max_model_calls": "INTEGER",
+    "max_total_tokens": "INTEGER",
+    "deadline_s": "REAL",
+    "max_run_bytes": "INTEGER",
+    "max_consecutive_no_gain": "INTEGER",
+    "max_protocol_violations": "INTEGER",
+}
+
+
+def _v4_run_model_and_limits(db: sqlite_utils.Database) -> None:
+    """What a replay needs to say which model ran and within which limits.
+
+    Until v4 a replay showed `model: not recorded` and limits as `4 / —`. The columns are NULL for runs
+    recorded before them (nobody knows those values any more). Columns that already exist are left
+    alone, so the step is safe to run again on a file another program version half-migrated.
+    """
+    existing = {row[1] for row in db.execute("PRAGMA table_info(runs)").fetchall()}
+    for column, kind in RUN_SETUP_COLUMNS.items():
+        if column not in existing:
+            db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+
+
 # Append-only: migration N (1-based) brings a file from user_version N-1 to N. Never edit a shipped one.
 MIGRATIONS: list[Migration] = [
     _v1_initial_schema,
     _v2_browse_and_recovery,
     _v3_estimated_usage_and_input_keys,
+    _v4_run_model_and_limits,
 ]
 
 

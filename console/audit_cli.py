@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from console.presentation import NOT_FOUND, SETUP_ERROR, USAGE_ERROR
 from console.safe_text import neutralize
-from tools.vocabulary import INTERRUPTED_RUN
+from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
 
 if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils loads only for `audit`
     from audit import AuditStore
@@ -77,6 +77,38 @@ def _page_size(value: str) -> int:
     return number
 
 
+def _one_of(what: str, values: Callable[[], list[str]], case: Callable[[str], str]) -> Callable[[str], str]:
+    """An argparse type for an enumerated filter: a value outside the vocabulary is a usage error (exit
+    2) listing the valid ones, never a silent "(none)". Case is forgiven (`error` is ERROR)."""
+
+    def parse(value: str) -> str:
+        valid = values()
+        if case(value) in valid:
+            return case(value)
+        raise argparse.ArgumentTypeError(f"unknown {what} {_clean(value)!r}; valid: {', '.join(valid)}")
+
+    parse.__name__ = what  # argparse names the type in its own messages
+    return parse
+
+
+def _tools() -> list[str]:
+    from tools.definitions import TOOL_NAMES
+
+    return list(TOOL_NAMES)
+
+
+def _statuses() -> list[str]:
+    return [str(s) for s in InvocationStatus]
+
+
+def _error_codes() -> list[str]:
+    return [str(c) for c in ErrorCode]
+
+
+def _outcomes() -> list[str]:
+    return [*(str(o) for o in Outcome), INTERRUPTED_RUN]
+
+
 def add_audit_parser(subparsers: Any) -> None:
     """Adds `audit` and its subcommands to the `diagnose` parser's subparsers."""
     common = argparse.ArgumentParser(add_help=False)
@@ -88,7 +120,11 @@ def add_audit_parser(subparsers: Any) -> None:
 
     runs = sub.add_parser("runs", parents=[common], help="runs, newest first")
     runs.add_argument("--session", help="only this session")
-    runs.add_argument("--outcome", help="only this outcome (DRAFT, CONTROLLED_STOP, ..., or INTERRUPTED)")
+    runs.add_argument(
+        "--outcome",
+        type=_one_of("outcome", _outcomes, str.upper),
+        help="only this outcome (DRAFT, CONTROLLED_STOP, ..., or INTERRUPTED)",
+    )
     runs.add_argument("--search", help="text in the run's query or its invocations")
     _paging(runs)
 
@@ -99,16 +135,26 @@ def add_audit_parser(subparsers: Any) -> None:
     inv = sub.add_parser("invocations", parents=[common], help="tool invocations, newest first")
     inv.add_argument("--run", help="only this run")
     inv.add_argument("--session", help="only this session")
-    inv.add_argument("--tool", help="lookup_knowledge, query_logs or query_mysql")
-    inv.add_argument("--status", help="STARTED, FOUND, EMPTY, ERROR, CANCELLED or INTERRUPTED")
-    inv.add_argument("--error-code", help="e.g. TIMEOUT, UNAVAILABLE, POLICY_REJECTED")
+    inv.add_argument(
+        "--tool", type=_one_of("tool", _tools, str.lower), help="lookup_knowledge, query_logs or query_mysql"
+    )
+    inv.add_argument(
+        "--status",
+        type=_one_of("status", _statuses, str.upper),
+        help="STARTED, FOUND, EMPTY, ERROR, CANCELLED or INTERRUPTED",
+    )
+    inv.add_argument(
+        "--error-code",
+        type=_one_of("error code", _error_codes, str.upper),
+        help="e.g. TIMEOUT, UNAVAILABLE, POLICY_REJECTED",
+    )
     inv.add_argument("--since", type=_time_arg, help="started at or after (ISO-8601, or an age like 2h)")
     inv.add_argument("--until", type=_time_arg, help="started before (ISO-8601, or an age like 2h)")
     inv.add_argument("--search", help="text in the input, the projection or the run's query")
     _paging(inv)
 
     export = sub.add_parser("export", parents=[common], help="stream the audit as JSON lines, newest first")
-    export.add_argument("--format", choices=["jsonl"], default="jsonl")
+    export.add_argument("--format", choices=["jsonl"], default="jsonl", help="jsonl: one JSON object a line")
     export.add_argument(
         "--per",
         choices=["invocation", "run"],
@@ -345,9 +391,14 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
             f"{_clean(run['model_calls'])} model calls, {_clean(run.get('total_tokens'))} tokens "
             f"({_clean(run.get('prompt_tokens'))} prompt + {_clean(run.get('completion_tokens'))} completion)"
         )
+    from console.run_setup import run_setup_text
+
+    model, limits = run_setup_text(run)
     header = [
         ("run", f"{_clean(run.get('run_id'))}   session {_clean(run.get('session_id'))}"),
         ("query", _clean(run.get("query") or "")),
+        ("model", model),
+        ("limits", limits),
         ("result", _run_state(run)),
         ("started", _clean(run.get("started_at"))),
         ("finished", _clean(run.get("finished_at"))),

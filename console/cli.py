@@ -40,26 +40,49 @@ MAX_INPUT_FILE_BYTES = MIB
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="diagnose", description="Evidence-bound incident diagnosis console."
+        prog="diagnose",
+        description="Evidence-bound incident diagnosis console.",
+        epilog="Without a command, or with only console options (diagnose --scenario NAME), "
+        "the console opens: diagnose [--config F] [--scenario NAME|FILE] [--scenario-dir DIR].",
     )
     sub = parser.add_subparsers(dest="command")
 
     console = sub.add_parser("console", help="open the console (default)")
-    console.add_argument("--config", type=Path)
-    console.add_argument("--scenario")
-    console.add_argument("--scenario-dir", type=Path, help="a folder of scenario files for the picker")
+    console.add_argument("--config", type=Path, metavar="F", help=_CONFIG_HELP)
+    console.add_argument("--scenario", metavar="NAME|FILE", help=_SCENARIO_HELP)
+    console.add_argument("--scenario-dir", type=Path, metavar="DIR", help=_SCENARIO_DIR_HELP)
 
     run = sub.add_parser("run", help="one headless diagnosis run")
     query = run.add_mutually_exclusive_group()
-    query.add_argument("--query")
     query.add_argument(
-        "--query-file", type=Path, help="UTF-8 file holding the query, kept exactly ('-' for stdin)"
+        "--query", metavar="TEXT", help="the incident query, kept exactly (default: the scenario's own query)"
     )
-    run.add_argument("--previous-turn", type=Path, help="JSON file with a PreviousTurn")
-    run.add_argument("--scenario", help="built-in scenario name or scenario file")
-    run.add_argument("--config", type=Path)
-    run.add_argument("--audit-db", type=Path)
-    run.add_argument("--events", help="write NDJSON run events to this file ('-' for stdout)")
+    query.add_argument(
+        "--query-file",
+        type=Path,
+        metavar="F",
+        help="UTF-8 file holding the query, kept exactly ('-' for stdin)",
+    )
+    run.add_argument(
+        "--previous-turn", type=Path, metavar="F", help="JSON file with a PreviousTurn (a follow-up run)"
+    )
+    run.add_argument("--scenario", metavar="NAME|FILE", help=_SCENARIO_HELP)
+    run.add_argument(
+        "--scenario-dir", type=Path, metavar="DIR", help="a folder of scenario files --scenario NAME may name"
+    )
+    run.add_argument("--config", type=Path, metavar="F", help=_CONFIG_HELP)
+    run.add_argument(
+        "--audit-db",
+        type=Path,
+        metavar="F",
+        help="audit database file (default: [audit] path, else the user state dir)",
+    )
+    run.add_argument(
+        "--events",
+        metavar="F|-",
+        help="write NDJSON run events to this file; '-' for stdout, which then carries only the events "
+        "(the result goes to stderr)",
+    )
     run.add_argument("--json", action="store_true", help="print the execution result as JSON")
 
     add_demo_parser(sub)
@@ -67,12 +90,12 @@ def _parser() -> argparse.ArgumentParser:
     add_eval_parser(sub)
 
     scenarios = sub.add_parser("scenarios", help="list built-in scenarios")
-    scenarios.add_argument("--json", action="store_true")
+    scenarios.add_argument("--json", action="store_true", help="name, title and description as JSON")
 
     serve = sub.add_parser("serve", help="the console in a web browser (textual-serve)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=_port, default=8000)
-    serve.add_argument("--config", type=Path)
+    serve.add_argument("--port", type=_port, default=8000, help="TCP port to listen on (default 8000)")
+    serve.add_argument("--config", type=Path, metavar="F", help=_CONFIG_HELP)
     serve.add_argument("--public-url", help="the address browsers use, when a proxy stands in front")
     serve.add_argument(
         "--max-consoles",
@@ -80,6 +103,21 @@ def _parser() -> argparse.ArgumentParser:
         help="browser sessions served at once (default: [serve] max_consoles)",
     )
     return parser
+
+
+_CONFIG_HELP = "TOML configuration file (default: $DIAGNOSE_CONFIG, else the embedded defaults)"
+_SCENARIO_HELP = "built-in scenario name, a scenario file, or the name of a file of --scenario-dir"
+_SCENARIO_DIR_HELP = "a folder of scenario files: listed in the picker, and named by --scenario NAME"
+# `diagnose --scenario X` is the console with options, as `diagnose` alone is the console without.
+_TOP_LEVEL_FLAGS = frozenset({"-h", "--help"})
+
+
+def _with_command(argv: Sequence[str]) -> list[str]:
+    """Options without a command are the console's: insert the word the parser needs."""
+    args = list(argv)
+    if args and args[0].startswith("-") and args[0] not in _TOP_LEVEL_FLAGS:
+        return ["console", *args]
+    return args
 
 
 def _port(value: str) -> int:
@@ -117,7 +155,7 @@ def _log_to_file() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_with_command(sys.argv[1:] if argv is None else argv))
     command = args.command or "console"
     telemetry.apply_opt_in(getattr(args, "config", None))  # before anything imports Haystack
     _log_to_file()
@@ -172,6 +210,14 @@ def _print_out(text: str, exit_code: int) -> None:
         raise StdoutClosed(exit_code) from None
 
 
+def _print_err(text: str) -> None:
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except OSError:
+        pass  # stderr is gone: the exit code is all that is left
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot fail on the closed pipe."""
     try:
@@ -195,9 +241,32 @@ def _scenarios(as_json: bool) -> int:
     return 0
 
 
+def _scenario_from_folder(args: argparse.Namespace) -> None:
+    """`--scenario NAME` with `--scenario-dir DIR`: a file of DIR whose scenario is named NAME (or whose
+    file name is NAME.yaml) is the one meant, before a built-in of that name, since the picker lists it.
+    The argument is replaced by that file's path."""
+    scenario, folder = getattr(args, "scenario", None), getattr(args, "scenario_dir", None)
+    if not scenario or folder is None or Path(scenario).suffix in {".yaml", ".yml", ".json"}:
+        return
+    if not folder.is_dir():
+        raise SetupError(f"--scenario-dir {folder} is not a folder")
+    from agent.scenarios import ScenarioError, load_scenario_file
+    from console.screens.scenarios import scenario_files
+
+    for path in scenario_files(folder):
+        try:
+            named = path.stem == scenario or load_scenario_file(path).name == scenario
+        except ScenarioError:
+            named = False  # reported by the check of the whole folder
+        if named:
+            args.scenario = str(path)
+            return
+
+
 def _check_scenarios(args: argparse.Namespace) -> None:
     """A scenario file named on the command line, or any file of `--scenario-dir`, that cannot be used
     stops the console before it starts (exit 3), naming the file and the key."""
+    _scenario_from_folder(args)
     scenario = getattr(args, "scenario", None)
     folder = getattr(args, "scenario_dir", None)
     if scenario and Path(scenario).suffix not in {".yaml", ".yml", ".json"} and not Path(scenario).exists():
@@ -314,6 +383,7 @@ class _NdjsonSink:
 async def _run(args: argparse.Namespace) -> int:
     from console.wiring import open_run_environment
 
+    _scenario_from_folder(args)
     env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)
     for handler in logging.getLogger().handlers:
         handler.addFilter(env.redactor.logging_filter())  # configured secret values, exactly
@@ -351,9 +421,12 @@ async def _run(args: argparse.Namespace) -> int:
         from console.render_text import render_result
 
         text = env.redactor.text(render_result(result, model_label=env.model_label))
-    if events is not None and events.failure is not None and events.stream is sys.stdout:
-        _silence_stdout()  # stdout itself is closed: nothing more can be shown
-        raise StdoutClosed(result.exit_code)
+    if events is not None and events.stream is sys.stdout:
+        if events.failure is not None:
+            _silence_stdout()  # stdout itself is closed: nothing more can be shown
+            raise StdoutClosed(result.exit_code)
+        _print_err(text)  # stdout carries exactly one format: the NDJSON events
+        return result.exit_code
     _print_out(text, result.exit_code)
     if events is not None and events.failure is not None:
         error(

@@ -17,7 +17,7 @@ def add_demo_parser(subparsers: Any) -> None:
     demo = subparsers.add_parser("demo", help="demo data helpers")
     demo_sub = demo.add_subparsers(dest="demo_command", required=True)
     load = demo_sub.add_parser("load-mysql", help="load the demo incident database into [mysql] dsn")
-    load.add_argument("--config", type=Path)
+    load.add_argument("--config", type=Path, help="TOML configuration file (for [mysql])")
     load.add_argument("--database", help="target database (default: the DSN's database)")
 
 

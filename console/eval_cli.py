@@ -32,7 +32,7 @@ def add_eval_parser(subparsers: Any) -> None:
         "--case", action="append", dest="only", metavar="NAME", help="run only this case (repeatable)"
     )
     ev.add_argument("--repeat", type=_repeat, default=1, help=f"runs per case (1..{MAX_REPEAT}, default 1)")
-    ev.add_argument("--config", type=Path)
+    ev.add_argument("--config", type=Path, help="TOML configuration file (the model under evaluation)")
     ev.add_argument("--out", type=Path, help="report folder (default: eval-<UTC time> in the current folder)")
     ev.add_argument("--audit-db", type=Path, help="audit file of the eval runs (default: <out>/audit.db)")
 

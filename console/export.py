@@ -145,13 +145,15 @@ def run_markdown(record: RunRecord, exported_at: str) -> str:
         lines += ["## Why there is no Draft", "", f"Stop reason: `{result.get('stop_reason')}`."]
         if result.get("failure"):
             lines.append(f"Failure: `{json.dumps(result['failure'], ensure_ascii=False)}`.")
+            if isinstance(result["failure"], dict) and result["failure"].get("detail"):
+                lines += ["", f"Why: {result['failure']['detail']}"]
         lines.append("")
     progress = result.get("progress")
     if progress is not None:
         lines += [
             "## Progress snapshot",
             "",
-            f"stop_required: {progress.get('stop_required')} · "
+            f"stop_required: {'yes' if progress.get('stop_required') else 'no'} · "
             f"saturation: {progress.get('saturation') or '—'}",
             "",
             "| call | tool | status | evaluation |",

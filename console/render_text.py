@@ -19,8 +19,11 @@ def _render(result: ExecutionResult, model_label: str) -> str:
         f"usage: {result.usage.model_calls} model calls, {result.usage.total_tokens} tokens",
     ]
     if result.failure is not None:
-        extra = result.failure.violation or result.failure.detail
-        lines.append(f"failure: {result.failure.code}" + (f" ({extra})" if extra else ""))
+        failure = result.failure
+        code = failure.violation or failure.cause
+        lines.append(f"failure: {failure.code}" + (f" ({code})" if code else ""))
+        if failure.detail:
+            lines.append(f"why: {failure.detail}")
     draft = result.draft
     if draft is not None:
         lines.append("")
@@ -42,7 +45,8 @@ def _render(result: ExecutionResult, model_label: str) -> str:
         lines.append("")
         sat = f", saturation {result.progress.saturation}" if result.progress.saturation else ""
         checks = len(result.progress.checks)
-        lines.append(f"progress: {checks} checks, stop_required={result.progress.stop_required}{sat}")
+        stop_required = "yes" if result.progress.stop_required else "no"
+        lines.append(f"progress: {checks} checks, stop required: {stop_required}{sat}")
         for check in result.progress.checks:
             lines.append(
                 f"  - {check.tool_call_id} {check.tool}: {check.evidence_status} {check.evaluation or ''}"

@@ -122,6 +122,8 @@ def test_show_renders_the_timeline(cli: Cli) -> None:
     assert code == 0
     assert "run-mid" in out and "session sess-b" in out and "DRAFT / COMPLETED" in out
     assert "2 model calls, 1720 tokens (1600 prompt + 120 completion)" in out
+    assert "\nmodel     scripted:demo\n" in out
+    assert "\nlimits    6 model calls, 20000 tokens, 60 s, 1000 run bytes" in out
     body = out.split("\n\n", 1)[1].splitlines()
     kinds = [line[14:].split()[0] for line in body if not line.startswith(" ")]
     assert kinds == ["round", "call-1", "call-2", "round", "call-3", "protocol", "protocol"]
@@ -198,7 +200,7 @@ def test_invocations_table_and_limit(cli: Cli) -> None:
     assert code == 0 and lines[0].split()[:4] == ["STARTED", "RUN", "CALL", "TOOL"]
     assert len(lines) == 4 and lines[-1].startswith("-- more: --cursor")
     assert "POLICY_REJECTED" in lines[1] and "query_mysql" in lines[1]
-    code, out, _ = cli("invocations", "--tool", "nothing")
+    code, out, _ = cli("invocations", "--run", "no-such-run")  # a valid filter matching nothing
     assert (code, out) == (0, "(none)\n")
 
 

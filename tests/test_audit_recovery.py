@@ -255,7 +255,9 @@ def make_v1_file(path: Path) -> None:
 def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
     make_v1_file(db_path)
     with AuditStore(db_path) as store:
-        assert store.schema_version == len(store_module.MIGRATIONS) == 3
+        assert store.schema_version == len(store_module.MIGRATIONS) == 4
+        # Runs recorded before v4 did not keep their model or limits: NULL, never invented.
+        assert {(r["model"], r["max_model_calls"]) for r in store.list_runs()} == {(None, None)}
         # Rounds recorded before usage could be estimated were reported by their provider.
         assert [r["usage_estimated"] for r in store.list_model_rounds("old-done")] == [0]
         browser = AuditBrowser(store)

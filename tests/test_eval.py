@@ -114,7 +114,11 @@ async def test_scores_against_a_model_server(tmp_path: Path) -> None:
     assert (evidence.rounds_max, evidence.rounds_mean) == (2, 1.5)
     runs = {(r.case, r.repetition): r for r in report.runs}
     assert runs[("evidence", 0)].cited_tools == ["query_logs"]
-    assert runs[("evidence", 1)].failure == {"code": "INVALID_DRAFT", "violation": "NOT_A_JSON_OBJECT"}
+    assert runs[("evidence", 1)].failure == {
+        "code": "INVALID_DRAFT",
+        "violation": "NOT_A_JSON_OBJECT",
+        "detail": "no JSON object: the text is prose",
+    }
 
 
 @pytest.mark.parametrize(

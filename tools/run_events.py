@@ -69,6 +69,16 @@ class ProtocolThresholds(TypedDict):
     max_protocol_violations: int
 
 
+class RejectedInput(TypedDict):
+    """What a run rejected before it started was given: it emits no `run_started`, yet the audit keeps
+    its (redacted, bounded) query, model label and limits so a trainer can show what was rejected."""
+
+    query: str | None  # cut to the query byte limit; None: the query was not text
+    model: str | None
+    limits: RunLimits
+    protocol: ProtocolThresholds
+
+
 class ProtocolState(TypedDict):
     """The progress protocol's counters and thresholds for the operator (never shown to the model)."""
 
@@ -122,6 +132,8 @@ class RunEventBase:
     # Filled in per class below: the JSON keys in contract order, and the keys left out when None.
     wire_keys: ClassVar[tuple[str, ...]] = ()
     omitted_when_none: ClassVar[frozenset[str]] = frozenset()
+    # Fields for in-process sinks only (the audit), never part of the event's JSON object.
+    off_wire: ClassVar[frozenset[str]] = frozenset()
 
     def to_wire(self) -> JsonObject:
         """The event's JSON object, exactly as `--events` writes it."""
@@ -261,6 +273,10 @@ class RunFinished(RunEventBase):
     outcome: Outcome
     stop_reason: StopReason
     result: JsonObject  # the execution result's JSON object
+    # A rejected run only: its input, for the audit. Off the wire, so the JSON stays the contract's.
+    rejected_input: RejectedInput | None = None
+
+    off_wire: ClassVar[frozenset[str]] = frozenset({"rejected_input"})
 
 
 if TYPE_CHECKING:
@@ -291,7 +307,9 @@ EVENT_CLASSES: dict[EventType, type[RunEvent]] = {
 _KNOWN_TYPES = frozenset(EventType)
 _ENVELOPE = ("type", "run_id", "session_id", "seq", "at")
 for _cls in EVENT_CLASSES.values():
-    _cls.wire_keys = _ENVELOPE + tuple(f.name for f in fields(_cls) if f.name not in _ENVELOPE)
+    _cls.wire_keys = _ENVELOPE + tuple(
+        f.name for f in fields(_cls) if f.name not in _ENVELOPE and f.name not in _cls.off_wire
+    )
 Mapping.register(RunEventBase)
 
 

@@ -23,6 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from console.host import ConsoleHost
+from console.run_setup import run_limits, run_setup_text
 from console.safe_text import neutralize
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
@@ -74,12 +75,17 @@ def _elapsed_s(started: str | None, finished: str | None) -> float | None:
         return None
 
 
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 def timeline_events(timeline: RunTimeline) -> list[RunEvent]:
     """The run events an audited run would have produced, as far as the audit recorded them."""
     run = timeline.run
     ids = (str(run["run_id"]), str(run.get("session_id")))
     seq = itertools.count(1)
     events: list[RunEvent] = []
+    limits = run_limits(run)
     if run.get("started_at"):
         events.append(
             RunStarted(
@@ -88,7 +94,8 @@ def timeline_events(timeline: RunTimeline) -> list[RunEvent]:
                 run["started_at"],
                 query=run.get("query") or "",
                 previous_turn=None,
-                model=None,
+                model=_text_or_none(run.get("model")),
+                limits=limits,
             )
         )
     for entry in timeline.entries:
@@ -148,18 +155,18 @@ def timeline_events(timeline: RunTimeline) -> list[RunEvent]:
                 *ids,
                 next(seq),
                 run.get("finished_at") or "",
-                model_calls={"used": run.get("model_calls"), "limit": None},
+                model_calls={"used": run.get("model_calls"), "limit": limits and limits["max_model_calls"]},
                 tokens={
                     "used": run.get("total_tokens"),
-                    "limit": None,
+                    "limit": limits and limits["max_total_tokens"],
                     "estimated": any(
                         e.kind == "model_round" and e.data.get("usage_estimated") for e in timeline.entries
                     ),
                 },
-                run_bytes={"used": None, "limit": None},
+                run_bytes={"used": None, "limit": limits and limits["max_run_bytes"]},
                 deadline={
                     "elapsed_s": _elapsed_s(run.get("started_at"), run.get("finished_at")),
-                    "limit_s": None,
+                    "limit_s": limits and limits["deadline_s"],
                 },
                 exhausted=None,
             )
@@ -224,6 +231,10 @@ class ReplayScreen(Screen[None]):
         view.reset(state)
         view.sync()
         query.update(Text.assemble(("query ", "bold"), neutralize(str(timeline.run.get("query") or "—"))))
+        model, limits = run_setup_text(timeline.run)
+        status = self.query_one(StatusBar)
+        status.model = model if model != "not recorded" else "not recorded in the audit"
+        status.set_activity(f"replay, no observations or counters  │  limits: {limits}")
         if self.focus_call is not None and view.timeline.jump_to(self.focus_call):
             view.show_detail(("call", self.focus_call))
         view.timeline.focus()

@@ -89,6 +89,7 @@ class RoundRow:
     usage_estimated: bool = False  # the provider reported no usable usage: counts are estimates
     tool_call_ids: list[str] = field(default_factory=list)
     has_text: bool = False
+    unanswered: bool = False  # the run ended (e.g. cancelled) while this round waited for the model
     events: list[RunEvent] = field(default_factory=list)
 
 
@@ -162,7 +163,8 @@ class RunState:
     @property
     def round_in_flight(self) -> int | None:
         for number in reversed(self.rounds):
-            if not self.rounds[number].finished:
+            row = self.rounds[number]
+            if not row.finished and not row.unanswered:
                 return number
         return None
 
@@ -234,7 +236,8 @@ class RunState:
         self._changes.header = True
 
     def _limits(self, event: RunStarted) -> None:
-        """Gauges and counters start from the run's limits; an audit replay has none and shows none."""
+        """Gauges and counters start from the run's limits. An audit replay has the limits (schema v4)
+        but not the counters, so it starts the gauges and leaves the protocol panel unrecorded."""
         limits: Mapping[str, Any] = event.limits or {}
         self.budget = {
             "model_calls": _gauge(0, limits.get("max_model_calls")),
@@ -243,7 +246,10 @@ class RunState:
             "run_bytes": _gauge(0, limits.get("max_run_bytes")),
             "exhausted": None,
         }
-        protocol: Mapping[str, Any] = event.protocol or {}
+        if event.protocol is None:
+            self._changes.header = self._changes.budget = True
+            return  # thresholds without counters would read as a clean protocol record
+        protocol: Mapping[str, Any] = event.protocol
         self.protocol = {
             "pending_tool_call_id": None,
             "consecutive_no_gain": 0,
@@ -407,6 +413,10 @@ class RunState:
 
     def _run_finished(self, event: RunFinished) -> None:
         self._settle_requested_calls()
+        for row in self.rounds.values():
+            if not row.finished and not row.unanswered:
+                row.unanswered = True  # no model reply will come: the round must stop saying it waits
+                self._changes.rounds.add(row.number)
         result = event.result or {}
         self.result = {"outcome": event.outcome, "stop_reason": event.stop_reason, **result}
         entry = Entry("finish", None)

@@ -71,11 +71,10 @@ def duration_text(ms: int | None, show_timings: bool) -> str:
     return f"{ms} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
 
 
-def round_label(row: RoundRow, show_timings: bool, run_ended: bool = False) -> Text:
-    """`run_ended`: the run is over, so a round without a reply was cut off, not awaited."""
+def round_label(row: RoundRow, show_timings: bool) -> Text:
     label = Text.assemble((f"round {row.number}", "bold"))
     if not row.finished:
-        if run_ended:
+        if row.unanswered:
             label.append("  no reply: the run ended first", style="dim")
         else:
             label.append("  waiting for the model…", style="italic cyan")
@@ -221,7 +220,7 @@ class Timeline(ScrollView, can_focus=True):
         state = self.state
         kind, value = row.data
         if kind == "round":
-            return round_label(state.rounds[value], self.show_timings, state.result is not None)
+            return round_label(state.rounds[value], self.show_timings)
         if kind == "call":
             return call_label(state.calls[value], self.show_timings, width)
         if kind == "note":
@@ -265,8 +264,6 @@ class Timeline(ScrollView, can_focus=True):
                     rebuild = True  # a note came in between: the call goes under its round
         touched: list[TimelineKey] = [("round", number) for number in changes.rounds]
         touched += [("call", tool_call_id) for tool_call_id in changes.calls]
-        if changes.result:  # rounds cut off by the run's end say so
-            touched += [("round", n) for n, r in state.rounds.items() if not r.finished]
         top, height = self.scroll_offset.y, self.size.height
         for key in touched:
             changed = self._rows.get(key)

@@ -15,6 +15,7 @@ from console.screens.audit import PAGE_SIZE, AuditScreen, PagedTable
 from console.screens.replay import ReplayScreen, timeline_events
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
+from console.widgets.status_bar import StatusBar
 from tests.support.console import SIZE, engine_ready, make_app
 from tests.support.recorded import T0, fill_audit, pinned
 
@@ -93,6 +94,11 @@ async def test_enter_replays_a_run_in_the_run_widgets(tmp_path: Path, recorded_r
         await until(pilot, lambda: view.state.result is not None)
         state = view.state
         assert state.outcome == "DRAFT" and list(state.calls) == ["call-1", "call-2", "call-3"]
+        # The audit (v4) recorded which model ran and within which limits: the replay says so.
+        status = app.screen.query_one(StatusBar)
+        assert status.model == state.model == "scripted: evidence-backed-diagnosis"
+        assert "limits: 8 model calls, 64000 tokens, 300 s" in status.activity
+        assert state.budget is not None and state.budget["model_calls"] == {"used": 4, "limit": 8}
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, AuditScreen)
@@ -113,6 +119,10 @@ def test_a_replayed_run_matches_the_live_run_except_what_the_audit_does_not_keep
         replay.apply_all(timeline_events(timeline))
 
         assert replay.result == live.result, name
+        assert replay.model == live.model, name  # None only for a run rejected before it started
+        for gauge in ("model_calls", "tokens", "run_bytes") if live.model is not None else ():
+            assert replay.budget is not None and live.budget is not None
+            assert replay.budget[gauge]["limit"] == live.budget[gauge]["limit"] is not None, name
         assert [e.kind for e in replay.entries] == [e.kind for e in live.entries], name
         assert replay.rounds.keys() == live.rounds.keys(), name
         for number, row in live.rounds.items():

@@ -90,22 +90,51 @@ async def test_supported_draft_at_the_byte_limit_is_returned_and_one_byte_more_f
 
     assert (accepted.outcome, accepted.stop_reason) == ("DRAFT", "COMPLETED")
     assert (rejected.outcome, rejected.stop_reason, rejected.draft) == ("FAILED", "DRAFT_TOO_LARGE", None)
-    assert rejected.to_json_dict()["failure"] == {"code": "DRAFT_TOO_LARGE", "violation": "DRAFT_TOO_LARGE"}
+    assert rejected.to_json_dict()["failure"] == {
+        "code": "DRAFT_TOO_LARGE",
+        "violation": "DRAFT_TOO_LARGE",
+        "detail": f"the text is {limit} UTF-8 bytes; the limit is {limit - 1}",
+    }
     assert too_large.generator.calls == 1
 
 
 @pytest.mark.parametrize(
-    ("wrap", "violation"),
+    ("wrap", "violation", "detail"),
     [
-        pytest.param(lambda j: f"```json\n{j}\n```", "NOT_A_JSON_OBJECT", id="markdown-fence"),
-        pytest.param(lambda j: f"以下是诊断结果：\n{j}", "NOT_A_JSON_OBJECT", id="explanatory-prefix"),
-        pytest.param(lambda j: f"Here is the draft: {j}", "NOT_A_JSON_OBJECT", id="english-prefix"),
-        pytest.param(lambda j: f"{j}\n以上是我的诊断。", "MALFORMED_JSON", id="explanatory-suffix"),
-        pytest.param(lambda j: f"{j}\n```", "MALFORMED_JSON", id="trailing-fence"),
+        pytest.param(
+            lambda j: f"```json\n{j}\n```",
+            "NOT_A_JSON_OBJECT",
+            "starts with a Markdown code fence",
+            id="markdown-fence",
+        ),
+        pytest.param(
+            lambda j: f"以下是诊断结果：\n{j}",
+            "NOT_A_JSON_OBJECT",
+            "prose before the JSON object",
+            id="explanatory-prefix",
+        ),
+        pytest.param(
+            lambda j: f"Here is the draft: {j}",
+            "NOT_A_JSON_OBJECT",
+            "prose before the JSON object",
+            id="english-prefix",
+        ),
+        pytest.param(
+            lambda j: f"{j}\n以上是我的诊断。",
+            "MALFORMED_JSON",
+            "text after the JSON object (line 2, column 1)",
+            id="explanatory-suffix",
+        ),
+        pytest.param(
+            lambda j: f"{j}\n```",
+            "MALFORMED_JSON",
+            "a Markdown code fence after the JSON object",
+            id="trailing-fence",
+        ),
     ],
 )
 async def test_model_returns_prose_around_json(
-    wrap: Callable[[str], str], violation: str, agent_runs: list[Agent]
+    wrap: Callable[[str], str], violation: str, detail: str, agent_runs: list[Agent]
 ) -> None:
     valid = as_text(draft("连接池耗尽。", [finding("连接获取超时。", "t-01")]))
     logs = RecordingAdapter(answer=found(LOG_DATA))
@@ -121,7 +150,11 @@ async def test_model_returns_prose_around_json(
     result = await h.run()
 
     assert (result.outcome, result.stop_reason, result.draft) == ("FAILED", "INVALID_DRAFT", None)
-    assert result.to_json_dict()["failure"] == {"code": "INVALID_DRAFT", "violation": violation}
+    assert result.to_json_dict()["failure"] == {
+        "code": "INVALID_DRAFT",
+        "violation": violation,
+        "detail": detail,
+    }
     assert h.generator.calls == 2 and len(h.generator.received) == 2
     assert len(agent_runs) == 1
     assert checks(result) == [("t-01", "FOUND", None)]

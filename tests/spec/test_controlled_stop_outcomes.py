@@ -172,12 +172,22 @@ async def test_adapter_crash_is_a_tool_error_not_a_framework_failure() -> None:
 
 
 INVALID_FINALS = [
-    pytest.param("", "EMPTY_OUTPUT", id="empty"),
-    pytest.param(None, "EMPTY_OUTPUT", id="no-text"),
-    pytest.param("  \n ", "EMPTY_OUTPUT", id="blank"),
-    pytest.param('{"conclusion": null, "analysis": [', "MALFORMED_JSON", id="truncated"),
-    pytest.param('["t-01"]', "NOT_A_JSON_OBJECT", id="array"),
-    pytest.param(as_text({**draft(), "confidence": "LEAKED-MARKER"}), "SCHEMA_MISMATCH", id="extra-key"),
+    pytest.param("", "EMPTY_OUTPUT", "the text is empty", id="empty"),
+    pytest.param(None, "EMPTY_OUTPUT", "the model's last round returned no text", id="no-text"),
+    pytest.param("  \n ", "EMPTY_OUTPUT", "the text is blank", id="blank"),
+    pytest.param(
+        '{"conclusion": null, "analysis": [',
+        "MALFORMED_JSON",
+        "the JSON object is cut off before its end (expecting value)",
+        id="truncated",
+    ),
+    pytest.param('["t-01"]', "NOT_A_JSON_OBJECT", "starts with `[`: a JSON array, not an object", id="array"),
+    pytest.param(
+        as_text({**draft(), "confidence": "LEAKED-MARKER"}),
+        "SCHEMA_MISMATCH",
+        "unknown key `confidence` at the top level",
+        id="extra-key",
+    ),
     pytest.param(
         as_text(
             {
@@ -186,22 +196,29 @@ INVALID_FINALS = [
             }
         ),
         "SCHEMA_MISMATCH",
+        "`analysis[0]`: FINDING needs a non-empty list of tool call IDs",
         id="finding-without-ids",
     ),
     pytest.param(
         '{"conclusion": null, "conclusion": "LEAKED-MARKER", "analysis": [], "action_plan": [],'
         ' "recommendations": [], "limitations": {"checked_scope": [], "missing_info": []}}',
         "DUPLICATE_KEY",
+        "duplicate key `conclusion`",
         id="duplicate-key",
     ),
     pytest.param(
-        as_text(draft(None, [finding("LEAKED-MARKER", "t-77")])), "UNKNOWN_CITATION", id="unknown-id"
+        as_text(draft(None, [finding("LEAKED-MARKER", "t-77")])),
+        "UNKNOWN_CITATION",
+        "analysis[0] cites t-77, which is not a tool call of this run",
+        id="unknown-id",
     ),
 ]
 
 
-@pytest.mark.parametrize(("text", "violation"), INVALID_FINALS)
-async def test_invalid_final_draft_after_verified_checks(text: str | None, violation: str) -> None:
+@pytest.mark.parametrize(("text", "violation", "detail"), INVALID_FINALS)
+async def test_invalid_final_draft_after_verified_checks(
+    text: str | None, violation: str, detail: str
+) -> None:
     logs = RecordingAdapter(answer=found(LOG_DATA))
     kb = RecordingAdapter(answer=empty())
     h = harness(
@@ -217,7 +234,12 @@ async def test_invalid_final_draft_after_verified_checks(text: str | None, viola
     result = await h.run()
 
     assert (result.outcome, result.stop_reason, result.draft) == ("FAILED", "INVALID_DRAFT", None)
-    assert result.to_json_dict()["failure"] == {"code": "INVALID_DRAFT", "violation": violation}
+    # Why, as safe metadata: where and what, never the refused text.
+    assert result.to_json_dict()["failure"] == {
+        "code": "INVALID_DRAFT",
+        "violation": violation,
+        "detail": detail,
+    }
     assert result.progress is not None
     assert result.progress.model_dump() == {
         "checks": [
@@ -244,8 +266,10 @@ async def test_invalid_final_draft_after_verified_checks(text: str | None, viola
     assert_single_finish(h, result)
 
 
-@pytest.mark.parametrize(("text", "violation"), INVALID_FINALS)
-async def test_invalid_final_draft_without_verified_checks(text: str | None, violation: str) -> None:
+@pytest.mark.parametrize(("text", "violation", "detail"), INVALID_FINALS)
+async def test_invalid_final_draft_without_verified_checks(
+    text: str | None, violation: str, detail: str
+) -> None:
     h = harness(
         scenario(
             text_round(text),
@@ -256,7 +280,12 @@ async def test_invalid_final_draft_without_verified_checks(text: str | None, vio
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("FAILED", "INVALID_DRAFT")
-    assert result.to_json_dict()["failure"] == {"code": "INVALID_DRAFT", "violation": violation}
+    # Why, as safe metadata: where and what, never the refused text.
+    assert result.to_json_dict()["failure"] == {
+        "code": "INVALID_DRAFT",
+        "violation": violation,
+        "detail": detail,
+    }
     # Nothing is fabricated: no Draft (not even a no-conclusion one) and no progress.
     assert result.draft is None and result.progress is None
     assert h.generator.calls == 1 and len(h.generator.received) == 1

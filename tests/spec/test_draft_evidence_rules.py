@@ -63,17 +63,21 @@ def evidence_run(final: dict[str, Any]) -> Any:
     )
 
 
-async def assert_rejected(h: Any, violation: str) -> None:
+async def assert_rejected(h: Any, violation: str, detail: str) -> None:
     result = await h.run()
     assert (result.outcome, result.stop_reason, result.draft) == ("FAILED", "INVALID_DRAFT", None)
-    assert result.to_json_dict()["failure"] == {"code": "INVALID_DRAFT", "violation": violation}
+    assert result.to_json_dict()["failure"] == {
+        "code": "INVALID_DRAFT",
+        "violation": violation,
+        "detail": detail,
+    }
     assert h.generator.calls == 3  # no repair round
     assert checks(result) == [("t-01", "FOUND", "GAINED"), ("t-02", "EMPTY", None), ("t-03", "ERROR", None)]
 
 
 # ------------------------------------------------------------------ item 9
 @pytest.mark.parametrize(
-    "final",
+    ("final", "detail"),
     [
         pytest.param(
             draft(
@@ -81,20 +85,23 @@ async def assert_rejected(h: Any, violation: str) -> None:
                 [finding("日志显示连接获取超时。", "t-01"), finding("MySQL 查询确认了锁等待。", "t-03")],
                 missing=["锁等待详情"],
             ),
+            "analysis[1] cites t-03, which returned ERROR",
             id="conclusion-with-one-finding-on-an-unavailable-call",
         ),
         pytest.param(
             draft(None, [finding("runbook 说明了锁等待。", "t-02")], missing=["锁等待详情"]),
+            "analysis[0] cites t-02, which returned EMPTY",
             id="null-conclusion-finding-on-an-empty-call",
         ),
         pytest.param(
             draft(None, [finding("数据库锁等待。", "t-02", "t-03")], missing=["锁等待详情"]),
+            "analysis[0] cites t-02 (EMPTY), t-03 (ERROR); none returned FOUND",
             id="finding-on-empty-and-error-calls",
         ),
     ],
 )
-async def test_a_finding_must_cite_found_evidence(final: dict[str, Any]) -> None:
-    await assert_rejected(evidence_run(final), "FINDING_WITHOUT_FOUND_EVIDENCE")
+async def test_a_finding_must_cite_found_evidence(final: dict[str, Any], detail: str) -> None:
+    await assert_rejected(evidence_run(final), "FINDING_WITHOUT_FOUND_EVIDENCE", detail)
 
 
 async def test_negative_observations_may_cite_any_status_and_findings_need_one_found() -> None:
@@ -118,22 +125,29 @@ async def test_negative_observations_may_cite_any_status_and_findings_need_one_f
 
 # ------------------------------------------------------------------ item 10
 @pytest.mark.parametrize(
-    "item",
+    ("item", "field"),
     [
-        pytest.param({**finding("   ", "t-01")}, id="blank-finding-statement"),
-        pytest.param(negative("\u3000\n", ["t-02"]), id="blank-negative-statement"),
-        pytest.param(negative("没有相关条目。", "NO_EVIDENCE", scope=" \t "), id="blank-no-evidence-scope"),
-        pytest.param({**finding("日志。", "t-01"), "scope": "  "}, id="blank-finding-scope"),
+        pytest.param({**finding("   ", "t-01")}, "statement", id="blank-finding-statement"),
+        pytest.param(negative("\u3000\n", ["t-02"]), "statement", id="blank-negative-statement"),
+        pytest.param(
+            negative("没有相关条目。", "NO_EVIDENCE", scope=" \t "), "scope", id="blank-no-evidence-scope"
+        ),
+        pytest.param({**finding("日志。", "t-01"), "scope": "  "}, "scope", id="blank-finding-scope"),
     ],
 )
-async def test_statement_and_scope_are_non_blank_after_stripping(item: dict[str, Any]) -> None:
+async def test_statement_and_scope_are_non_blank_after_stripping(item: dict[str, Any], field: str) -> None:
     final = draft(None, [item], missing=["锁等待详情"])
-    await assert_rejected(evidence_run(final), "SCHEMA_MISMATCH")
+    await assert_rejected(evidence_run(final), "SCHEMA_MISMATCH", f"`analysis[0].{field}` is blank")
 
 
 # ------------------------------------------------------------------ item 11
-@pytest.mark.parametrize("missing", [[], ["  "], ["", "\n"]], ids=["empty", "blank", "blanks"])
-async def test_a_null_conclusion_says_what_is_missing(missing: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("missing", "state"),
+    [([], "is empty"), (["  "], "has only blank entries"), (["", "\n"], "has only blank entries")],
+    ids=["empty", "blank", "blanks"],
+)
+async def test_a_null_conclusion_says_what_is_missing(missing: list[str], state: str) -> None:
     final = draft(None, [negative("没有锁等待的证据。", ["t-03"])], checked=["payments 库"])
     final["limitations"]["missing_info"] = missing
-    await assert_rejected(evidence_run(final), "NULL_CONCLUSION_WITHOUT_MISSING_INFO")
+    detail = f"no conclusion, and limitations.missing_info {state}"
+    await assert_rejected(evidence_run(final), "NULL_CONCLUSION_WITHOUT_MISSING_INFO", detail)

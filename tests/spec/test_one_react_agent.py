@@ -132,7 +132,11 @@ async def test_agent_execution_fails_with_invalid_structured_output(agent_runs: 
     result = await h.run()
 
     assert (result.outcome, result.stop_reason, result.draft) == ("FAILED", "INVALID_DRAFT", None)
-    assert result.to_json_dict()["failure"] == {"code": "INVALID_DRAFT", "violation": "NOT_A_JSON_OBJECT"}
+    assert result.to_json_dict()["failure"] == {
+        "code": "INVALID_DRAFT",
+        "violation": "NOT_A_JSON_OBJECT",
+        "detail": "no JSON object: the text is prose",
+    }
     assert h.generator.calls == 2 and len(h.generator.received) == 2
     assert len(agent_runs) == 1
     assert len(logs.requests) == 1

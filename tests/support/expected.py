@@ -18,6 +18,8 @@ EXPECTED = {
     "unknown-tool": ("DRAFT", "COMPLETED", 0, []),
     "fenced-json-fails-closed": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),
     "oversized-query-rejected": ("REJECTED", "QUERY_TOO_LARGE", 2, []),
+    # The evidence-backed diagnosis with seconds of model latency per round (a trainer cancels it).
+    "slow-model-cancel": ("DRAFT", "COMPLETED", 0, ["call-1", "call-2", "call-3"]),
     # Without [mysql] configured call-1 answers UNAVAILABLE, so nothing is pending and call-2's evaluation
     # of it is a protocol violation (call-2 never runs); the scripted conclusion is refused.
     "mysql-stuck-enterprise-orders": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),

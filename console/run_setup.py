@@ -1,0 +1,46 @@
+"""The model label and limits an audited run used, as the audit recorded them (schema v4).
+
+Shared by `diagnose audit show` and the replay screen, so both say the same thing. Values come from the
+audit file, which anyone able to write it may have edited: only numbers count as limits, and text is
+neutralised before it is shown.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from console.safe_text import neutralize
+from tools.run_events import RunLimits
+
+
+def _number(value: Any) -> Any:
+    """A stored limit, if it is a number: the file may have been edited by anyone."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def run_limits(run: dict[str, Any]) -> RunLimits | None:
+    """The limits the run started with (schema v4); None for runs recorded before they were kept."""
+    values = {key: _number(run.get(key)) for key in RunLimits.__annotations__}
+    if all(value is None for value in values.values()):
+        return None
+    return cast(RunLimits, values)
+
+
+def run_setup_text(run: dict[str, Any]) -> tuple[str, str]:
+    """The model label and the limits a run used, in words, as the audit recorded them."""
+    model = neutralize(str(run["model"]), newlines=False) if run.get("model") is not None else "not recorded"
+    limits = run_limits(run)
+    if limits is None:
+        return model, "not recorded"
+    shown = {key: "—" if value is None else f"{value:g}" for key, value in limits.items()}
+    words = [
+        f"{shown['max_model_calls']} model calls",
+        f"{shown['max_total_tokens']} tokens",
+        f"{shown['deadline_s']} s",
+        f"{shown['max_run_bytes']} run bytes",
+    ]
+    protocol = [_number(run.get(key)) for key in ("max_consecutive_no_gain", "max_protocol_violations")]
+    if any(value is not None for value in protocol):
+        no_gain, violations = ("—" if v is None else str(v) for v in protocol)
+        words.append(f"saturation after {no_gain} no-gain results or {violations} protocol violations")
+    return model, ", ".join(words)
