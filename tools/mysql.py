@@ -472,17 +472,10 @@ class MysqlAdapter:
             cut, was_cut = self._cut(name)
             columns.append(cut)
             truncated = truncated or was_cut
-        rows: list[list[Any]] = []
-        for raw in result.rows[: self._max_rows]:
-            row: list[Any] = []
-            for index, value in enumerate(raw[: self._max_columns]):
-                if index in secret and value is not None:
-                    row.append(REDACTED)
-                    continue
-                cell, was_cut = self._cell(value)
-                row.append(cell)
-                truncated = truncated or was_cut
-            rows.append(row)
+        rows, cells_cut = self._project_rows(
+            result.rows[: self._max_rows], min(len(result.columns), self._max_columns), secret
+        )
+        truncated = truncated or cells_cut
         data: dict[str, Any] = {
             "columns": columns,
             "rows": rows,
@@ -493,6 +486,45 @@ class MysqlAdapter:
         if size > self._max_result_bytes:
             raise ToolError("RESULT_TOO_LARGE", "NARROW_THE_QUERY")
         return AdapterResult("FOUND" if rows else "EMPTY", data)
+
+    def _project_rows(
+        self, raw_rows: Sequence[tuple[Any, ...]], width: int, secret: set[int]
+    ) -> tuple[list[list[Any]], bool]:
+        """Rows of JSON-safe cells, converted column by column: the type dispatch happens once per column.
+
+        A column whose values are all numbers (or NULL) is taken as it is, a text column is only checked
+        for length, and only a column of mixed or unusual types goes cell by cell through `_cell`.
+        """
+        if not raw_rows:
+            return [], False
+        if any(len(raw) < width for raw in raw_rows):  # never from a server; kept exact all the same
+            width = min(len(raw) for raw in raw_rows)
+        converted: list[Sequence[Any]] = []
+        truncated = False
+        for index, values in enumerate(zip(*(raw[:width] for raw in raw_rows), strict=True)):
+            if index in secret:
+                converted.append([None if value is None else REDACTED for value in values])
+                continue
+            column, cut = self._column(values)
+            converted.append(column)
+            truncated = truncated or cut
+        if not converted:
+            return [[] for _ in raw_rows], truncated
+        return [list(row) for row in zip(*converted, strict=True)], truncated
+
+    def _column(self, values: tuple[Any, ...]) -> tuple[Sequence[Any], bool]:
+        kinds = set(map(type, values))
+        kinds.discard(type(None))
+        if kinds <= _AS_IS:
+            return values, False
+        if kinds == {str}:
+            limit = self._cell_chars
+            if all(value is None or len(value) <= limit for value in values):
+                return values, False
+        elif kinds <= _ISO_TYPES:
+            return [None if value is None else value.isoformat() for value in values], False
+        cells = [self._cell(value) for value in values]
+        return [cell for cell, _ in cells], any(cut for _, cut in cells)
 
     def _cut(self, text: str) -> tuple[str, bool]:
         if len(text) > self._cell_chars:
@@ -508,6 +540,10 @@ class MysqlAdapter:
         if value is None or isinstance(value, bool | int | float):
             return value, False
         if isinstance(value, Decimal):
+            # At most 15 significant digits survive the trip through a float exactly (DBL_DIG), so the
+            # round-trip check is needed only for longer values.
+            if value.is_finite() and len(value.as_tuple().digits) <= _DBL_DIG:
+                return float(value) if value != value.to_integral_value() else int(value), False
             if value.is_finite() and Decimal(repr(float(value))) == value:
                 return float(value) if value != value.to_integral_value() else int(value), False
             return self._cut(str(value))
@@ -520,6 +556,12 @@ class MysqlAdapter:
         if isinstance(value, set | frozenset):
             return self._cut(",".join(sorted(str(item) for item in value)))
         return self._cut(str(value))
+
+
+# Cell types a projection keeps as they are (JSON numbers and booleans) or writes as ISO 8601 text.
+_AS_IS = frozenset({int, float, bool})
+_ISO_TYPES = frozenset({datetime, date, time})
+_DBL_DIG = 15
 
 
 def _errno(exc: BaseException) -> int | None:

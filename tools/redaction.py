@@ -453,17 +453,31 @@ class Redactor:
         names = [column.get("name") if isinstance(column, dict) else column for column in columns]
         hidden = {index for index, name in enumerate(names) if _names_secret(name)}
 
+        value, text = self.value, self.text
+
         def row(cells: Any) -> Any:
             if not isinstance(cells, list | tuple):
-                return self.value(cells)
+                return value(cells)
+            # The per-cell decision is a set lookup and a type test: numbers and NULLs (most cells) cost
+            # no call at all, text goes straight to `text`.
             new = [
-                REDACTED if index in hidden and cell is not None else self.value(cell)
+                (None if cell is None else REDACTED)
+                if index in hidden
+                else text(cell)
+                if type(cell) is str
+                else cell
+                if cell is None or type(cell) in _PLAIN_SCALARS
+                else value(cell)
                 for index, cell in enumerate(cells)
             ]
             return tuple(new) if isinstance(cells, tuple) else new
 
         redacted = [row(cells) for cells in rows]
         return tuple(redacted) if isinstance(rows, tuple) else redacted
+
+
+# Values `value` returns unchanged: only a call's worth of work to skip.
+_PLAIN_SCALARS = frozenset({int, float, bool})
 
 
 def _spellings(value: str) -> set[str]:
