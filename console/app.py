@@ -3,12 +3,14 @@
 
 The first frame is painted before the engine is imported: `console.wiring` pulls in Haystack (~0.7 s),
 so the environment is opened in a thread worker after mount while the status bar says so. Nothing here
-imports the engine at module level; the import-hygiene test keeps it that way.
+imports the engine at module level, and the screens other than investigate (audit, replay, scenarios,
+help) load when first opened; the import-hygiene test keeps it that way.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -25,14 +27,11 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from console.host import ConsoleHost, ConsoleOptions
 from console.messages import EngineStatus
 from console.safe_text import neutralize
-from console.screens.audit import AuditScreen
-from console.screens.export_dialog import ExportDialog
-from console.screens.help import HelpScreen, KeySections, binding_rows
 from console.screens.investigate import InvestigateScreen
-from console.screens.replay import ReplayScreen
-from console.screens.scenarios import ScenarioChoice, ScenarioPicker
 
 if TYPE_CHECKING:
+    from console.screens.help import KeySections
+    from console.screens.scenarios import ScenarioChoice
     from console.wiring import RunEnvironment
 
 EnvFactory = Callable[[str | None], "RunEnvironment"]
@@ -63,6 +62,13 @@ class TerminalSafeFilter(LineFilter):
             Segment(neutralize(text, newlines=False, form="blank"), style, control)
             for text, style, control in segments
         ]
+
+
+def _is_audit_screen(screen: Screen[Any]) -> bool:
+    """Whether `screen` is the audit screen, without importing it: the screens other than investigate
+    load on first use, so the first frame does not pay for them (nothing can be one before that)."""
+    audit = sys.modules.get("console.screens.audit")
+    return audit is not None and isinstance(screen, audit.AuditScreen)
 
 
 class DiagnoseApp(ConsoleHost):
@@ -177,10 +183,12 @@ class DiagnoseApp(ConsoleHost):
         if action == "investigate":
             return len(self.screen_stack) > 1
         if action == "audit":
-            return not isinstance(self.screen, AuditScreen)
+            return not _is_audit_screen(self.screen)
         return True
 
     def action_help(self) -> None:
+        from console.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.key_sections()))
 
@@ -189,6 +197,8 @@ class DiagnoseApp(ConsoleHost):
             self.pop_screen()
 
     def action_audit(self) -> None:
+        from console.screens.audit import AuditScreen
+
         if any(isinstance(screen, AuditScreen) for screen in self.screen_stack):
             while not isinstance(self.screen, AuditScreen):
                 self.pop_screen()
@@ -197,6 +207,8 @@ class DiagnoseApp(ConsoleHost):
         self.push_screen(AuditScreen())
 
     def action_scenarios(self) -> None:
+        from console.screens.scenarios import ScenarioPicker
+
         if isinstance(self.screen, ScenarioPicker):
             return
         if self.investigate.running:
@@ -223,6 +235,12 @@ class DiagnoseApp(ConsoleHost):
 
     def key_sections(self) -> KeySections:
         """Every key, where it works and what it does (the help screen and the README table)."""
+        from console.screens.audit import AuditScreen
+        from console.screens.export_dialog import ExportDialog
+        from console.screens.help import binding_rows
+        from console.screens.replay import ReplayScreen
+        from console.screens.scenarios import ScenarioPicker
+
         return [
             (
                 "Everywhere",
