@@ -200,7 +200,8 @@ class DiagnosisHarnessCore:
         """
         assistant = messages[-1]
         calls = assistant.tool_calls
-        taken = self._call_ids | {c.id for c in calls if _usable_id(c.id)}
+        # The run's IDs are consulted, never copied: this round's work stays O(its own calls).
+        round_ids = {c.id for c in calls if _usable_id(c.id)}
         fixed: list[ToolCall] = []
         for position, call in enumerate(calls, start=1):
             if _usable_id(call.id):
@@ -208,13 +209,13 @@ class DiagnosisHarnessCore:
                 continue
             assigned = base = f"call-r{self.round}-{position}"
             suffix = 2
-            while assigned in taken:
+            while assigned in round_ids or assigned in self._call_ids:
                 assigned, suffix = f"{base}-{suffix}", suffix + 1
-            taken.add(assigned)
+            round_ids.add(assigned)
             if call.id:
                 self._replaced_ids.add(assigned)
             fixed.append(ToolCall(tool_name=call.tool_name, arguments=call.arguments, id=assigned))
-        self._call_ids |= {c.id for c in fixed if c.id is not None}
+        self._call_ids.update(c.id for c in fixed if c.id is not None)
         if all(new is old for new, old in zip(fixed, calls, strict=True)):
             return assistant
         rebuilt = ChatMessage.from_assistant(

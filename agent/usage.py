@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,26 +133,47 @@ def tool_bytes(tool: Any) -> int:
 
 
 class WireSizes:
-    """What a round sent, measuring each message and tool definition once per run.
+    """What a round sent, measuring each message and tool definition once per run, in O(new messages).
 
-    Every round resends the whole history, so measuring it afresh each round would cost O(rounds²);
-    messages and tools are the same objects from round to round, so their sizes are kept by identity
-    (with the object itself, so a recycled id() can never match).
+    Every round resends the whole history, so measuring it afresh each round would cost O(rounds²).
+    The Agent appends to one message list, so the history measured last round is a prefix of this
+    round's: its total is kept with its length and its first and last message (the objects
+    themselves, so a recycled id() can never match), and only the messages after it are measured.
+    Any other list (a shorter one, a replaced message at either end) is measured whole, each message
+    once by identity. `measured` counts messages measured so far (tests prove the O(round) claim).
     """
 
     def __init__(self) -> None:
         self._known: dict[int, tuple[Any, int]] = {}
+        self._prefix: tuple[int, Any, Any, int] = (0, None, None, 0)  # length, first, last, bytes
+        self._tools: tuple[tuple[Any, ...], int] = ((), 0)
+        self.measured = 0
 
-    def sent(self, messages: Iterable[Any], tools: Iterable[Any] | None) -> int:
-        return sum(self._size(m, message_bytes) for m in messages) + sum(
-            self._size(t, tool_bytes) for t in tools or []
-        )
+    def sent(self, messages: Sequence[Any], tools: Iterable[Any] | None) -> int:
+        length, first, last, size = self._prefix
+        if 0 < length <= len(messages) and messages[0] is first and messages[length - 1] is last:
+            size += sum(self._size(m, message_bytes) for m in messages[length:])
+        else:
+            size = sum(self._size(m, message_bytes) for m in messages)
+        if messages:
+            self._prefix = (len(messages), messages[0], messages[-1], size)
+        return size + self._tool_bytes(tuple(tools or ()))
+
+    def _tool_bytes(self, tools: tuple[Any, ...]) -> int:
+        known, size = self._tools
+        if len(known) == len(tools) and all(a is b for a, b in zip(known, tools, strict=True)):
+            return size
+        size = sum(self._size(t, tool_bytes) for t in tools)
+        self._tools = (tools, size)
+        return size
 
     def _size(self, item: Any, measure: Any) -> int:
         known = self._known.get(id(item))
         if known is not None and known[0] is item:
             return known[1]
         size = int(measure(item))
+        if measure is message_bytes:
+            self.measured += 1
         self._known[id(item)] = (item, size)
         return size
 

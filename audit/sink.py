@@ -1,8 +1,8 @@
 """The audit sink: turns run events into audit rows (docs/architecture.md, "Run events", "Audit").
 
-It reads the typed events of `tools.run_events`, so `audit` never imports `agent`. Each event is written
-in its own committed transaction before the emitter moves on, which is what makes a STARTED invocation
-durable before the tool runs.
+It reads the typed events of `tools.run_events`, so `audit` never imports `agent`. A STARTED invocation
+is committed before the emitter moves on (so it is durable before the tool runs), and so is the end of
+a run; the other rows ride in the next such commit (see `AuditSink`).
 """
 
 from __future__ import annotations
@@ -31,21 +31,67 @@ from tools.run_events import (
 )
 from tools.vocabulary import AUDITED_PROTOCOL_CODES, InvocationStatus, Outcome, ProtocolCode
 
-
-def _insert(db: Any, table: str, row: Mapping[str, Any]) -> None:
-    """Plain SQL on the hot path: sqlite-utils' insert reads the table schema on every call."""
-    columns = ", ".join(row)
-    db.execute(f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
-
-
-def _upsert(db: Any, table: str, row: Mapping[str, Any], pk: tuple[str, ...]) -> None:
-    columns = ", ".join(row)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in pk)
-    db.execute(
-        f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(row))}) "
-        f"ON CONFLICT ({', '.join(pk)}) DO UPDATE SET {updates}",
-        tuple(row.values()),
-    )
+# Plain SQL, spelled once: the connection's statement cache then prepares each statement once per
+# connection (sqlite-utils' insert/upsert read the table schema on every call).
+# The run's setup columns (schema v4): its model label and limits; what was not recorded is NULL.
+_SETUP_COLUMNS = (
+    "model",
+    "max_model_calls",
+    "max_total_tokens",
+    "deadline_s",
+    "max_run_bytes",
+    "max_consecutive_no_gain",
+    "max_protocol_violations",
+)
+_INSERT_RUN = (
+    "INSERT INTO runs (run_id, session_id, query, started_at, pid, pid_start, "
+    + ", ".join(_SETUP_COLUMNS)
+    + ") VALUES (?, ?, ?, ?, ?, ?"
+    + ", ?" * len(_SETUP_COLUMNS)
+    + ")"
+)
+# A rejected run had no run_started: its finish also records the (redacted, bounded) query and setup.
+_REJECTED_RUN_SETUP = (
+    "UPDATE runs SET query = ?, " + ", ".join(f"{c} = ?" for c in _SETUP_COLUMNS) + " WHERE run_id = ?"
+)
+_ROUND_STARTED = (
+    "INSERT INTO model_rounds (run_id, round, started_at, seq) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (run_id, round) DO UPDATE SET started_at = excluded.started_at, seq = excluded.seq"
+)
+# A round seen only by its finish is placed by the finish's seq; otherwise its start's seq stays.
+_ROUND_FINISHED = (
+    "INSERT INTO model_rounds (run_id, round, finished_at, prompt_tokens, completion_tokens,"
+    " tool_call_ids, has_text, duration_ms, usage_estimated, seq)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (run_id, round) DO UPDATE SET finished_at = excluded.finished_at,"
+    " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
+    " tool_call_ids = excluded.tool_call_ids, has_text = excluded.has_text,"
+    " duration_ms = excluded.duration_ms, usage_estimated = excluded.usage_estimated"
+)
+_TOOL_STARTED = (
+    "INSERT INTO invocations (run_id, tool_call_id, session_id, tool, round, status, input_json,"
+    " input_key, started_at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_TOOL_FINISHED = (
+    "UPDATE invocations SET status = ?, error_code = ?, reason = ?, projection_json = ?,"
+    " finished_at = ?, duration_ms = ?"
+    " WHERE run_id = ? AND tool_call_id = ? AND status = ?"
+)
+_EVALUATION = "UPDATE invocations SET evaluation = ? WHERE run_id = ? AND tool_call_id = ?"
+_PROTOCOL_EVENT = (
+    "INSERT INTO protocol_events (run_id, tool_call_id, code, detail_json, at, seq) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_RUN_FINISHED = (
+    "INSERT INTO runs (run_id, session_id, outcome, stop_reason, finished_at, model_calls, prompt_tokens,"
+    " completion_tokens, total_tokens, result_json, failure_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, outcome = excluded.outcome,"
+    " stop_reason = excluded.stop_reason, finished_at = excluded.finished_at,"
+    " model_calls = excluded.model_calls, prompt_tokens = excluded.prompt_tokens,"
+    " completion_tokens = excluded.completion_tokens, total_tokens = excluded.total_tokens,"
+    " result_json = excluded.result_json, failure_json = excluded.failure_json"
+)
+# A finished run never leaves an invocation looking as if it were still executing.
+_CLOSE_STARTED = "UPDATE invocations SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?"
 
 
 def _json(value: Any) -> str | None:
@@ -53,20 +99,20 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _setup_columns(
+def _setup_values(
     model: str | None, limits: Mapping[str, Any] | None, protocol: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """The run's model label and limits as `runs` columns (schema v4); what was not recorded is NULL."""
+) -> tuple[Any, ...]:
+    """The run's model label and limits in `_SETUP_COLUMNS` order; what was not recorded is NULL."""
     limits, protocol = limits or {}, protocol or {}
-    return {
-        "model": model,
-        "max_model_calls": limits.get("max_model_calls"),
-        "max_total_tokens": limits.get("max_total_tokens"),
-        "deadline_s": limits.get("deadline_s"),
-        "max_run_bytes": limits.get("max_run_bytes"),
-        "max_consecutive_no_gain": protocol.get("max_consecutive_no_gain"),
-        "max_protocol_violations": protocol.get("max_protocol_violations"),
-    }
+    return (
+        model,
+        limits.get("max_model_calls"),
+        limits.get("max_total_tokens"),
+        limits.get("deadline_s"),
+        limits.get("max_run_bytes"),
+        protocol.get("max_consecutive_no_gain"),
+        protocol.get("max_protocol_violations"),
+    )
 
 
 class AuditSink:
@@ -76,10 +122,18 @@ class AuditSink:
     rewritten), because they prove what was executed. Run and model-round rows are upserted, so a run
     that finishes without ever starting (e.g. rejected input) or a round seen only by its finish is
     still recorded.
+
+    Transactions: `run_started`, every `tool_started` and `run_finished` commit at once (a STARTED row
+    is on disk before its tool runs; a finished run is durable). Everything else is queued with
+    `AuditStore.defer` and rides in the next of those commits, so a tool round costs one commit, not
+    one per event. A crash loses at most the queued rows, which recovery reads as an interrupted run.
     """
 
     def __init__(self, store: AuditStore) -> None:
         self._store = store
+        # Invocations this sink committed as STARTED and has not seen finish: their finish can be queued,
+        # because the row it must match is known to exist. Any other finish is checked at once.
+        self._open: set[tuple[str, str]] = set()
 
     def __call__(self, event: RunEvent | Mapping[str, Any]) -> None:
         """Record one event: a typed event from the emitter, or an event's JSON object (validated first)."""
@@ -93,7 +147,7 @@ class AuditSink:
             case RunStarted():
                 self._run_started(typed)
             case ModelRoundStarted():
-                self._model_round_started(typed)
+                self._store.defer(_ROUND_STARTED, (typed.run_id, typed.round, typed.at, typed.seq))
             case ModelRoundFinished():
                 self._model_round_finished(typed)
             case ToolStarted():
@@ -108,23 +162,12 @@ class AuditSink:
                 pass  # gauges are operator views; the run row keeps the final usage
 
     def _run_started(self, event: RunStarted) -> None:
-        row = {
-            "run_id": event.run_id,
-            "session_id": event.session_id,
-            "query": event.query,
-            "started_at": event.at,
-            # Lets recovery tell a crashed run from one still being written, even after pid reuse.
-            "pid": os.getpid(),
-            "pid_start": own_start_marker(),
-            **_setup_columns(event.model, event.limits, event.protocol),
-        }
+        # pid and its start marker let recovery tell a crashed run from one still being written.
+        setup = _setup_values(event.model, event.limits, event.protocol)
+        run = (event.run_id, event.session_id, event.query, event.at)
+        params = (*run, os.getpid(), own_start_marker(), *setup)
         with self._store.write() as db:
-            _insert(db, "runs", row)
-
-    def _model_round_started(self, event: ModelRoundStarted) -> None:
-        row = {"run_id": event.run_id, "round": event.round, "started_at": event.at, "seq": event.seq}
-        with self._store.write() as db:
-            _upsert(db, "model_rounds", row, pk=("run_id", "round"))
+            db.conn.execute(_INSERT_RUN, params)
 
     def _model_round_finished(self, event: ModelRoundFinished) -> None:
         params = (
@@ -139,34 +182,24 @@ class AuditSink:
             bool(event.usage_estimated),
             event.seq,
         )
-        # A round seen only by its finish is placed by the finish's seq; otherwise its start's seq stays.
-        with self._store.write() as db:
-            db.execute(
-                "INSERT INTO model_rounds (run_id, round, finished_at, prompt_tokens, completion_tokens,"
-                " tool_call_ids, has_text, duration_ms, usage_estimated, seq)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (run_id, round) DO UPDATE SET finished_at = excluded.finished_at,"
-                " prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,"
-                " tool_call_ids = excluded.tool_call_ids, has_text = excluded.has_text,"
-                " duration_ms = excluded.duration_ms, usage_estimated = excluded.usage_estimated",
-                params,
-            )
+        self._store.defer(_ROUND_FINISHED, params)
 
     def _tool_started(self, event: ToolStarted) -> None:
-        row = {
-            "run_id": event.run_id,
-            "tool_call_id": event.tool_call_id,
-            "session_id": event.session_id,
-            "tool": event.tool,
-            "round": event.round,
-            "status": InvocationStatus.STARTED,
-            "input_json": _json(event.input),
-            "input_key": event.input_key,
-            "started_at": event.at,
-            "seq": event.seq,
-        }
-        with self._store.write() as db:
-            _insert(db, "invocations", row)
+        params = (
+            event.run_id,
+            event.tool_call_id,
+            event.session_id,
+            event.tool,
+            event.round,
+            InvocationStatus.STARTED,
+            _json(event.input),
+            event.input_key,
+            event.at,
+            event.seq,
+        )
+        with self._store.write() as db:  # the durable commit: the queued rows ride in it
+            db.conn.execute(_TOOL_STARTED, params)
+        self._open.add((event.run_id, event.tool_call_id))
 
     def _tool_finished(self, event: ToolFinished) -> None:
         params = (
@@ -180,18 +213,17 @@ class AuditSink:
             event.tool_call_id,
             InvocationStatus.STARTED,
         )
+        unmatched = (
+            f"tool_finished for {event.tool_call_id!r} of run {event.run_id!r} matches no STARTED invocation"
+        )
+        key = (event.run_id, event.tool_call_id)
+        if key in self._open:
+            self._open.discard(key)
+            self._store.defer(_TOOL_FINISHED, params, must_match_one=unmatched)
+            return
         with self._store.write() as db:
-            cursor = db.execute(
-                "UPDATE invocations SET status = ?, error_code = ?, reason = ?, projection_json = ?,"
-                " finished_at = ?, duration_ms = ?"
-                " WHERE run_id = ? AND tool_call_id = ? AND status = ?",
-                params,
-            )
-            if cursor.rowcount != 1:
-                raise AuditStoreError(
-                    f"tool_finished for {event.tool_call_id!r} of run {event.run_id!r} "
-                    "matches no STARTED invocation"
-                )
+            if db.conn.execute(_TOOL_FINISHED, params).rowcount != 1:
+                raise AuditStoreError(unmatched)
 
     def _protocol_changed(self, event: ProtocolChanged) -> None:
         detail = event.detail or {}
@@ -200,52 +232,39 @@ class AuditSink:
                 params = (detail["evaluation"], event.run_id, detail["evaluated_tool_call_id"])
             except KeyError as exc:
                 raise AuditStoreError(f"malformed {event.code} event: missing detail {exc}") from None
-            with self._store.write() as db:
-                db.execute(
-                    "UPDATE invocations SET evaluation = ? WHERE run_id = ? AND tool_call_id = ?", params
-                )
+            self._store.defer(_EVALUATION, params)
             return
         if event.code not in AUDITED_PROTOCOL_CODES:
-            return  # operator-only codes: no transaction at all
-        row = {
-            "run_id": event.run_id,
-            "tool_call_id": event.tool_call_id,
-            "code": event.code,
-            "detail_json": _json(detail),
-            "at": event.at,
-            "seq": event.seq,
-        }
-        with self._store.write() as db:
-            _insert(db, "protocol_events", row)
+            return  # operator-only codes: nothing to write
+        self._store.defer(
+            _PROTOCOL_EVENT,
+            (event.run_id, event.tool_call_id, event.code, _json(detail), event.at, event.seq),
+        )
 
     def _run_finished(self, event: RunFinished) -> None:
         result: Mapping[str, Any] = event.result or {}
         usage: Mapping[str, Any] = result.get("usage") or {}
-        row = {
-            "run_id": event.run_id,
-            "session_id": event.session_id,
-            "outcome": event.outcome,
-            "stop_reason": event.stop_reason,
-            "finished_at": event.at,
-            "model_calls": usage.get("model_calls"),
-            "prompt_tokens": usage.get("prompt_tokens"),
-            "completion_tokens": usage.get("completion_tokens"),
-            "total_tokens": usage.get("total_tokens"),
-            "result_json": _json(result) if result else None,
-            "failure_json": _json(result.get("failure")),
-        }
-        rejected = event.rejected_input
-        if rejected is not None:  # no run_started carried these: the run was refused before it began
-            row["query"] = rejected.get("query")
-            setup = _setup_columns(rejected.get("model"), rejected.get("limits"), rejected.get("protocol"))
-            row.update(setup)
-        # A finished run never leaves an invocation looking as if it were still executing.
+        params = (
+            event.run_id,
+            event.session_id,
+            event.outcome,
+            event.stop_reason,
+            event.at,
+            usage.get("model_calls"),
+            usage.get("prompt_tokens"),
+            usage.get("completion_tokens"),
+            usage.get("total_tokens"),
+            _json(result) if result else None,
+            _json(result.get("failure")),
+        )
         closed = (
             InvocationStatus.CANCELLED if event.outcome == Outcome.CANCELLED else InvocationStatus.INTERRUPTED
         )
-        with self._store.write() as db:
-            _upsert(db, "runs", row, pk=("run_id",))
-            db.execute(
-                "UPDATE invocations SET status = ?, finished_at = ? WHERE run_id = ? AND status = ?",
-                (closed, event.at, event.run_id, InvocationStatus.STARTED),
-            )
+        self._open = {key for key in self._open if key[0] != event.run_id}
+        with self._store.write() as db:  # durable, with every row still queued for the run
+            db.conn.execute(_RUN_FINISHED, params)
+            rejected = event.rejected_input
+            if rejected is not None:  # no run_started carried these: the run was refused before it began
+                setup = _setup_values(rejected.get("model"), rejected.get("limits"), rejected.get("protocol"))
+                db.conn.execute(_REJECTED_RUN_SETUP, (rejected.get("query"), *setup, event.run_id))
+            db.conn.execute(_CLOSE_STARTED, (closed, event.at, event.run_id, InvocationStatus.STARTED))

@@ -11,6 +11,7 @@ losing it. Opening a file also closes what crashed processes left open (see `Aud
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import random
 import sqlite3
@@ -31,6 +32,8 @@ from sqlite_utils.db import NotFoundError, TransactionError
 from audit.files import UnsafeFileError, open_private, private_state_dir
 from audit.liveness import is_process_live
 from tools.vocabulary import InvocationStatus
+
+log = logging.getLogger(__name__)
 
 # A run recorded only by its finish (e.g. rejected input) has no started_at: it is listed by its finish.
 # Queries must spell this exactly as the index does for SQLite to use the index.
@@ -356,8 +359,9 @@ class PruneReport:
 class AuditStore:
     """One open audit database file.
 
-    Every write is its own short transaction committed at once, so a crash mid-run still leaves the
-    STARTED invocation on disk. WAL lets the console browse while a run writes.
+    Every write is a short transaction committed at once (WAL, synchronous=NORMAL), so a crash mid-run
+    still leaves the STARTED invocation on disk; rows that prove nothing on their own are queued with
+    `defer` and ride in the next such commit. WAL lets the console browse while a run writes.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -365,6 +369,8 @@ class AuditStore:
         # The console may write from a run worker while the UI thread reads; one lock keeps the shared
         # connection's transaction state consistent.
         self._lock = threading.RLock()
+        # Writes queued by `defer`: (sql, params, message if it must change exactly one row).
+        self._deferred: list[tuple[str, tuple[Any, ...], str | None]] = []
         checked = self._create_private_file()
         try:
             conn = sqlite3.connect(str(self.path), check_same_thread=False)
@@ -467,9 +473,39 @@ class AuditStore:
                 migration(self.db)
                 self.db.execute(f"PRAGMA user_version = {target}")
 
+    def defer(self, sql: str, params: tuple[Any, ...], *, must_match_one: str | None = None) -> None:
+        """Queue a write that needs no commit of its own: it rides in the next `write()` transaction.
+
+        Run events that prove nothing on their own (round rows, finishes, protocol rows) are written
+        this way, so a run commits once per tool call instead of once per event. Every read and
+        `close()` applies the queue first, so this connection never reads around it. If
+        `must_match_one` is given, the statement must change exactly one row, else the commit fails
+        with that message.
+        """
+        with self._lock:
+            self._deferred.append((sql, params, must_match_one))
+
+    @property
+    def deferred_writes(self) -> int:
+        """How many queued writes wait for the next commit."""
+        return len(self._deferred)
+
+    def _apply_deferred(self, conn: sqlite3.Connection) -> None:
+        pending, self._deferred = self._deferred, []  # a failed commit drops them: the run stops anyway
+        for sql, params, must_match_one in pending:
+            if conn.execute(sql, params).rowcount != 1 and must_match_one is not None:
+                raise AuditStoreError(must_match_one)
+
+    def flush(self) -> None:
+        """Commit the queued writes now (no-op when there are none)."""
+        with self._lock:
+            if self._deferred:
+                with self.write():  # inside a caller's transaction this is a savepoint: they stay queued
+                    pass
+
     @contextmanager
     def write(self) -> Iterator[sqlite_utils.Database]:
-        """One committed transaction; any database failure surfaces as `AuditStoreError`.
+        """One committed transaction, queued writes first; any failure surfaces as `AuditStoreError`.
 
         The write lock is taken at BEGIN, where waiting is safe: a deferred transaction that upgrades
         to a writer later can fail with SQLITE_BUSY that no amount of waiting resolves.
@@ -482,7 +518,18 @@ class AuditStore:
                 return
             _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
             try:
-                yield self.db
+                if self._deferred:
+                    self._apply_deferred(conn)
+                    # The queued rows are sound on their own: a failing body must not take them along.
+                    conn.execute("SAVEPOINT body")
+                    try:
+                        yield self.db
+                    except BaseException:
+                        conn.execute("ROLLBACK TO body")
+                        conn.execute("COMMIT")
+                        raise
+                else:
+                    yield self.db
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -492,6 +539,7 @@ class AuditStore:
     @contextmanager
     def read(self) -> Iterator[sqlite_utils.Database]:
         """Several queries over one consistent snapshot (a run's timeline must not mix two moments)."""
+        self.flush()
         with self._lock, self._mapped_errors("read"):
             conn = self.db.conn
             if conn.in_transaction:
@@ -513,6 +561,7 @@ class AuditStore:
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """Rows as dicts; the browse queries go through here."""
+        self.flush()
         with self._lock, self._mapped_errors("read"):
             cursor = self.db.conn.execute(sql, tuple(params))
             keys = [column[0] for column in cursor.description]
@@ -605,7 +654,13 @@ class AuditStore:
 
     def close(self) -> None:
         with self._lock:
-            self.db.close()
+            try:
+                self.flush()
+            except AuditStoreError as exc:
+                # Only rows of a run that never finished can be queued here; say so, then close anyway.
+                log.warning("audit rows queued for commit were lost on close: %s", exc)
+            finally:
+                self.db.close()
 
     def __enter__(self) -> AuditStore:
         return self

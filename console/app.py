@@ -3,12 +3,14 @@
 
 The first frame is painted before the engine is imported: `console.wiring` pulls in Haystack (~0.7 s),
 so the environment is opened in a thread worker after mount while the status bar says so. Nothing here
-imports the engine at module level; the import-hygiene test keeps it that way.
+imports the engine at module level, and the screens other than investigate (audit, replay, scenarios,
+help) load when first opened; the import-hygiene test keeps it that way.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -26,13 +28,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from console.host import ConsoleHost, ConsoleOptions
 from console.messages import EngineStatus
 from console.safe_text import neutralize
-from console.screens.audit import AuditScreen
-from console.screens.confirm_quit import ConfirmQuit
-from console.screens.export_dialog import ExportDialog
-from console.screens.help import HelpScreen, KeySections, binding_rows, key_name
 from console.screens.investigate import InvestigateScreen
-from console.screens.replay import ReplayScreen
-from console.screens.scenarios import ScenarioChoice, ScenarioPicker
 from console.widgets.budget import BudgetGauge
 from console.widgets.detail import DetailPanel
 from console.widgets.protocol import ProtocolPanel
@@ -40,6 +36,8 @@ from console.widgets.result import ResultView
 from console.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
+    from console.screens.help import KeySections
+    from console.screens.scenarios import ScenarioChoice
     from console.wiring import RunEnvironment
 
 # What f8 maximises: the panel around the focused widget.
@@ -87,6 +85,19 @@ class TerminalSafeFilter(LineFilter):
             Segment(neutralize(text, newlines=False, form="blank"), style, control)
             for text, style, control in segments
         ]
+
+
+def _is_audit_screen(screen: Screen[Any]) -> bool:
+    """Whether `screen` is the audit screen, without importing it: the screens other than investigate
+    load on first use, so the first frame does not pay for them (nothing can be one before that)."""
+    audit = sys.modules.get("console.screens.audit")
+    return audit is not None and isinstance(screen, audit.AuditScreen)
+
+
+def _is_help_screen(screen: Screen[Any]) -> bool:
+    """Whether `screen` is the help screen, without importing it (see `_is_audit_screen`)."""
+    help_module = sys.modules.get("console.screens.help")
+    return help_module is not None and isinstance(screen, help_module.HelpScreen)
 
 
 class DiagnoseApp(ConsoleHost):
@@ -209,10 +220,12 @@ class DiagnoseApp(ConsoleHost):
         if action == "investigate":
             return len(self.screen_stack) > 1
         if action == "audit":
-            return not isinstance(self.screen, AuditScreen)
+            return not _is_audit_screen(self.screen)
         return True
 
     def action_help(self) -> None:
+        from console.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.key_sections()))
 
@@ -221,6 +234,8 @@ class DiagnoseApp(ConsoleHost):
             self.pop_screen()
 
     def action_audit(self) -> None:
+        from console.screens.audit import AuditScreen
+
         if any(isinstance(screen, AuditScreen) for screen in self.screen_stack):
             while not isinstance(self.screen, AuditScreen):
                 self.pop_screen()
@@ -229,6 +244,8 @@ class DiagnoseApp(ConsoleHost):
         self.push_screen(AuditScreen())
 
     def action_scenarios(self) -> None:
+        from console.screens.scenarios import ScenarioPicker
+
         if isinstance(self.screen, ScenarioPicker):
             return
         if self.investigate.running:
@@ -264,6 +281,8 @@ class DiagnoseApp(ConsoleHost):
 
     async def action_quit(self) -> None:
         """ctrl+q: during a run, ask first (quitting cancels the run, audited CANCELLED)."""
+        from console.screens.confirm_quit import ConfirmQuit  # loads on first use, like the other screens
+
         if self.investigate.running and not isinstance(self.screen, ConfirmQuit):
             self.push_screen(ConfirmQuit(), self._quit_confirmed)
             return
@@ -275,6 +294,12 @@ class DiagnoseApp(ConsoleHost):
 
     def key_sections(self) -> KeySections:
         """Every key, where it works and what it does (the help screen and the README table)."""
+        from console.screens.audit import AuditScreen
+        from console.screens.export_dialog import ExportDialog
+        from console.screens.help import binding_rows
+        from console.screens.replay import ReplayScreen
+        from console.screens.scenarios import ScenarioPicker
+
         return [
             (
                 "Everywhere",
@@ -346,9 +371,7 @@ class DiagnoseApp(ConsoleHost):
                         getattr(investigate, f"action_{action}"),
                     )
         for title, help_text, action in app_commands:
-            if self.check_action(action, ()) is True and not (
-                action == "help" and isinstance(screen, HelpScreen)
-            ):
+            if self.check_action(action, ()) is True and not (action == "help" and _is_help_screen(screen)):
                 yield SystemCommand(
                     title, with_key(help_text, self.BINDINGS, action), getattr(self, f"action_{action}")
                 )
@@ -374,6 +397,8 @@ REPLACED_COMMANDS = {"Keys", "Maximize", "Minimize", "Screenshot"}
 
 def with_key(text: str, bindings: Iterable[BindingType], action: str) -> str:
     """`text (key)`, the key read from the binding table (no hint if no binding runs the action)."""
+    from console.screens.help import key_name
+
     for entry in bindings:
         binding = entry if isinstance(entry, Binding) else Binding(*entry)
         if binding.action == action:

@@ -236,7 +236,36 @@ def test_export_jsonl_per_invocation_and_per_run(cli: Cli, tmp_path: Path) -> No
     assert len(runs[0]["entries"]) == 7
 
 
+def _export_peak(db: Path, target: Path) -> int:
+    args = parser().parse_args(["audit", "export", "--audit-db", str(db), "--output", str(target)])
+    tracemalloc.start()
+    try:
+        assert run_audit_command(args) == 0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
+def test_export_memory_does_not_grow_with_the_export(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Streaming, shown by a ratio: four times the runs must not need four times the memory."""
+    peaks = []
+    for runs in (1_000, 4_000):
+        db, target = tmp_path / f"audit-{runs}.db", tmp_path / f"export-{runs}.jsonl"
+        populate_audit(db, runs, seed=3)
+        peaks.append(_export_peak(db, target))
+        with target.open(encoding="utf-8") as lines:
+            assert sum(1 for _ in lines) == runs
+    small, large = peaks
+    assert large < 1.5 * small + 200_000, f"peak {small:,} -> {large:,} bytes for 4x the runs: not streaming"
+    capsys.readouterr()
+
+
+@pytest.mark.long
 def test_export_streams_in_constant_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The 20,000-run version (`long`): the ratio test above covers the default suite."""
     db = tmp_path / "big.db"
     populate_audit(db, 20_000, seed=3)
     target = tmp_path / "export.jsonl"

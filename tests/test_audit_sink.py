@@ -295,3 +295,40 @@ def test_migrations_apply_forward_once(db_path: Path, monkeypatch: pytest.Monkey
         assert reopened.schema_version == shipped + 1
     assert applied == [shipped + 1]
     assert "note" in {row[1] for row in on_disk(db_path, "PRAGMA table_info(runs)")}
+
+
+def test_rows_without_a_guarantee_ride_in_the_next_durable_commit(store: AuditStore, db_path: Path) -> None:
+    """One commit per tool call: round rows wait for the STARTED row, on disk before its tool runs."""
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    sink(ev.round_started(1))
+    sink(ev.round_finished(1, ["call-1"]))
+    assert store.deferred_writes == 2
+    assert on_disk(db_path, "SELECT round FROM model_rounds") == []  # another process does not see them yet
+    sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
+    assert store.deferred_writes == 0
+    assert on_disk(db_path, "SELECT round, finished_at IS NOT NULL FROM model_rounds") == [(1, 1)]
+    assert on_disk(db_path, "SELECT status FROM invocations") == [("STARTED",)]
+
+    sink(ev.tool_finished("call-1", "lookup_knowledge", "FOUND", projection={"hits": []}))
+    assert on_disk(db_path, "SELECT status FROM invocations") == [("STARTED",)]
+    assert [i["status"] for i in store.list_invocations(RUN)] == ["FOUND"]  # reads commit the queue first
+    assert on_disk(db_path, "SELECT status FROM invocations") == [("FOUND",)]
+
+
+def test_a_failing_durable_write_keeps_the_rows_queued_before_it(store: AuditStore, db_path: Path) -> None:
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    sink(ev.round_started(1))
+    with pytest.raises(AuditStoreError):
+        sink(ev.run_started())  # the same run twice: refused
+    assert on_disk(db_path, "SELECT round FROM model_rounds") == [(1,)]
+
+
+def test_queued_rows_are_committed_on_close(db_path: Path) -> None:
+    ev = Events()
+    with AuditStore(db_path) as store:
+        sink = AuditSink(store)
+        sink(ev.run_started())
+        sink(ev.round_started(1))
+    assert on_disk(db_path, "SELECT round FROM model_rounds") == [(1,)]

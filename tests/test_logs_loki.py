@@ -11,7 +11,6 @@ import asyncio
 import gzip
 import json
 import socket
-import time
 import tracemalloc
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
@@ -331,12 +330,11 @@ async def test_http_status_maps_to_a_stable_code_without_backend_text(
 
 async def test_read_timeout_is_timeout(loki: LokiServer, make: Callable[..., LokiLogAdapter]) -> None:
     loki.reply_hang()
-    began = time.monotonic()
 
     error = await failure(make(read_timeout_s=0.3))
 
     assert (error.code, error.reason) == ("TIMEOUT", None)
-    assert time.monotonic() - began < 2
+    assert loki.hangs_ended == 0  # the client gave up; the server's 30 s hang is still going
 
 
 @pytest.fixture
@@ -416,7 +414,6 @@ async def test_fifty_megabyte_body_is_cut_at_the_byte_cap_in_bounded_memory(
 ) -> None:
     loki.reply_huge(50_000_000, chunked=chunked)
     adapter = make(max_body_bytes=2_000_000)
-    began = time.monotonic()
     tracemalloc.start()
     try:
         error = await failure(adapter)
@@ -426,7 +423,8 @@ async def test_fifty_megabyte_body_is_cut_at_the_byte_cap_in_bounded_memory(
 
     assert (error.code, error.reason) == ("RESULT_TOO_LARGE", None)
     assert peak < 8_000_000  # the cap plus a few read buffers, never the 50 MB body
-    assert time.monotonic() - began < 5
+    # The client stopped reading at the cap: the server could not hand over the rest (socket buffers).
+    assert loki.bytes_sent < 20_000_000
 
 
 async def test_body_exactly_at_the_cap_is_accepted(
@@ -450,11 +448,10 @@ async def test_cancelling_a_hanging_query_propagates(
         await asyncio.sleep(0.01)
     assert loki.requests, "the request never reached the server"
 
-    began = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - began < 1
+    assert loki.hangs_ended == 0  # cancelled at once, not after the server gave up
 
 
 # --- projection ---------------------------------------------------------------------------------

@@ -1,16 +1,14 @@
 """The three frozen evidence tools: names, business inputs and the envelope the model fills.
 
 These definitions are the whole tool surface the model ever sees. Business inputs are bounded and
-strict so an adapter never has to defend against shapes it did not ask for.
+strict so an adapter never has to defend against shapes it did not ask for. The names and limits are
+defined here; the pydantic models (`tools.input_models`) load on first use of one of their names, so
+a module that only needs a tool's name (the console's first frame) does not import pydantic.
 """
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 LOOKUP_KNOWLEDGE = "lookup_knowledge"
 QUERY_LOGS = "query_logs"
@@ -23,121 +21,38 @@ MAX_SQL_BYTES = 4000
 # reaches an observation, an event or the audit.
 MAX_TOOL_CALL_ID_CHARS = 128
 
-
-class StrictModel(BaseModel):
-    """Base for every contract model: unknown keys are errors, values are never coerced."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-# RFC 3339 date-time exactly: `datetime.fromisoformat` alone also takes ISO week dates, basic format
-# and naive times. The instant must fall in a range a log query can mean (and Loki's nanosecond
-# epoch clock can hold); year 1 or 9999 is a bad input, not a backend failure.
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})", re.ASCII)
-EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
-LATEST_INSTANT = datetime(2100, 1, 1, tzinfo=UTC)
-
-
-def _rfc3339(value: str) -> str:
-    """`YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` between 1970 and 2100; a naive time is ambiguous at 3 a.m."""
-    if not _RFC3339.fullmatch(value):
-        raise ValueError(
-            "must be an RFC 3339 timestamp like 2026-11-30T02:10:00Z or 2026-11-30T10:10:00+08:00"
-        )
-    try:
-        instant = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
-    except (ValueError, OverflowError) as exc:
-        raise ValueError("must be a valid date and time") from exc
-    if not EARLIEST_INSTANT <= instant < LATEST_INSTANT:
-        raise ValueError("must lie between 1970 and 2100")
-    return value
-
-
-def _within_bytes(limit: int):
-    def check(value: str) -> str:
-        if len(value.encode("utf-8")) > limit:
-            raise ValueError(f"must be at most {limit} UTF-8 bytes")
-        return value
-
-    return check
-
-
-def _no_control_characters(value: str | None) -> str | None:
-    if value is not None and any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValueError("must not contain control characters")
-    return value
-
-
-# "format": "date-time" lets a grammar-constrained server generate only RFC 3339 timestamps.
-Rfc3339 = Annotated[
-    str,
-    Field(min_length=1, max_length=40, json_schema_extra={"format": "date-time"}),
-    AfterValidator(_rfc3339),
-]
-
-
-class LookupKnowledgeInput(StrictModel):
-    query: Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_no_control_characters)]
-    top_k: int = Field(default=3, ge=1, le=5)
-
-
-class QueryLogsInput(StrictModel):
-    service: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control_characters)]
-    start: Rfc3339
-    end: Rfc3339
-    level: Literal["ERROR", "WARN", "INFO", "DEBUG"] | None = None
-    contains: Annotated[
-        str | None, Field(default=None, min_length=1, max_length=200), AfterValidator(_no_control_characters)
-    ] = None
-    # Small by default: each entry costs a small local model ~100-150 tokens of context.
-    limit: int = Field(default=10, ge=1, le=200)
-
-
-class QueryMysqlInput(StrictModel):
-    sql: Annotated[str, Field(min_length=1), AfterValidator(_within_bytes(MAX_SQL_BYTES))]
-    database: Annotated[str | None, Field(default=None, min_length=1, max_length=64)] = None
-
-
-BUSINESS_INPUTS: dict[str, type[StrictModel]] = {
-    LOOKUP_KNOWLEDGE: LookupKnowledgeInput,
-    QUERY_LOGS: QueryLogsInput,
-    QUERY_MYSQL: QueryMysqlInput,
-}
-
 DESCRIPTIONS: dict[str, str] = {
     LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",
     QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志。",
     QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）。",
 }
 
-
-class PreviousObservation(StrictModel):
-    """The model's judgement of the pending FOUND observation: did it move the diagnosis forward?"""
-
-    tool_call_id: str = Field(min_length=1, max_length=MAX_TOOL_CALL_ID_CHARS)
-    evaluation: Literal["GAINED", "NO_GAIN"]
-
-
 # `previous_observation` is optional (absent = null); `input` is required.
 ENVELOPE_KEYS = frozenset({"previous_observation", "input"})
 
+if TYPE_CHECKING:
+    pass
 
-def envelope_schema(tool: str) -> dict[str, Any]:
-    """JSON schema of a tool's envelope as the model sees it (docs/architecture.md, "Tool envelope")."""
-    business = BUSINESS_INPUTS[tool].model_json_schema()
-    previous = PreviousObservation.model_json_schema()
-    return {
-        "type": "object",
-        "properties": {
-            "previous_observation": {
-                "anyOf": [previous, {"type": "null"}],
-                "description": (
-                    "对待评估的 FOUND 观察（evaluation_required=true）的评估；"
-                    "没有待评估的观察时为 null 或省略。"
-                ),
-            },
-            "input": business,
-        },
-        "required": ["input"],
-        "additionalProperties": False,
+_MODEL_NAMES = frozenset(
+    {
+        "BUSINESS_INPUTS",
+        "EARLIEST_INSTANT",
+        "LATEST_INSTANT",
+        "LookupKnowledgeInput",
+        "PreviousObservation",
+        "QueryLogsInput",
+        "QueryMysqlInput",
+        "Rfc3339",
+        "StrictModel",
+        "envelope_schema",
     }
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The models and their schema, imported on first use (PEP 562)."""
+    if name in _MODEL_NAMES:
+        from tools import input_models
+
+        return getattr(input_models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,10 +12,12 @@ The connection of a killed statement is never reused.
 
 Only a bounded prefix of each value ever crosses the wire. A SELECT runs twice: first with LIMIT 0
 (`columns_sql`: the server plans it but reads no row) to learn its result columns, then wrapped as
-`WITH r(c0, c1, ...) AS (<statement>) SELECT IF(OCTET_LENGTH(c0) > B, NULL, c0),
-IF(OCTET_LENGTH(c0) > B, LEFT(c0, n), NULL), ... FROM r` over its first `max_columns + 1` columns:
-a value of at most B bytes comes whole and keeps its type (a number stays a number), a longer one comes
-as its first n characters. So one call holds at most (max_rows + 1) x (max_columns + 1) x B bytes of
+`WITH r(c0, c1, ...) AS (<statement>) SELECT ... FROM r` over its first `max_columns + 1` columns, each
+in the form its type needs (decided once per column from the probe): a number or a time comes as it is
+(its type bounds it); text as `IF(OCTET_LENGTH(c) > B, LEFT(c, n), c)`; anything else (binary data) as
+the pair `IF(OCTET_LENGTH(c) > B, NULL, c), IF(OCTET_LENGTH(c) > B, LEFT(c, n), NULL)`. A value of at
+most B bytes comes whole and keeps its type (a number stays a number), a longer one comes as its first
+n characters. So one call holds at most (max_rows + 1) x (max_columns + 1) x B bytes of
 values (101 x 31 x 804 B = 2.5 MB by default) whatever the data; without it, 100 rows of 3 MB cells
 cost 300 MB before the projection cut them. SHOW, DESCRIBE and EXPLAIN return schema metadata and are
 fetched as they are. The model only ever sees a bounded projection or a stable error code, never
@@ -38,7 +40,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import aiomysql
-from pymysql.constants import CLIENT
+from pymysql.constants import CLIENT, FIELD_TYPE
 from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
@@ -369,29 +371,36 @@ class MysqlAdapter:
             else:
                 await cur.execute(guarded.columns_sql)
                 columns = [str(column[0]) for column in cur.description or ()]
-                await cur.execute(self._capped_sql(guarded.sql, len(columns)))
-                rows = [self._uncapped(row) for row in await cur.fetchmany(self._max_rows + 1)]
+                kinds = _column_kinds(cur, self._max_columns + 1)
+                await cur.execute(self._capped_sql(guarded.sql, len(columns), kinds))
+                fetched = await cur.fetchmany(self._max_rows + 1)
+                rows = [_uncapped(row, kinds) for row in fetched] if _PAIR in kinds else list(fetched)
             await cur.execute("ROLLBACK")
         return _Rows(columns, rows)
 
-    def _capped_sql(self, sql: str, width: int) -> str:
-        """The statement wrapped so each of its first `max_columns + 1` values crosses the wire capped."""
+    def _capped_sql(self, sql: str, width: int, kinds: Sequence[int]) -> str:
+        """The statement wrapped so each of its first `max_columns + 1` values crosses the wire capped.
+
+        How, per column (`_column_kinds`): a number or a time is bounded by its type and comes as it is;
+        a text value longer than the cap comes as its first characters, in the same field (the
+        projection then cuts it and says so); any other value comes as a (whole or NULL, prefix or NULL)
+        pair, so a long one keeps its type and is known to be cut.
+        """
         names = [f"`c{index}`" for index in range(width)]
         limit, prefix = self._wire_cell_bytes, self._cell_chars + 1
-        values = ", ".join(
-            f"IF(OCTET_LENGTH({name}) > {limit}, NULL, {name}), "
-            f"IF(OCTET_LENGTH({name}) > {limit}, LEFT({name}, {prefix}), NULL)"
-            for name in names[: self._max_columns + 1]
-        )
-        return f"WITH `{_RESULT_CTE}` ({', '.join(names)}) AS ({sql}) SELECT {values} FROM `{_RESULT_CTE}`"
-
-    @staticmethod
-    def _uncapped(row: tuple[Any, ...]) -> tuple[Any, ...]:
-        """(whole value or NULL, prefix or NULL) pairs back to one value per column."""
-        return tuple(
-            _Cut(prefix) if prefix is not None else whole
-            for whole, prefix in zip(row[0::2], row[1::2], strict=True)
-        )
+        values = []
+        for name, kind in zip(names, kinds, strict=False):
+            if kind == _PLAIN:
+                values.append(name)
+            elif kind == _TEXT:
+                values.append(f"IF(OCTET_LENGTH({name}) > {limit}, LEFT({name}, {prefix}), {name})")
+            else:
+                values.append(
+                    f"IF(OCTET_LENGTH({name}) > {limit}, NULL, {name}), "
+                    f"IF(OCTET_LENGTH({name}) > {limit}, LEFT({name}, {prefix}), NULL)"
+                )
+        selected = ", ".join(values)
+        return f"WITH `{_RESULT_CTE}` ({', '.join(names)}) AS ({sql}) SELECT {selected} FROM `{_RESULT_CTE}`"
 
     async def _rolled_back(self, conn: Any, exc: MySQLError) -> bool:
         """After a server-side error the connection is intact: roll back and keep it; otherwise drop it."""
@@ -472,17 +481,10 @@ class MysqlAdapter:
             cut, was_cut = self._cut(name)
             columns.append(cut)
             truncated = truncated or was_cut
-        rows: list[list[Any]] = []
-        for raw in result.rows[: self._max_rows]:
-            row: list[Any] = []
-            for index, value in enumerate(raw[: self._max_columns]):
-                if index in secret and value is not None:
-                    row.append(REDACTED)
-                    continue
-                cell, was_cut = self._cell(value)
-                row.append(cell)
-                truncated = truncated or was_cut
-            rows.append(row)
+        rows, cells_cut = self._project_rows(
+            result.rows[: self._max_rows], min(len(result.columns), self._max_columns), secret
+        )
+        truncated = truncated or cells_cut
         data: dict[str, Any] = {
             "columns": columns,
             "rows": rows,
@@ -493,6 +495,45 @@ class MysqlAdapter:
         if size > self._max_result_bytes:
             raise ToolError("RESULT_TOO_LARGE", "NARROW_THE_QUERY")
         return AdapterResult("FOUND" if rows else "EMPTY", data)
+
+    def _project_rows(
+        self, raw_rows: Sequence[tuple[Any, ...]], width: int, secret: set[int]
+    ) -> tuple[list[list[Any]], bool]:
+        """Rows of JSON-safe cells, converted column by column: the type dispatch happens once per column.
+
+        A column whose values are all numbers (or NULL) is taken as it is, a text column is only checked
+        for length, and only a column of mixed or unusual types goes cell by cell through `_cell`.
+        """
+        if not raw_rows:
+            return [], False
+        if any(len(raw) < width for raw in raw_rows):  # never from a server; kept exact all the same
+            width = min(len(raw) for raw in raw_rows)
+        converted: list[Sequence[Any]] = []
+        truncated = False
+        for index, values in enumerate(zip(*(raw[:width] for raw in raw_rows), strict=True)):
+            if index in secret:
+                converted.append([None if value is None else REDACTED for value in values])
+                continue
+            column, cut = self._column(values)
+            converted.append(column)
+            truncated = truncated or cut
+        if not converted:
+            return [[] for _ in raw_rows], truncated
+        return [list(row) for row in zip(*converted, strict=True)], truncated
+
+    def _column(self, values: tuple[Any, ...]) -> tuple[Sequence[Any], bool]:
+        kinds = set(map(type, values))
+        kinds.discard(type(None))
+        if kinds <= _AS_IS:
+            return values, False
+        if kinds == {str}:
+            limit = self._cell_chars
+            if all(value is None or len(value) <= limit for value in values):
+                return values, False
+        elif kinds <= _ISO_TYPES:
+            return [None if value is None else value.isoformat() for value in values], False
+        cells = [self._cell(value) for value in values]
+        return [cell for cell, _ in cells], any(cut for _, cut in cells)
 
     def _cut(self, text: str) -> tuple[str, bool]:
         if len(text) > self._cell_chars:
@@ -508,6 +549,10 @@ class MysqlAdapter:
         if value is None or isinstance(value, bool | int | float):
             return value, False
         if isinstance(value, Decimal):
+            # At most 15 significant digits survive the trip through a float exactly (DBL_DIG), so the
+            # round-trip check is needed only for longer values.
+            if value.is_finite() and len(value.as_tuple().digits) <= _DBL_DIG:
+                return float(value) if value != value.to_integral_value() else int(value), False
             if value.is_finite() and Decimal(repr(float(value))) == value:
                 return float(value) if value != value.to_integral_value() else int(value), False
             return self._cut(str(value))
@@ -520,6 +565,87 @@ class MysqlAdapter:
         if isinstance(value, set | frozenset):
             return self._cut(",".join(sorted(str(item) for item in value)))
         return self._cut(str(value))
+
+
+# Cell types a projection keeps as they are (JSON numbers and booleans) or writes as ISO 8601 text.
+_AS_IS = frozenset({int, float, bool})
+_ISO_TYPES = frozenset({datetime, date, time})
+_DBL_DIG = 15
+
+
+# How a result column crosses the wire (see `MysqlAdapter._capped_sql`).
+_PLAIN, _TEXT, _PAIR = 0, 1, 2
+# Numbers, times and bits: their longest value is a few dozen bytes whatever the data.
+_BOUNDED_TYPES = frozenset(
+    {
+        FIELD_TYPE.DECIMAL,
+        FIELD_TYPE.NEWDECIMAL,
+        FIELD_TYPE.TINY,
+        FIELD_TYPE.SHORT,
+        FIELD_TYPE.LONG,
+        FIELD_TYPE.INT24,
+        FIELD_TYPE.LONGLONG,
+        FIELD_TYPE.FLOAT,
+        FIELD_TYPE.DOUBLE,
+        FIELD_TYPE.NULL,
+        FIELD_TYPE.BIT,
+        FIELD_TYPE.YEAR,
+        FIELD_TYPE.DATE,
+        FIELD_TYPE.NEWDATE,
+        FIELD_TYPE.TIME,
+        FIELD_TYPE.DATETIME,
+        FIELD_TYPE.TIMESTAMP,
+    }
+)
+_TEXT_TYPES = frozenset(
+    {
+        FIELD_TYPE.VARCHAR,
+        FIELD_TYPE.VAR_STRING,
+        FIELD_TYPE.STRING,
+        FIELD_TYPE.TINY_BLOB,
+        FIELD_TYPE.BLOB,
+        FIELD_TYPE.MEDIUM_BLOB,
+        FIELD_TYPE.LONG_BLOB,
+        FIELD_TYPE.JSON,
+        FIELD_TYPE.ENUM,
+        FIELD_TYPE.SET,
+    }
+)
+_BINARY_CHARSET = 63
+
+
+def _column_kinds(cursor: Any, width: int) -> list[int]:
+    """Each result column's wire form, decided once per column from the LIMIT 0 probe's metadata.
+
+    Text needs its character set (binary strings share text's type codes); where the driver does not
+    expose it, the column is sent as a pair, which is right for every type.
+    """
+    fields = getattr(getattr(cursor, "_result", None), "fields", None) or []
+    kinds = []
+    for index, column in enumerate((cursor.description or ())[:width]):
+        charset = getattr(fields[index], "charsetnr", None) if index < len(fields) else None
+        if column[1] in _BOUNDED_TYPES:
+            kinds.append(_PLAIN)
+        elif column[1] in _TEXT_TYPES and isinstance(charset, int) and charset != _BINARY_CHARSET:
+            kinds.append(_TEXT)
+        else:
+            kinds.append(_PAIR)
+    return kinds
+
+
+def _uncapped(row: tuple[Any, ...], kinds: Sequence[int]) -> tuple[Any, ...]:
+    """One value per column again: a (whole or NULL, prefix or NULL) pair becomes the whole or a `_Cut`."""
+    values: list[Any] = []
+    position = 0
+    for kind in kinds:
+        if kind == _PAIR:
+            whole, prefix = row[position], row[position + 1]
+            values.append(_Cut(prefix) if prefix is not None else whole)
+            position += 2
+        else:
+            values.append(row[position])
+            position += 1
+    return tuple(values)
 
 
 def _errno(exc: BaseException) -> int | None:

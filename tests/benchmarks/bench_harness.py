@@ -1,6 +1,6 @@
 """Harness overhead: the full diagnosis harness against a bare Haystack Agent on the same investigation.
 
-    python -m tests.benchmarks.bench_harness [--rounds 16] [--repeats 60] [--warmup 5]
+    python -m tests.benchmarks.bench_harness [--rounds 16 100 300] [--repeats 60] [--warmup 5] [--breakdown]
 
 Both sides replay the same scripted investigation with `ScriptedChatGenerator`: `--rounds` model rounds
 with one `lookup_knowledge` call each (distinct queries, so never DUPLICATE_CALL; every round after the
@@ -13,8 +13,11 @@ small FOUND projection immediately from memory on both sides.
 - bare: a Haystack `Agent` with the same generator and the same tool as a plain async Haystack `Tool`
   (`async_function`, awaited by Haystack 3.4's ToolInvoker), no hooks.
 
-Runs are interleaved (harness, bare, harness, bare, ...) in one event loop; medians are reported with
-the ratio (target: within 1.3x) and the harness overhead per tool round in microseconds.
+Runs are interleaved (harness, bare, harness, bare, ...) in one event loop, for each round count of the
+sweep (16, 100, 300 by default; a fresh audit file per count). Reported: medians, the ratio at the first
+count (target: within 1.3x), the harness overhead per tool round at every count (target: at most
+0.5 ms) and the per-round slope of both sides between the shortest and the longest run (target: the
+overhead per round stays flat). Exit status 1 if any target is missed.
 """
 
 from __future__ import annotations
@@ -43,6 +46,12 @@ from tools.definitions import DESCRIPTIONS, LOOKUP_KNOWLEDGE, envelope_schema
 from tools.redaction import Redactor
 
 TARGET_RATIO = 1.3
+TARGET_OVERHEAD_MS = 0.5  # harness overhead per tool round, at every count of the sweep
+SWEEP = (16, 100, 300)
+# "Flat": the overhead per round at the longest run is at most this multiple of the shortest's, plus a
+# slack for the noise of a shared machine.
+FLAT_TOLERANCE = 1.25
+FLAT_SLACK_MS = 0.05
 QUERY = "payment-service 02:10Z 起超时，支付回调大量失败"
 PROJECTION: dict[str, Any] = {
     "documents": [
@@ -244,59 +253,107 @@ def median_ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
 
 
+def repeats_for(rounds: int, repeats: int) -> int:
+    """Fewer runs for long scripts, so every count costs about the same time (at least 5)."""
+    return max(5, repeats * SWEEP[0] // max(rounds, SWEEP[0]))
+
+
+def measure(rounds: int, repeats: int, warmup: int, breakdown: bool) -> dict[str, list[float]]:
+    with tempfile.TemporaryDirectory(prefix="bench-harness-") as tmp:
+        sides = build_sides(rounds, Path(tmp), breakdown)
+        try:
+            return asyncio.run(interleaved(sides, repeats, warmup))
+        finally:
+            for side in sides.values():
+                side.close()
+
+
+def report_breakdown(samples: dict[str, list[float]], rounds: int) -> None:
+    full, bare = median_ms(samples["harness"]), median_ms(samples["bare"])
+    tools = full - median_ms(samples["harness, Tools reused"])
+    reused = median_ms(samples["harness, Tools reused"])
+    audit = reused - median_ms(samples["harness, Tools reused, no audit"])
+    redaction = median_ms(samples["harness, Tools reused, no audit"]) - median_ms(
+        samples["harness, Tools reused, no audit, no redaction"]
+    )
+    rest = median_ms(samples["harness, Tools reused, no audit, no redaction"]) - bare
+    slope_h = (full - median_ms(samples["harness, 1 tool round"])) / (rounds - 1)
+    slope_b = (bare - median_ms(samples["bare, 1 tool round"])) / (rounds - 1)
+    print("attribution of the overhead per run (differences of medians):")
+    print(f"  building the 3 frozen Tools (jsonschema check) per run  {tools:7.2f} ms")
+    print(f"  SQLite audit sink (one commit per tool call)            {audit:7.2f} ms")
+    print(f"  redaction of every event and projection                 {redaction:7.2f} ms")
+    print(f"  hooks, protocol, events, boundary (the rest)            {rest:7.2f} ms")
+    print(
+        f"marginal cost of one more tool round: harness {slope_h * 1000:.0f} us, "
+        f"bare {slope_b * 1000:.0f} us -> {(slope_h - slope_b) * 1000:.0f} us harness overhead per round"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tests.benchmarks.bench_harness", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--rounds", type=int, default=16, help="tool rounds (one call each) before the Draft")
-    parser.add_argument("--repeats", type=int, default=60, help="measured runs per side")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        nargs="+",
+        default=list(SWEEP),
+        help="tool-round counts to sweep (one call each, then the Draft); the first is the headline",
+    )
+    parser.add_argument("--repeats", type=int, default=60, help="measured runs per side at the first count")
     parser.add_argument("--warmup", type=int, default=5, help="unmeasured runs per side first")
     parser.add_argument(
         "--breakdown", action="store_true", help="also time variants that attribute the overhead (slower)"
     )
     args = parser.parse_args(argv)
     print(hardware())
-    print(f"{args.rounds} tool rounds + 1 Draft round per run, {args.repeats} interleaved runs per side")
-    with tempfile.TemporaryDirectory(prefix="bench-harness-") as tmp:
-        sides = build_sides(args.rounds, Path(tmp), args.breakdown)
-        try:
-            samples = asyncio.run(interleaved(sides, args.repeats, args.warmup))
-        finally:
-            for side in sides.values():
-                side.close()
-    harness, bare = median_ms(samples["harness"]), median_ms(samples["bare"])
-    ratio = harness / bare
-    met = ratio <= TARGET_RATIO
-    width = max(len(name) for name in samples)
-    for name, values in samples.items():
-        p90 = statistics.quantiles(values, n=10)[-1] * 1000
-        print(f"  {name:<{width}}  median {median_ms(values):8.2f} ms   p90 {p90:8.2f} ms")
-    print(
-        f"ratio {ratio:.2f}x (target <= {TARGET_RATIO}x: {'met' if met else 'MISSED'}); "
-        f"harness overhead {(harness - bare) * 1000 / args.rounds:.0f} us per tool round "
-        f"({harness - bare:.2f} ms per run / {args.rounds} rounds)"
-    )
-    if args.breakdown:
-        full = harness
-        tools = full - median_ms(samples["harness, Tools reused"])
-        audit = median_ms(samples["harness, Tools reused"]) - median_ms(
-            samples["harness, Tools reused, no audit"]
-        )
-        redaction = median_ms(samples["harness, Tools reused, no audit"]) - median_ms(
-            samples["harness, Tools reused, no audit, no redaction"]
-        )
-        rest = median_ms(samples["harness, Tools reused, no audit, no redaction"]) - bare
-        slope_h = (full - median_ms(samples["harness, 1 tool round"])) / (args.rounds - 1)
-        slope_b = (bare - median_ms(samples["bare, 1 tool round"])) / (args.rounds - 1)
-        print("attribution of the overhead per run (differences of medians):")
-        print(f"  building the 3 frozen Tools (jsonschema check) per run  {tools:7.2f} ms")
-        print(f"  SQLite audit sink (one committed write per event)       {audit:7.2f} ms")
-        print(f"  redaction of every event and projection                 {redaction:7.2f} ms")
-        print(f"  hooks, protocol, events, boundary (the rest)            {rest:7.2f} ms")
+    results: list[tuple[int, float, float]] = []
+    for index, rounds in enumerate(args.rounds):
+        repeats = repeats_for(rounds, args.repeats)
+        print(f"{rounds} tool rounds + 1 Draft round per run, {repeats} interleaved runs per side")
+        samples = measure(rounds, repeats, args.warmup, args.breakdown and index == 0)
+        width = max(len(name) for name in samples)
+        for name, values in samples.items():
+            p90 = statistics.quantiles(values, n=10)[-1] * 1000
+            print(f"  {name:<{width}}  median {median_ms(values):8.2f} ms   p90 {p90:8.2f} ms")
+        harness, bare = median_ms(samples["harness"]), median_ms(samples["bare"])
+        results.append((rounds, harness, bare))
         print(
-            f"marginal cost of one more tool round: harness {slope_h * 1000:.0f} us, "
-            f"bare {slope_b * 1000:.0f} us "
-            f"-> {(slope_h - slope_b) * 1000:.0f} us harness overhead per round"
+            f"  ratio {harness / bare:.2f}x; harness overhead {(harness - bare) * 1000 / rounds:.0f} us "
+            f"per tool round ({harness - bare:.2f} ms per run / {rounds} rounds)"
+        )
+        if args.breakdown and index == 0:
+            report_breakdown(samples, rounds)
+    return verdict(results)
+
+
+def verdict(results: list[tuple[int, float, float]]) -> int:
+    """Print the headline and the slopes; 0 only if every target is met."""
+    rounds, harness, bare = results[0]
+    ratio = harness / bare
+    overheads = [(n, (h - b) / n) for n, h, b in results]  # ms per tool round
+    worst = max(per_round for _, per_round in overheads)
+    met = ratio <= TARGET_RATIO and worst <= TARGET_OVERHEAD_MS
+    print(f"ratio {ratio:.2f}x at {rounds} rounds (target <= {TARGET_RATIO}x: ", end="")
+    print("met)" if ratio <= TARGET_RATIO else "MISSED)")
+    print(
+        "harness overhead per tool round: "
+        + ", ".join(f"{per_round * 1000:.0f} us at {n}" for n, per_round in overheads)
+        + f" (target <= {TARGET_OVERHEAD_MS * 1000:.0f} us: "
+        + ("met)" if worst <= TARGET_OVERHEAD_MS else "MISSED)")
+    )
+    if len(results) > 1:
+        (n0, h0, b0), (n1, h1, b1) = results[0], results[-1]
+        slope_h, slope_b = (h1 - h0) / (n1 - n0), (b1 - b0) / (n1 - n0)
+        first, last = overheads[0][1], overheads[-1][1]
+        flat = last <= first * FLAT_TOLERANCE + FLAT_SLACK_MS
+        met = met and flat
+        print(
+            f"per-round slope {n0}->{n1} rounds: harness {slope_h * 1000:.0f} us, "
+            f"bare {slope_b * 1000:.0f} us; "
+            f"overhead per round {first * 1000:.0f} -> {last * 1000:.0f} us "
+            f"({'flat' if flat else 'GROWS'}: target <= {FLAT_TOLERANCE}x + {FLAT_SLACK_MS * 1000:.0f} us)"
         )
     return 0 if met else 1
 

@@ -1,5 +1,8 @@
 """The first frame is painted before Haystack is imported, and nothing is printed while the app runs.
 
+Nor does the first frame pay for what it does not show: pydantic (the tool input models, the result
+contracts) and the screens other than investigate load later, on first use.
+
 Runs in a fresh interpreter: the test process has long imported Haystack.
 """
 
@@ -17,10 +20,15 @@ from console.app import DiagnoseApp
 from console.host import ConsoleOptions
 
 seen = {"after_import": "haystack" in sys.modules}
+LATER = ("pydantic", "console.screens.audit", "console.screens.replay", "console.screens.scenarios")
+
+def first_paint() -> None:
+    seen.setdefault("first_paint", "haystack" in sys.modules)
+    seen.setdefault("loaded_at_first_paint", [name for name in LATER if name in sys.modules])
 
 class Probe(DiagnoseApp):
     def on_mount(self) -> None:
-        self.call_after_refresh(lambda: seen.setdefault("first_paint", "haystack" in sys.modules))
+        self.call_after_refresh(first_paint)
 
 async def main() -> None:
     app = Probe(audit_db=Path(sys.argv[1]), options=ConsoleOptions(show_timings=False, cursor_blink=False))
@@ -63,6 +71,7 @@ def test_first_frame_before_haystack_and_a_silent_run(tmp_path: Path) -> None:
     assert seen == {
         "after_import": False,
         "first_paint": False,
+        "loaded_at_first_paint": [],
         "status_at_first_paint": "loading engine…",
         "after_run": True,
         "outcome": "DRAFT",

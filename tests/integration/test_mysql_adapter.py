@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import secrets
-import time
 from typing import Any
 
 import pytest
@@ -140,14 +139,12 @@ async def test_a_heavy_join_is_stopped_by_the_statement_time_limit(mysql_env: My
     marker = new_marker()
     adapter = mysql_env.adapter(statement_timeout_ms=500)
     try:
-        started = time.monotonic()
         with pytest.raises(ToolError) as err:
             await adapter.execute(mysql_request(slow_join(marker)))
-        elapsed = time.monotonic() - started
         assert (err.value.code, err.value.reason) == ("TIMEOUT", None)
-        assert 0.4 <= elapsed < 1.2  # the server's limit; the client's backstop would need 1.5 s
         assert await running_with_marker(mysql_env, marker) == []
-        # The server ended the statement itself; the connection is intact and goes back to the pool.
+        # The server ended the statement itself (the client's backstop kills and drops the connection):
+        # the connection is intact and goes back to the pool.
         assert adapter.pool_stats() == {"size": 1, "free": 1, "in_use": 0, "max": 4, "opened": 1}
     finally:
         await adapter.aclose()
@@ -162,12 +159,11 @@ async def test_session_settings_are_applied_on_every_checkout(
         smuggle(monkeypatch, "SET SESSION max_statement_time = 0")
         assert (await adapter.execute(mysql_request("SELECT 1"))).status == "EMPTY"
         monkeypatch.undo()
-        started = time.monotonic()
         with pytest.raises(ToolError) as err:
             await adapter.execute(mysql_request(slow_join(new_marker())))
         assert err.value.code == "TIMEOUT"
-        assert time.monotonic() - started < 1.0  # the server limit, not the client's backstop
-        assert adapter.pool_stats()["opened"] == 1
+        # The server limit, not the client's backstop (which would have killed and dropped the connection).
+        assert adapter.pool_stats() == {"size": 1, "free": 1, "in_use": 0, "max": 1, "opened": 1}
     finally:
         await adapter.aclose()
 
@@ -180,11 +176,9 @@ async def test_without_a_server_limit_the_client_kills_the_query(
     adapter = mysql_env.adapter(statement_timeout_ms=300)
     monkeypatch.setattr(adapter, "_time_limit_sql", lambda conn: "SET SESSION max_statement_time = 0")
     try:
-        started = time.monotonic()
         with pytest.raises(ToolError) as err:
             await adapter.execute(mysql_request(slow_join(marker)))
-        assert err.value.code == "TIMEOUT"
-        assert time.monotonic() - started < 5.0
+        assert err.value.code == "TIMEOUT"  # with the server limit off, only the client can have stopped it
 
         async def nothing_running() -> bool:
             return await running_with_marker(mysql_env, marker) == []
@@ -243,11 +237,9 @@ async def test_a_server_that_is_down_is_unavailable(mysql_env: MysqlTestEnv) -> 
         connect_timeout_s=2.0,
     )
     try:
-        started = time.monotonic()
         with pytest.raises(ToolError) as err:
             await adapter.execute(mysql_request("SELECT order_no FROM orders"))
         assert (err.value.code, err.value.reason) == ("UNAVAILABLE", None)
-        assert time.monotonic() - started < 3.0
         assert adapter.pool_stats()["size"] == 0
     finally:
         await adapter.aclose()

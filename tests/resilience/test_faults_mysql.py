@@ -72,7 +72,6 @@ def test_mariadb_stopped_before_the_query(
     assert_audit_consistent(audit, [result["run_id"]])
     (invocation,) = invocations(audit, result["run_id"])
     assert (invocation["status"], invocation["error_code"]) == ("ERROR", "UNAVAILABLE")
-    assert run.seconds < 5
 
 
 async def test_mariadb_stopped_during_the_query(mysql_env: MysqlTestEnv, tmp_path: Path) -> None:

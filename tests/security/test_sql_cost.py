@@ -369,3 +369,22 @@ async def test_a_hundred_3mb_cells_cost_a_few_mb_not_300(mysql_env: MysqlTestEnv
     assert all(len(body) == 200 and set(body) == {"x"} for _, body in rows)  # a prefix, cut to the cell cap
     assert [n for n, _ in rows] == list(range(1, 101))  # the statement's order survives the wrapping
     assert peak < PEAK_BOUND_BYTES, f"peak {peak / 2**20:.1f} MiB for one call"
+
+
+async def test_each_column_crosses_the_wire_in_the_form_its_type_needs(mysql_env: MysqlTestEnv) -> None:
+    """Numbers and times come as they are, long text as its prefix, long binary data as a pair (so it is
+    still known to be cut): whatever the form, the projection is the same bounded, typed one."""
+    adapter = mysql_env.adapter()
+    sql = (
+        "SELECT id, CAST('2026-01-02 03:04:05' AS DATETIME) AS d, 12.50 AS amount, note, 'short' AS short,"
+        " digest, CAST(note AS BINARY) AS long_blob FROM artifacts"
+    )
+    try:
+        result = await adapter.execute(mysql_request(sql))
+    finally:
+        await adapter.aclose()
+    ((n, d, amount, note, short, digest, long_blob),) = result.data["rows"]
+    assert (n, d, amount, short) == (1, "2026-01-02T03:04:05", 12.5, "short")
+    assert note == "x" * 200  # 5,000 characters in the table
+    assert (digest, long_blob) == ("<16 bytes>", "<more than 804 bytes>")
+    assert result.data["truncated"] is True

@@ -54,6 +54,10 @@ class LokiServer:
         self.streams: list[dict[str, Any]] = []
         self._behavior: Behavior | None = None
         self._release = threading.Event()
+        # Load-independent evidence for the client's side: hangs that ran out (or were released) and
+        # body bytes the server managed to hand to the socket.
+        self.hangs_ended = 0
+        self.bytes_sent = 0
         self._httpd = _LokiHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.loki = self
         self._thread = threading.Thread(
@@ -90,6 +94,7 @@ class LokiServer:
 
         def hang(handler: _Handler) -> None:
             self._release.wait(seconds)
+            self.hangs_ended += 1
             handler.close_connection = True
 
         self._behavior = hang
@@ -168,6 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         for part in parts:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
+            self.server.loki.bytes_sent += len(part)
         if chunked:
             self.wfile.write(b"0\r\n\r\n")
 
