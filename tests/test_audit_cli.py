@@ -269,13 +269,7 @@ def test_export_streams_in_constant_memory(tmp_path: Path, capsys: pytest.Captur
     db = tmp_path / "big.db"
     populate_audit(db, 20_000, seed=3)
     target = tmp_path / "export.jsonl"
-    args = parser().parse_args(["audit", "export", "--audit-db", str(db), "--output", str(target)])
-    tracemalloc.start()
-    try:
-        assert run_audit_command(args) == 0
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = _export_peak(db, target)
     size = target.stat().st_size
     with target.open(encoding="utf-8") as lines:
         assert sum(1 for _ in lines) == 20_000
