@@ -490,8 +490,10 @@ class AuditStore:
         """How many queued writes wait for the next commit."""
         return len(self._deferred)
 
-    def _apply_deferred(self, conn: sqlite3.Connection) -> None:
-        pending, self._deferred = self._deferred, []  # a failed commit drops them: the run stops anyway
+    @staticmethod
+    def _apply_deferred(
+        conn: sqlite3.Connection, pending: list[tuple[str, tuple[Any, ...], str | None]]
+    ) -> None:
         for sql, params, must_match_one in pending:
             if conn.execute(sql, params).rowcount != 1 and must_match_one is not None:
                 raise AuditStoreError(must_match_one)
@@ -517,9 +519,11 @@ class AuditStore:
                     yield self.db
                 return
             _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+            pending, self._deferred = self._deferred, []
+            committed = False
             try:
-                if self._deferred:
-                    self._apply_deferred(conn)
+                if pending:
+                    self._apply_deferred(conn, pending)
                     # The queued rows are sound on their own: a failing body must not take them along.
                     conn.execute("SAVEPOINT body")
                     try:
@@ -527,13 +531,20 @@ class AuditStore:
                     except BaseException:
                         conn.execute("ROLLBACK TO body")
                         conn.execute("COMMIT")
+                        committed = True
                         raise
                 else:
                     yield self.db
                 conn.execute("COMMIT")
+                committed = True
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
+                if not committed:
+                    # Rolled back: the queued rows stay queued (ahead of anything queued since), so a
+                    # failure met by a reader's flush is met again by the run's next write, which
+                    # then stops the run; no row is dropped silently.
+                    self._deferred[:0] = pending
                 raise
 
     @contextmanager

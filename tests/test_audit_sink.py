@@ -325,6 +325,39 @@ def test_a_failing_durable_write_keeps_the_rows_queued_before_it(store: AuditSto
     assert on_disk(db_path, "SELECT round FROM model_rounds") == [(1,)]
 
 
+REFUSE_ROUNDS = (
+    "CREATE TEMP TRIGGER refuse_rounds BEFORE INSERT ON model_rounds"
+    " BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+)
+
+
+def test_queued_rows_a_reader_could_not_commit_stay_queued_for_the_run(
+    store: AuditStore, db_path: Path
+) -> None:
+    """A failure met by a reader's flush (the audit screen, an export) must not drop the run's rows."""
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    sink(ev.round_started(1))
+    store.db.execute(REFUSE_ROUNDS)  # a passing failure of the file, on the store's own connection only
+    with pytest.raises(AuditStoreError, match="disk says no"):
+        store.list_runs()
+    assert store.deferred_writes == 1
+    store.db.execute("DROP TRIGGER temp.refuse_rounds")
+    sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
+    assert on_disk(db_path, "SELECT round FROM model_rounds") == [(1,)]
+
+
+def test_queued_rows_that_cannot_be_written_stop_the_run_at_its_next_write(store: AuditStore) -> None:
+    ev, sink = Events(), AuditSink(store)
+    sink(ev.run_started())
+    sink(ev.round_started(1))
+    store.db.execute(REFUSE_ROUNDS)
+    with pytest.raises(AuditStoreError):
+        store.list_runs()
+    with pytest.raises(AuditStoreError, match="disk says no"):  # the run meets it too: it stops typed
+        sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
+
+
 def test_queued_rows_are_committed_on_close(db_path: Path) -> None:
     ev = Events()
     with AuditStore(db_path) as store:
