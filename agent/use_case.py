@@ -146,7 +146,11 @@ class DiagnosisUseCase:
                 ctx, rejected.reason, None, None, Failure(code=rejected.reason.value, detail=rejected.detail)
             )
             rejected_input = RejectedInput(
-                query=bounded_query(query, self.settings.budget.max_query_bytes),
+                # Redacted before it is cut: a secret across the cut would no longer match whole.
+                query=bounded_query(
+                    self.redactor.text(query) if isinstance(query, str) else query,
+                    self.settings.budget.max_query_bytes,
+                ),
                 model=self.model_label,
                 limits=self._limits(),
                 protocol=self._thresholds(),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlite_utils
@@ -15,7 +16,9 @@ from audit import store as store_module
 from audit.sink import AuditSink
 from audit.store import AuditStore
 from console.cli import main
+from tests.support import harness
 from tests.support.audit_events import Events, on_disk
+from tools.redaction import Redactor
 
 SETUP = (
     "model, max_model_calls, max_total_tokens, deadline_s, max_run_bytes,"
@@ -115,6 +118,20 @@ def test_a_rejected_run_keeps_its_redacted_bounded_query(
         assert stored == kept
     else:
         assert stored.startswith("登录失败") and "hunter2-secret" not in stored
+
+
+async def test_a_secret_across_the_cut_of_a_rejected_query_is_redacted_whole() -> None:
+    secret = "Zq7-prod-db-pass-9931"
+    captured: list[Any] = []
+    h = harness({"name": "cut", "query": "q", "rounds": [{"text": "{}"}]}, sinks=[captured.append])
+    h.use_case.redactor = Redactor([secret])
+    limit = h.settings.budget.max_query_bytes
+    query = "x" * (limit - 5) + " " + secret  # the cut falls inside the secret
+    result = await h.run(query)
+    assert result.stop_reason == "QUERY_TOO_LARGE"
+    (finished,) = [e for e in captured if e.type == "run_finished"]
+    kept = finished.rejected_input["query"]
+    assert kept.startswith("x" * 100) and "Zq7" not in kept
 
 
 def test_a_rejected_query_that_is_not_unicode_is_kept_readable(tmp_path: Path) -> None:
