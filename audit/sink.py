@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from audit.liveness import own_start_marker
-from audit.store import AuditStore, AuditStoreError
+from audit.store import RUN_SETUP_COLUMNS, AuditStore, AuditStoreError
 from tools.run_events import (
     BudgetChanged,
     InvalidRunEvent,
@@ -34,15 +34,7 @@ from tools.vocabulary import AUDITED_PROTOCOL_CODES, InvocationStatus, Outcome, 
 # Plain SQL, spelled once: the connection's statement cache then prepares each statement once per
 # connection (sqlite-utils' insert/upsert read the table schema on every call).
 # The run's setup columns (schema v4): its model label and limits; what was not recorded is NULL.
-_SETUP_COLUMNS = (
-    "model",
-    "max_model_calls",
-    "max_total_tokens",
-    "deadline_s",
-    "max_run_bytes",
-    "max_consecutive_no_gain",
-    "max_protocol_violations",
-)
+_SETUP_COLUMNS = tuple(RUN_SETUP_COLUMNS)
 _INSERT_RUN = (
     "INSERT INTO runs (run_id, session_id, query, started_at, pid, pid_start, "
     + ", ".join(_SETUP_COLUMNS)
@@ -103,16 +95,8 @@ def _setup_values(
     model: str | None, limits: Mapping[str, Any] | None, protocol: Mapping[str, Any] | None
 ) -> tuple[Any, ...]:
     """The run's model label and limits in `_SETUP_COLUMNS` order; what was not recorded is NULL."""
-    limits, protocol = limits or {}, protocol or {}
-    return (
-        model,
-        limits.get("max_model_calls"),
-        limits.get("max_total_tokens"),
-        limits.get("deadline_s"),
-        limits.get("max_run_bytes"),
-        protocol.get("max_consecutive_no_gain"),
-        protocol.get("max_protocol_violations"),
-    )
+    given = {"model": model, **(limits or {}), **(protocol or {})}
+    return tuple(given.get(column) for column in _SETUP_COLUMNS)
 
 
 class AuditSink:

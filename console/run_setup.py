@@ -32,7 +32,11 @@ def run_setup_text(run: dict[str, Any]) -> tuple[str, str]:
     limits = run_limits(run)
     if limits is None:
         return model, "not recorded"
-    shown = {key: "—" if value is None else f"{value:g}" for key, value in limits.items()}
+    # Counts in full (never `1e+06`); only the deadline may be fractional.
+    shown = {
+        key: "—" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+        for key, value in limits.items()
+    }
     words = [
         f"{shown['max_model_calls']} model calls",
         f"{shown['max_total_tokens']} tokens",

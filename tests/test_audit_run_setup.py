@@ -164,3 +164,13 @@ def test_audit_show_names_what_a_rejected_run_was_given(
     assert "\nmodel     scripted: oversized-query-rejected\n" in out
     assert "\nlimits    8 model calls, 64000 tokens, 300 s" in out
     assert "REJECTED / QUERY_TOO_LARGE" in out
+
+
+def test_large_limits_are_shown_in_full() -> None:
+    from console.run_setup import run_setup_text
+
+    run = {"model": "m", "max_model_calls": 8, "max_total_tokens": 1_000_000, "deadline_s": 2.5}
+    run |= {"max_run_bytes": 1_048_576, "max_consecutive_no_gain": 3, "max_protocol_violations": 3}
+    model, limits = run_setup_text(run)
+    assert model == "m"
+    assert limits.startswith("8 model calls, 1000000 tokens, 2.5 s, 1048576 run bytes"), limits

@@ -30,8 +30,19 @@ DESCRIPTIONS: dict[str, str] = {
 # `previous_observation` is optional (absent = null); `input` is required.
 ENVELOPE_KEYS = frozenset({"previous_observation", "input"})
 
-if TYPE_CHECKING:
-    pass
+if TYPE_CHECKING:  # what `__getattr__` loads on first use, typed for the modules that import it
+    from tools.input_models import (  # noqa: F401 (re-exported through __getattr__)
+        BUSINESS_INPUTS,
+        EARLIEST_INSTANT,
+        LATEST_INSTANT,
+        LookupKnowledgeInput,
+        PreviousObservation,
+        QueryLogsInput,
+        QueryMysqlInput,
+        Rfc3339,
+        StrictModel,
+        envelope_schema,
+    )
 
 _MODEL_NAMES = frozenset(
     {

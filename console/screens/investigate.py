@@ -382,6 +382,7 @@ class InvestigateScreen(Screen[None]):
         """Another scenario or engine: the previous run, its Draft and its carried turn are not this one's."""
         self.state = RunState()
         self._inbox.clear()
+        self.queued = None  # a run queued for the old scenario is not one the operator asked of this one
         self.last_query = ""
         self.carry = None
         self.run_view.reset(self.state)

@@ -177,6 +177,35 @@ async def test_switching_scenario_clears_the_previous_run(app_factory: AppFactor
         assert app.investigate.run_view.timeline.line_count == 0
 
 
+async def test_a_run_queued_while_loading_does_not_start_for_another_scenario(tmp_path: Path) -> None:
+    """ctrl+r while the engine loads, then f4 to another scenario: the new scenario's query was never
+    submitted, so nothing may run when its engine is ready."""
+    gate = threading.Event()
+    app = make_app(
+        tmp_path, "evidence-backed-diagnosis", env_factory=gated_environment(gate, tmp_path / "audit.db")
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert app.investigate.queued is not None
+        await pilot.press("f4")
+        await pilot.pause()
+        picker = app.screen
+        assert isinstance(picker, ScenarioPicker)
+        picker.query_one(OptionList).highlighted = next(
+            i for i, c in enumerate(picker.choices) if c.name == "stop-required-ignored"
+        )
+        await pilot.press("enter")
+        gate.set()
+        await engine_ready(pilot)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.investigate.queued is None
+        assert app.investigate.state.result is None and not app.investigate.running
+        assert "queued" not in painted_text(app)
+
+
 # ------------------------------------------------------------------ item 7: ctrl+q / ctrl+r in a run
 async def test_ctrl_q_during_a_run_asks_and_ctrl_r_says_why(tmp_path: Path) -> None:
     from tests.console.test_cancel_and_bursts import slow_environment
