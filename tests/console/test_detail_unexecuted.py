@@ -9,6 +9,7 @@ calls), and, where the model got another round, also from what the scripted mode
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,9 +21,12 @@ from rich.console import Group
 from rich.json import JSON
 from textual.widgets import Static
 
+from agent.scripted import ScriptedChatGenerator
 from console.app import DiagnoseApp
-from console.widgets.detail import DetailPanel
+from console.widgets.detail import DetailPanel, entry_detail
+from console.widgets.run_state import RunState
 from tests.support.console import SIZE, plain, run_to_end
+from tests.support.engine import harness, scenario_from, tool_messages_seen_by_model
 
 AppFactory = Callable[..., DiagnoseApp]
 
@@ -62,7 +66,7 @@ def answered(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     def recording(*args: Any, **kwargs: Any) -> ChatMessage:
         message = original(*args, **kwargs)
         result = message.tool_call_result
-        assert result is not None and result.origin.id is not None
+        assert result is not None and result.origin.id is not None and isinstance(result.result, str)
         sent[result.origin.id] = result.result
         return message
 
@@ -210,3 +214,77 @@ async def test_an_invalid_input_shows_the_error_observation_not_a_control(
         text, block = await detail_of(app, pilot, "call-1")
         assert block is not None and compact(block) == received
         assert "input was refused before anything ran" in text and "NOT_EXECUTED" not in text
+
+
+def engine_run(scenario: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]], ScriptedChatGenerator]:
+    """A real run without the console: the event objects in-process sinks get, and their JSON."""
+    objects: list[Any] = []
+    h = harness(scenario_from(scenario), sinks=[objects.append])
+    asyncio.run(h.run())
+    return objects, h.events, h.generator
+
+
+def script(*rounds: dict[str, Any]) -> dict[str, Any]:
+    names = {"name": "detail", "title": "detail", "description": "detail"}
+    return {**names, "query": "q", "rounds": list(rounds)}
+
+
+def logs_call(tool_call_id: str) -> dict[str, Any]:
+    business = {
+        "service": "account-service",
+        "start": "2026-11-30T02:00:00Z",
+        "end": "2026-11-30T03:00:00Z",
+        "level": "ERROR",
+        "limit": 20,
+    }
+    arguments = {"previous_observation": None, "input": business}
+    return {"tool_calls": [{"id": tool_call_id, "name": "query_logs", "arguments": arguments}]}
+
+
+FINAL = {"text": NO_CONCLUSION.strip("'")}  # the final round's Draft text
+
+
+def test_the_observation_stays_off_the_wire_and_a_replay_says_it_is_not_recorded() -> None:
+    objects, wire, generator = engine_run(script(logs_call("call-1"), logs_call("call-2"), FINAL))
+    assert all("unexecuted_observations" not in json.dumps(event) for event in wire)
+    sent = next(
+        m.tool_call_result.result
+        for m in tool_messages_seen_by_model(generator, 2)
+        if m.tool_call_result is not None and m.tool_call_result.origin.id == "call-2"
+    )
+
+    live, replay = RunState(), RunState()
+    live.apply_all(objects)
+    replay.apply_all(wire)
+    live_text = detail_text(live, "call-2")
+    assert "exactly what the model saw" in live_text
+    assert json.dumps(live.calls["call-2"].observation, ensure_ascii=False, separators=(",", ":")) == sent
+
+    replay_text = detail_text(replay, "call-2")
+    assert "exactly what the model saw" not in replay_text  # nothing shown, so nothing promised
+    assert "evidence_status NOT_EXECUTED, control DUPLICATE_CALL" in replay_text
+    assert "does not hold its exact text" in replay_text
+    assert replay_text.startswith("call-2 (tool name not recorded)")
+
+
+def test_a_hostile_tool_name_in_a_control_observation_is_shown_inert() -> None:
+    name = "evil\x1b[2J\x07[bold red]x[/]"
+    arguments = {"previous_observation": None, "input": {"query": "x"}}
+    rounds = [{"tool_calls": [{"id": "call-1", "name": name, "arguments": arguments}]}]
+    objects, _, generator = engine_run(script(*rounds, FINAL))
+    message = tool_messages_seen_by_model(generator, 1)[0].tool_call_result
+    assert message is not None
+    sent = json.loads(message.result)
+    assert sent["tool"] == name and sent["control"] == {"code": "UNKNOWN_TOOL"}
+
+    state = RunState()
+    state.apply_all(objects)
+    text = detail_text(state, "call-1")
+    assert "\x1b" not in text and "\x07" not in text
+    assert "[bold red]x[/]" in text  # markup shown as text, never applied
+    assert "exactly what the model saw" in text and "UNKNOWN_TOOL" in text
+
+
+def detail_text(state: RunState, tool_call_id: str) -> str:
+    parts = entry_detail(state, ("call", tool_call_id), show_timings=False)
+    return " ".join(" ".join(plain(part) for part in parts).split())
