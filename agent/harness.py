@@ -81,6 +81,8 @@ class DiagnosisHarnessCore:
         # FOUND (the one observation that says `evaluation_required` and becomes the next pending one).
         self._round_evaluation: dict[str, Any] | None = None
         self._round_found: CheckRecord | None = None
+        # Observations answered without running anything, carried off the wire on the next budget event.
+        self._unexecuted: dict[str, Observation] = {}
 
     # ------------------------------------------------------------------ model rounds
     def before_model_call(self, state: State) -> None:
@@ -153,8 +155,9 @@ class DiagnosisHarnessCore:
         spent = self._spent_during_round()
         if spent is not None:
             # Exhaustion prevents later controlled work: no call of this round runs or is audited.
+            refused = [_reply(c, self._not_executed(c, STOP_REQUIRED)) for c in calls]
             self._stop(state, spent)
-            state.set("messages", [_reply(c, self._not_executed(c, STOP_REQUIRED)) for c in calls])
+            state.set("messages", refused)
             return
         if self.ledger.stop_required and self.ledger.stop_announced:
             self._collection_stopped(state, calls)
@@ -347,8 +350,9 @@ class DiagnosisHarnessCore:
             if self.ledger.saturation is not None
             else StopReason.MODEL_CALLS_EXHAUSTED
         )
+        replies = [_reply(c, self._not_executed(c, STOP_REQUIRED)) for c in calls]
         self._stop(state, reason)
-        state.set("messages", [_reply(c, self._not_executed(c, STOP_REQUIRED)) for c in calls])
+        state.set("messages", replies)
 
     # ------------------------------------------------------------------ helpers
     def _violation(self, call: ToolCall, detail: dict[str, Any]) -> Observation:
@@ -373,25 +377,26 @@ class DiagnosisHarnessCore:
         self._protocol(ProtocolCode.SATURATED, tool_call_id, {"saturation": self.ledger.saturation})
         self._protocol(ProtocolCode.STOP_REQUIRED, tool_call_id, {"cause": StopCause.SATURATION})
 
-    @staticmethod
-    def _not_executed(call: ToolCall, control: dict[str, Any]) -> Observation:
+    def _not_executed(self, call: ToolCall, control: dict[str, Any]) -> Observation:
         assert call.id is not None
-        return Observation(
+        obs = self._unexecuted[call.id] = Observation(
             tool_call_id=call.id,
             tool=call.tool_name,
             evidence_status=EvidenceStatus.NOT_EXECUTED,
             control=control,
         )
+        return obs
 
     def _invalid_input(self, call: ToolCall) -> Observation:
         assert call.id is not None
         self._protocol(ProtocolCode.INVALID_INPUT, call.id, {})
-        return Observation(
+        obs = self._unexecuted[call.id] = Observation(
             tool_call_id=call.id,
             tool=call.tool_name,
             evidence_status=EvidenceStatus.ERROR,
             error_code=ErrorCode.INVALID_INPUT,
         )
+        return obs
 
     def _stop(self, state: State, reason: StopReason) -> None:
         if self.stop_reason is None:
@@ -410,7 +415,13 @@ class DiagnosisHarnessCore:
         )
 
     def _emit_budget(self, exhausted: StopReason | None = None) -> None:
-        self.emitter.emit(BudgetChanged, **self.ctx.budget.gauge(), exhausted=exhausted)
+        answered, self._unexecuted = self._unexecuted, {}
+        self.emitter.emit(
+            BudgetChanged,
+            **self.ctx.budget.gauge(),
+            exhausted=exhausted,
+            unexecuted_observations={k: o.to_model_dict() for k, o in answered.items()} or None,
+        )
 
 
 def _reply(call: ToolCall, observation: Observation) -> ChatMessage:

@@ -265,6 +265,13 @@ class BudgetChanged(RunEventBase):
     run_bytes: Gauge
     deadline: DeadlineGauge
     exhausted: StopReason | None  # the budget that ended the run here, if any (never a saturation)
+    # In-process sinks only (the console's Detail panel): the observations the model received for calls
+    # of this round that ran nothing (not executed, or refused as invalid input), by tool call ID. No
+    # `tool_finished` carries those, and the wire's events cannot rebuild them exactly (they never name
+    # the tool); off the wire, so the JSON, `--events` and the audit stay the contract's.
+    unexecuted_observations: dict[str, JsonObject] | None = None
+
+    off_wire: ClassVar[frozenset[str]] = frozenset({"unexecuted_observations"})
 
 
 @dataclass(slots=True, eq=False, kw_only=True)

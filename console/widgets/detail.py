@@ -1,8 +1,9 @@
 """The detail panel: the selected timeline entry as pretty-printed JSON, never paraphrased.
 
-For a tool call it shows the observation exactly as the model received it (from `tool_finished`); when no
-event carried one (a call that was never executed, or a replay from the audit, which stores only the
-projection) it says so instead of reconstructing one.
+For a tool call it shows the observation exactly as the model received it: from `tool_finished`, or, for
+a call that ran nothing, the control (or error) observation a live run carries off the wire on the round's
+`budget_changed`. When no event carried one (a replay from the audit or an NDJSON file, which keep only
+the wire's JSON) it says so in words instead of reconstructing one.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from textual.widgets import Static
 
 from console.presentation import CallState
 from console.safe_text import neutralize
-from console.widgets.run_state import RunState
+from console.widgets.run_state import CallRow, RunState
 from console.widgets.timeline import TimelineKey
 from tools.run_events import ProtocolChanged, RunEvent, ToolFinished
+from tools.vocabulary import EvidenceStatus
 
 EVENT_NOISE = ("type", "run_id", "session_id")
 TIMING_KEYS = ("at", "duration_ms", "elapsed_s")  # masked when timings are hidden (snapshots)
@@ -62,22 +64,14 @@ def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
         parts.append(Text(f"evaluated {row.evaluation} by the model in {row.evaluated_by}", style="dim"))
     if row.evaluates:
         parts.append(Text(f"carried the evaluation of {row.evaluates[0]}: {row.evaluates[1]}", style="dim"))
-    parts += [Text(""), heading("Observation — exactly what the model saw")]
+    parts += [Text("")]
+    executed = any(isinstance(e, ToolFinished) for e in row.events)
     if row.has_observation:
-        parts.append(json_block(row.observation))
-    elif row.status == CallState.RUNNING:
-        parts.append(Text("the tool is running; the observation appears when it finishes", style="italic"))
-    elif any(isinstance(e, ToolFinished) for e in row.events):
-        parts.append(Text("no observation recorded for this call (cancelled, or replayed from the audit)"))
+        if not executed:
+            parts.append(Text(_NOT_RUN.get(row.status, _NOT_RUN[EvidenceStatus.NOT_EXECUTED])))
+        parts += [heading("Observation — exactly what the model saw"), json_block(row.observation)]
     else:
-        controls = ", ".join(dict.fromkeys(neutralize(str(c), newlines=False) for c in row.controls))
-        parts.append(
-            Text(
-                "Not executed. Instead of evidence the model received a control observation: "
-                f"evidence_status NOT_EXECUTED{f', control {controls}' if controls else ''} "
-                "(why: the protocol events below)."
-            )
-        )
+        parts += [heading("Observation"), Text(_no_observation(row, executed), style="italic")]
     if row.input is not None:
         parts += [Text(""), heading("Business input"), json_block(row.input)]
     observed_data = row.observation.get("data") if isinstance(row.observation, dict) else None
@@ -90,6 +84,39 @@ def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
             json_block({"code": e.code, "tool_call_id": e.tool_call_id, "detail": e.detail}) for e in protocol
         ]
     return parts
+
+
+# Said above the observation of a call that ran nothing, by the call's status.
+_NOT_RUN: dict[str, str] = {
+    EvidenceStatus.NOT_EXECUTED: "Not executed: nothing ran for this call. Instead of evidence the model "
+    "received this control observation (why: the protocol events below).",
+    EvidenceStatus.ERROR: "Not executed: its input was refused before anything ran. The model received "
+    "this error observation.",
+}
+
+
+def _no_observation(row: CallRow, executed: bool) -> str:
+    """Why no observation is shown, in the operator's words; never a reconstruction of one."""
+    if row.status == CallState.RUNNING:
+        return "the tool is running; the observation appears when it finishes"
+    if row.status == CallState.REQUESTED:
+        return "the model asked for this call; it has not been answered yet"
+    if executed:
+        return "no observation recorded for this call (cancelled, or replayed from the audit)"
+    if row.status == EvidenceStatus.ERROR:
+        code = neutralize(str(row.error_code), newlines=False)
+        return (
+            "Not executed: its input was refused before anything ran; the model received an error "
+            f"observation (evidence_status ERROR, error_code {code}). "
+            "This record does not hold its exact text (only a live run keeps it)."
+        )
+    controls = ", ".join(dict.fromkeys(neutralize(str(c), newlines=False) for c in row.controls))
+    return (
+        "Not executed. Instead of evidence the model received a control observation: "
+        f"evidence_status NOT_EXECUTED{f', control {controls}' if controls else ''} "
+        "(why: the protocol events below). This record does not hold its exact text (only a live run "
+        "keeps it)."
+    )
 
 
 def round_summary(state: RunState, number: int) -> Text:

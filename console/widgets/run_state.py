@@ -402,6 +402,7 @@ class RunState:
         self._changes.new_entries.append(entry)
 
     def _budget_changed(self, event: BudgetChanged) -> None:
+        self._unexecuted_observations(event)
         self.budget = {
             "model_calls": event.model_calls,
             "tokens": event.tokens,
@@ -410,6 +411,21 @@ class RunState:
             "exhausted": event.exhausted,
         }
         self._changes.budget = True
+
+    def _unexecuted_observations(self, event: BudgetChanged) -> None:
+        """What the model received for calls that ran nothing: live runs carry it off the wire on the
+        round's budget event (a replay or an NDJSON file does not, and the Detail panel says so)."""
+        for tool_call_id, observation in (event.unexecuted_observations or {}).items():
+            row = self._call(str(tool_call_id))
+            if row.has_observation or not isinstance(observation, dict):
+                continue  # a tool_finished observation is the one the model saw
+            row.observation = observation
+            row.has_observation = True
+            tool = observation.get("tool")
+            row.tool = row.tool or (tool if isinstance(tool, str) else None)
+            if row.status == CallState.REQUESTED:
+                refused = observation.get("evidence_status") == EvidenceStatus.ERROR
+                row.status = EvidenceStatus.ERROR if refused else EvidenceStatus.NOT_EXECUTED
 
     def _run_finished(self, event: RunFinished) -> None:
         self._settle_requested_calls()

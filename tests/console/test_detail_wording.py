@@ -15,11 +15,14 @@ def detail_text(state: RunState, key: Any, width: int = 60) -> str:
 
 
 def test_a_not_executed_call_says_what_the_model_received(recorded_runs: dict[str, Any]) -> None:
+    """From the events' JSON alone (a replay) the exact observation is unknown: said in words, with no
+    heading that promises it (live runs show it: tests/console/test_detail_unexecuted.py)."""
     state = RunState()
     state.apply_all(recorded_runs["stop-required-ignored"])
     text = " ".join(detail_text(state, ("call", "call-3")).split())
     assert "tool not named" not in text and "(tool name not recorded)" in text
     assert "control observation: evidence_status NOT_EXECUTED, control STOP_REQUIRED" in text
+    assert "exactly what the model saw" not in text and "does not hold its exact text" in text
     assert '"code": "COLLECTION_STOPPED"' in text  # the protocol event that explains it
 
 
