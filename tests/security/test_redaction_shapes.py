@@ -146,10 +146,10 @@ NEW_UNITS = [
 
 
 def _best_seconds(*texts: str) -> list[float]:
-    """Best of 5 per text, measured in turns, so a busy machine slows every size alike."""
+    """Best of 3 per text, measured in turns, so a busy machine slows every size alike."""
     redactor = Redactor(["some-configured-secret"])
     best = [float("inf")] * len(texts)
-    for _ in range(5):
+    for _ in range(3):
         for index, text in enumerate(texts):
             started = time.perf_counter()
             redactor.text(text)
@@ -159,12 +159,14 @@ def _best_seconds(*texts: str) -> list[float]:
 
 @pytest.mark.parametrize("unit", NEW_UNITS)
 def test_the_new_rules_cost_linear_time(unit: str) -> None:
-    """A ratio of two input sizes measured side by side: 4x the input must not cost 16x (quadratic)."""
+    """A ratio of two input sizes measured side by side: 10x the input costs ~10x when linear and ~100x
+    when quadratic; the bound sits between the two on a log scale (~3x of room either way), so a busy
+    machine cannot tip a linear rule over it."""
     small = (unit * (100_000 // len(unit) + 1))[:100_000]
-    large = (unit * (400_000 // len(unit) + 1))[:400_000]
+    large = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
     small_s, large_s = _best_seconds(small, large)
     ratio = large_s / max(small_s, 1e-6)
-    assert ratio < 8, f"{ratio:.1f}x the time for 4x the input"
+    assert ratio < 30, f"{ratio:.1f}x the time for 10x the input"
 
 
 @pytest.mark.mysql
