@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from agent.events import RequiredSinkFailed
 from agent.input_files import MIB, InputFileError, decode_text, read_bounded, read_input_file
+from agent.scenario_folder import is_scenario_file_name, scenario_files
 from console import telemetry
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.demo_cli import add_demo_parser, run_demo_command
@@ -246,12 +247,11 @@ def _scenario_from_folder(args: argparse.Namespace) -> None:
     file name is NAME.yaml) is the one meant, before a built-in of that name, since the picker lists it.
     The argument is replaced by that file's path."""
     scenario, folder = getattr(args, "scenario", None), getattr(args, "scenario_dir", None)
-    if not scenario or folder is None or Path(scenario).suffix in {".yaml", ".yml", ".json"}:
+    if not scenario or folder is None or is_scenario_file_name(scenario):
         return
     if not folder.is_dir():
         raise SetupError(f"--scenario-dir {folder} is not a folder")
     from agent.scenarios import ScenarioError, load_scenario_file
-    from console.screens.scenarios import scenario_files
 
     for path in scenario_files(folder):
         try:
@@ -269,12 +269,11 @@ def _check_scenarios(args: argparse.Namespace) -> None:
     _scenario_from_folder(args)
     scenario = getattr(args, "scenario", None)
     folder = getattr(args, "scenario_dir", None)
-    if scenario and Path(scenario).suffix not in {".yaml", ".yml", ".json"} and not Path(scenario).exists():
+    if scenario and not is_scenario_file_name(scenario) and not Path(scenario).exists():
         scenario = None  # a built-in name: package data, checked by the engine as it opens
     if not scenario and folder is None:
         return  # nothing to check: the console's first frame must not wait for the settings model
     from agent.scenarios import ScenarioError, load_scenario_file, resolve_scenario
-    from console.screens.scenarios import scenario_files
 
     try:
         if scenario:

@@ -104,6 +104,27 @@ def test_scenario_names_come_from_the_scenario_dir(
     assert opened[-1].scenario_arg == "unknown-tool"
 
 
+def test_a_headless_run_from_a_scenario_dir_never_loads_the_console_screens(tmp_path: Path) -> None:
+    """`diagnose run` is for scripts: finding a trainer's scenario by name must not import Textual."""
+    folder = tmp_path / "lessons"
+    folder.mkdir()
+    (folder / "lesson-1.yaml").write_text(LESSON, encoding="utf-8")
+    argv = ["run", "--scenario", "my-lesson", "--scenario-dir", str(folder), "--json"]
+    argv += ["--audit-db", str(tmp_path / "audit.db")]
+    probe = (
+        "import sys; from console.cli import main; code = main(sys.argv[1:]); "
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'textual')[:3]; "
+        "print('LOADED', loaded, file=sys.stderr); "
+        "raise SystemExit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["draft"]["limitations"]["missing_info"] == ["everything"]
+    assert "LOADED []" in done.stderr
+
+
 def audit_parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="diagnose")
     add_audit_parser(root.add_subparsers(dest="command"))

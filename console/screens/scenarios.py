@@ -18,6 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from agent.scenario_folder import scenario_files
 from console.safe_text import neutralize
 
 
@@ -27,17 +28,6 @@ class ScenarioChoice:
     name: str
     title: str
     description: str
-
-
-SCENARIO_SUFFIXES = frozenset({".yaml", ".yml", ".json"})
-
-
-def scenario_files(scenario_dir: Path) -> list[Path]:
-    """The scenario files of a trainer's folder, in name order (not recursive)."""
-    try:
-        return sorted(p for p in scenario_dir.iterdir() if p.suffix in SCENARIO_SUFFIXES)
-    except OSError:
-        return []
 
 
 def scenario_choices(
