@@ -302,7 +302,9 @@ async def test_a_thread_that_outlives_the_kill_is_reported_to_the_audit(
         return dataclasses.replace(guard_sql("SELECT 1", **kwargs), sql=smuggled, columns_sql=None)
 
     monkeypatch.setattr("tools.mysql.guard_sql", broken_guard)
-    adapter = mysql_env.adapter(statement_timeout_ms=200, kill_verify_s=0.5)
+    # The limit leaves a loaded server time to be inside the search (not still starting, which a kill
+    # does interrupt) when it fires; the search then runs ~2 s more, well past the 0.5 s verification.
+    adapter = mysql_env.adapter(statement_timeout_ms=800, kill_verify_s=0.5)
     boundary = ToolBoundary({QUERY_MYSQL: adapter})
     try:
         outcome = await boundary.invoke(mysql_request("SELECT 1"))
