@@ -269,7 +269,7 @@ def _uninterruptible(marker: str) -> str:
     return (
         "WITH RECURSIVE s (x, n) AS (SELECT CAST('a' AS CHAR(2000000)), 1 UNION ALL "
         "SELECT CONCAT(x, x), n + 1 FROM s WHERE n < 21) "
-        f"SELECT '{marker}' AS marker, LOCATE(CONCAT(LEFT(x, 3000), 'b'), x) AS found FROM s WHERE n = 21"
+        f"SELECT '{marker}' AS marker, LOCATE(CONCAT(LEFT(x, 8000), 'b'), x) AS found FROM s WHERE n = 21"
     )
 
 
@@ -302,9 +302,9 @@ async def test_a_thread_that_outlives_the_kill_is_reported_to_the_audit(
         return dataclasses.replace(guard_sql("SELECT 1", **kwargs), sql=smuggled, columns_sql=None)
 
     monkeypatch.setattr("tools.mysql.guard_sql", broken_guard)
-    # The limit leaves a loaded server time to be inside the search (not still starting, which a kill
-    # does interrupt) when it fires; the search then runs ~2 s more, well past the 0.5 s verification.
-    adapter = mysql_env.adapter(statement_timeout_ms=800, kill_verify_s=0.5)
+    # The kill lands ~1.2 s in (the limit plus the client's margin); the search runs ~4 s, so it
+    # outlives the 0.5 s verification by seconds, not by a margin a busy server could eat.
+    adapter = mysql_env.adapter(statement_timeout_ms=200, kill_verify_s=0.5)
     boundary = ToolBoundary({QUERY_MYSQL: adapter})
     try:
         outcome = await boundary.invoke(mysql_request("SELECT 1"))
