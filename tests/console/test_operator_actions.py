@@ -155,20 +155,23 @@ async def test_ctrl_r_when_the_engine_failed_says_why(app_factory: AppFactory) -
 
 
 # ------------------------------------------------------------------ item 6: scenario switch clears
+async def pick_scenario(app: DiagnoseApp, pilot: Any, name: str) -> None:
+    """f4, highlight `name` in the picker, enter: what an operator does to switch scenario."""
+    await pilot.press("f4")
+    await pilot.pause()
+    picker = app.screen
+    assert isinstance(picker, ScenarioPicker)
+    picker.query_one(OptionList).highlighted = next(i for i, c in enumerate(picker.choices) if c.name == name)
+    await pilot.press("enter")
+
+
 async def test_switching_scenario_clears_the_previous_run(app_factory: AppFactory) -> None:
     app = app_factory("evidence-backed-diagnosis")
     async with app.run_test(size=SIZE) as pilot:
         await run_to_end(pilot)
         await pilot.press("ctrl+f")  # a carried turn from the Draft
         assert app.investigate.carry is not None
-        await pilot.press("f4")
-        await pilot.pause()
-        picker = app.screen
-        assert isinstance(picker, ScenarioPicker)
-        picker.query_one(OptionList).highlighted = next(
-            i for i, c in enumerate(picker.choices) if c.name == "stop-required-ignored"
-        )
-        await pilot.press("enter")
+        await pick_scenario(app, pilot, "stop-required-ignored")
         await engine_ready(pilot)
         screen = painted_text(app)
         assert "finished:" not in screen and "DRAFT / COMPLETED" not in screen
@@ -189,14 +192,7 @@ async def test_a_run_queued_while_loading_does_not_start_for_another_scenario(tm
         await pilot.press("ctrl+r")
         await pilot.pause()
         assert app.investigate.queued is not None
-        await pilot.press("f4")
-        await pilot.pause()
-        picker = app.screen
-        assert isinstance(picker, ScenarioPicker)
-        picker.query_one(OptionList).highlighted = next(
-            i for i, c in enumerate(picker.choices) if c.name == "stop-required-ignored"
-        )
-        await pilot.press("enter")
+        await pick_scenario(app, pilot, "stop-required-ignored")
         gate.set()
         await engine_ready(pilot)
         await app.workers.wait_for_complete()
