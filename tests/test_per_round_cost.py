@@ -9,19 +9,18 @@ grows quadratically and fails this.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent.scenarios import ScriptedRound, ScriptedToolCall, ScriptedUsage
 from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.usage import WireSizes
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStore
+from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.definitions import LOOKUP_KNOWLEDGE
@@ -49,29 +48,6 @@ class CountingRedactor(Redactor):
         return super().text(value)
 
 
-def script(tool_rounds: int) -> list[ScriptedRound]:
-    rounds = []
-    for i in range(1, tool_rounds + 1):
-        previous = None if i == 1 else {"tool_call_id": f"call-{i - 1}", "evaluation": "GAINED"}
-        call = ScriptedToolCall(
-            id=f"call-{i}",
-            name=LOOKUP_KNOWLEDGE,
-            arguments={"previous_observation": previous, "input": {"query": f"连接池 step {i}"}},
-        )
-        # No usage reported: every round's prompt size is estimated from the history sent.
-        rounds.append(ScriptedRound(tool_calls=[call]))
-    draft = {
-        "conclusion": None,
-        "analysis": [{"kind": "FINDING", "statement": "连接池耗尽。", "evidence": ["call-1"]}],
-        "action_plan": [],
-        "recommendations": [],
-        "limitations": {"checked_scope": ["runbooks"], "missing_info": ["锁等待"]},
-    }
-    usage = ScriptedUsage(prompt_tokens=10, completion_tokens=10)
-    rounds.append(ScriptedRound(text=json.dumps(draft, ensure_ascii=False), usage=usage))
-    return rounds
-
-
 async def counted_run(tool_rounds: int, folder: Path, monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     counts: Counter[str] = Counter()
     settings = load_settings(
@@ -93,7 +69,7 @@ async def counted_run(tool_rounds: int, folder: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(WireSizes, "_size", counting_size)
     use_case = DiagnosisUseCase(
         settings,
-        ScriptedChatGenerator(script(tool_rounds)),
+        ScriptedChatGenerator(knowledge_rounds(tool_rounds, reported_usage=False)),
         ToolBoundary({LOOKUP_KNOWLEDGE: Knowledge()}, redactor=redactor),
         required_sinks=[AuditSink(store)],
         redactor=redactor,

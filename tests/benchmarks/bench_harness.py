@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 import agent.use_case as use_case_module
-from agent.scenarios import ScriptedRound, ScriptedToolCall, ScriptedUsage
 from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStore
 from tests.benchmarks.machine import hardware
+from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, LOOKUP_KNOWLEDGE, envelope_schema
@@ -64,35 +64,6 @@ PROJECTION: dict[str, Any] = {
     ],
     "returned": 1,
 }
-
-
-def scripted_rounds(tool_rounds: int) -> list[ScriptedRound]:
-    """One-call rounds with distinct inputs, each evaluating the previous FOUND, then the Draft round."""
-    rounds: list[ScriptedRound] = []
-    for i in range(1, tool_rounds + 1):
-        previous = None if i == 1 else {"tool_call_id": f"call-{i - 1}", "evaluation": "GAINED"}
-        call = ScriptedToolCall(
-            id=f"call-{i}",
-            name=LOOKUP_KNOWLEDGE,
-            arguments={"previous_observation": previous, "input": {"query": f"连接池 耗尽 step {i}"}},
-        )
-        rounds.append(
-            ScriptedRound(tool_calls=[call], usage=ScriptedUsage(prompt_tokens=900, completion_tokens=60))
-        )
-    draft = {
-        "conclusion": "payment-service 的连接池在发布后耗尽。",
-        "analysis": [{"kind": "FINDING", "statement": "runbook 描述了连接池耗尽。", "evidence": ["call-1"]}],
-        "action_plan": ["回滚"],
-        "recommendations": ["扩大连接池"],
-        "limitations": {"checked_scope": ["runbooks"], "missing_info": ["锁等待详情"]},
-    }
-    rounds.append(
-        ScriptedRound(
-            text=json.dumps(draft, ensure_ascii=False),
-            usage=ScriptedUsage(prompt_tokens=1500, completion_tokens=200),
-        )
-    )
-    return rounds
 
 
 class InstantKnowledge:
@@ -145,7 +116,7 @@ class HarnessSide:
                 "protocol": {"max_consecutive_no_gain": 100, "max_protocol_violations": 100},
             },
         )
-        self.rounds = scripted_rounds(tool_rounds)
+        self.rounds = knowledge_rounds(tool_rounds)
         # The configured-secret layer is exercised too, as it is when a DSN password or API key is set.
         self.redactor = Redactor(["bench-secret-value-123"]) if redaction else _Passthrough()
         self.store = AuditStore(audit_path)
@@ -179,7 +150,7 @@ class BareSide:
     def __init__(self, tool_rounds: int) -> None:
         from haystack.tools import Tool
 
-        self.rounds = scripted_rounds(tool_rounds)
+        self.rounds = knowledge_rounds(tool_rounds)
         self.max_steps = tool_rounds + 4
         self.tools = [
             Tool(
