@@ -98,6 +98,7 @@ class InvestigateScreen(Screen[None]):
         self._worker: Worker[dict[str, Any]] | None = None
         self._run_started: float | None = None
         self.queued: RunSubmitted | None = None  # ctrl+r while the engine loads: run once it is ready
+        self.runs_ended = 0  # runs fully drawn and ended here: lets a script wait for "this run is done"
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -354,6 +355,7 @@ class InvestigateScreen(Screen[None]):
         if self.state.result is not None:
             self.carry = None  # a carried turn is consumed by the run that sent it
         self.running = False  # bindings refresh: the finished run's Draft enables copy, follow-up, export
+        self.runs_ended += 1
         self._set_activity()
         if aborted is not None and aborted.error is not None and self.state.result is None:
             self.run_view.query_one(ResultView).show_failure(aborted.error)

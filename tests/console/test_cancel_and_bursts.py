@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from textual.widgets import Static, TextArea
 from agent.events import RunEventEmitter
 from console.widgets.result import ResultView
 from tests.support import RecordingAdapter
-from tests.support.console import SIZE, engine_ready, has_row, make_app, plain, timeline_labels
+from tests.support.console import SIZE, engine_ready, has_row, make_app, plain, timeline_labels, wait_until
 from tools.definitions import QUERY_LOGS
 from tools.run_events import (
     BudgetChanged,
@@ -47,14 +46,6 @@ def slow_environment(tmp_path: Path, adapter: RecordingAdapter) -> Any:
     return factory
 
 
-async def wait_for(predicate: Any, pilot: Any, timeout_s: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not predicate():
-        assert loop.time() < deadline, "timed out"
-        await pilot.pause(0.02)
-
-
 async def test_escape_cancels_the_tool_in_flight(tmp_path: Path) -> None:
     adapter = RecordingAdapter(delay_s=30.0)
     app = make_app(tmp_path, "evidence-backed-diagnosis", env_factory=slow_environment(tmp_path, adapter))
@@ -62,7 +53,7 @@ async def test_escape_cancels_the_tool_in_flight(tmp_path: Path) -> None:
         await engine_ready(pilot)
         await pilot.press("ctrl+r")
         screen = app.investigate
-        await wait_for(
+        await wait_until(
             lambda: "call-1" in screen.state.calls and screen.state.calls["call-1"].status == "RUNNING", pilot
         )
         assert has_row(timeline_labels(app), "call-1", "running…")

@@ -226,10 +226,7 @@ async def test_follow_up_sends_exactly_the_carried_previous_turn(app_factory: Ap
         assert screen.query_one("#query", TextArea).text == ""
 
         await pilot.press(*"rollback?")
-        await pilot.press("ctrl+r")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await run_to_end(pilot)
 
         started = next(e for e in screen.state.events if e["type"] == "run_started")
         assert started["previous_turn"] == expected and started["query"] == "rollback?"

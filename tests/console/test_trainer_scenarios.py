@@ -5,25 +5,23 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from console.app import DiagnoseApp
 from console.widgets.run_state import RunState
 from console.widgets.status_bar import StatusBar
-from tests.support.console import SIZE, engine_ready, has_row, result_text, run_to_end, timeline_labels
+from tests.support.console import (
+    SIZE,
+    engine_ready,
+    has_row,
+    result_text,
+    run_to_end,
+    timeline_labels,
+    wait_until,
+)
 from tools.run_events import ModelRoundStarted, RunFinished, RunStarted
 
 AppFactory = Callable[..., DiagnoseApp]
-
-
-async def wait_for(predicate: Callable[[], bool], pilot: Any, timeout_s: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not predicate():
-        assert loop.time() < deadline, "timed out"
-        await pilot.pause(0.02)
 
 
 async def test_escape_during_a_slow_model_round_cancels_and_stops_waiting(app_factory: AppFactory) -> None:
@@ -32,7 +30,7 @@ async def test_escape_during_a_slow_model_round_cancels_and_stops_waiting(app_fa
         await engine_ready(pilot)
         await pilot.press("ctrl+r")
         screen = app.investigate
-        await wait_for(lambda: has_row(timeline_labels(app), "round 1", "waiting for the model…"), pilot)
+        await wait_until(lambda: has_row(timeline_labels(app), "round 1", "waiting for the model…"), pilot)
         assert screen.state.round_in_flight == 1
 
         await pilot.press("escape")

@@ -77,14 +77,32 @@ async def settled(pilot: Pilot[Any], timeout_s: float = 30.0) -> None:
     await pilot.pause()
 
 
-async def run_to_end(pilot: Pilot[Any], *keys: str) -> None:
-    """Press ctrl+r (after optional keys) and wait until the run's worker and its last batch are done."""
+async def run_to_end(pilot: Pilot[Any], *keys: str, timeout_s: float = 60.0) -> None:
+    """Press ctrl+r (after optional keys) and wait until that run has ended and its last batch is drawn.
+
+    It waits on the screen's own count of ended runs, not on "the app looks idle": on a loaded machine
+    an idle heuristic can return before the submit has even started the worker."""
     await engine_ready(pilot)
     for key in keys:
         await pilot.press(key)
+    screen = cast(DiagnoseApp, pilot.app).investigate
+    ended = screen.runs_ended
     await pilot.press("ctrl+r")
-    await pilot.pause()
+    await wait_until(lambda: screen.runs_ended > ended, pilot, timeout_s, "the run to end")
     await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def wait_until(
+    condition: Callable[[], bool], pilot: Pilot[Any], timeout_s: float = 30.0, what: str = "a condition"
+) -> None:
+    """Poll `condition` between pauses until it holds; fail loudly (not hang) after `timeout_s`."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        await pilot.pause(0.01)
     await pilot.pause()
 
 
