@@ -112,10 +112,10 @@ class AuditSink:
     still recorded.
 
     Transactions: `run_started`, every `tool_started` and `run_finished` commit at once (a STARTED row
-    is on disk before its tool runs; a finished run is durable, and its rows enter the text index in that
-    same commit). Everything else is queued with
-    `AuditStore.defer` and rides in the next of those commits, so a tool round costs one commit, not
-    one per event. A crash loses at most the queued rows, which recovery reads as an interrupted run.
+    is on disk before its tool runs; a finished run is durable, and its rows enter the text index in
+    that same commit). Everything else is queued with `AuditStore.defer` and rides in the next of
+    those commits, so a tool round costs one commit, not one per event. A crash loses at most the
+    queued rows, which recovery reads as an interrupted run.
     """
 
     def __init__(self, store: AuditStore) -> None:

@@ -170,7 +170,8 @@ def _v1_initial_schema(db: sqlite_utils.Database) -> None:
 
 def _fts_statements(table: str, columns: Sequence[str]) -> list[str]:
     """An external-content FTS5 index kept in sync by triggers, named the way sqlite-utils and Datasette
-    expect (`<table>_fts`, `content="<table>"`), so both offer search on the file as it is."""
+    expect (`<table>_fts`, `content="<table>"`), so both offer search on the file as it is. (Schema v5
+    drops the insert and update triggers: audit.text_index fills the index a run at a time.)"""
     fts = f"{table}_fts"
     cols = ", ".join(columns)
     new = ", ".join(f"new.{c}" for c in columns)
@@ -624,8 +625,9 @@ class AuditStore:
 
     def prune(self, older_than: timedelta) -> PruneReport:
         """Delete runs finished before now - `older_than`, with their rounds, invocations and protocol
-        events (the FTS delete triggers drop their index entries). A run still going has no finished_at, so it
-        is never pruned. Small batches keep each write transaction short while runs keep writing."""
+        events (the FTS delete triggers drop their index entries). A run still going has no
+        finished_at, so it is never pruned. Small batches keep each write transaction short while runs
+        keep writing."""
         if older_than < timedelta(0):
             raise ValueError("older_than must not be negative")
         cutoff = audit_timestamp(datetime.now(UTC) - older_than)
