@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from audit.store import RUN_LISTED_AT, AuditStore, audit_timestamp
+from audit.text_index import PENDING_RUNS
 from tools.vocabulary import INTERRUPTED_RUN
 
 INVOCATION_ORDER = "started_at DESC, run_id DESC, tool_call_id DESC"
@@ -110,13 +111,15 @@ _TEXT_LIKE = {
     "runs": "(query LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM invocations i WHERE i.run_id = runs.run_id"
     " AND (i.input_json LIKE ? ESCAPE '\\' OR i.projection_json LIKE ? ESCAPE '\\')))",
 }
+# The rows of runs not yet indexed (still going: audit.text_index) are always candidates, so the
+# LIKE test decides for them; there are few.
 _TEXT_INDEXED = {
     "invocations": "(rowid IN (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)"
     " OR run_id IN (SELECT run_id FROM runs WHERE rowid IN"
-    " (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)))",
+    f" (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)) OR run_id IN ({PENDING_RUNS}))",
     "runs": "(rowid IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)"
     " OR run_id IN (SELECT run_id FROM invocations WHERE rowid IN"
-    " (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)))",
+    f" (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)) OR run_id IN ({PENDING_RUNS}))",
 }
 
 
@@ -140,8 +143,9 @@ class AuditBrowser:
     characters two exact plans exist. Walking the page order and testing rows with LIKE is cheap
     when the term is common, so a bounded prefix of the walk is tried first; if that does not fill
     the page, the term's matches are fetched from the trigram FTS index (cost: the number of
-    matches). Shorter terms, or a file without FTS (SQLite < 3.34), only have the walk, which for a
-    rare term reads every row the other filters allow.
+    matches), plus the rows of runs still going, which are indexed only when they finish. Shorter
+    terms, or a file without FTS (SQLite < 3.34), only have the walk, which for a rare term reads
+    every row the other filters allow.
     """
 
     def __init__(self, store: AuditStore) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from audit.liveness import own_start_marker
 from audit.store import RUN_SETUP_COLUMNS, AuditStore, AuditStoreError
+from audit.text_index import index_runs
 from tools.run_events import (
     BudgetChanged,
     InvalidRunEvent,
@@ -35,10 +36,11 @@ from tools.vocabulary import AUDITED_PROTOCOL_CODES, InvocationStatus, Outcome, 
 # connection (sqlite-utils' insert/upsert read the table schema on every call).
 # The run's setup columns (schema v4): its model label and limits; what was not recorded is NULL.
 _SETUP_COLUMNS = tuple(RUN_SETUP_COLUMNS)
+# A run starts pending for the text index (audit.text_index): its finish indexes its rows in one batch.
 _INSERT_RUN = (
-    "INSERT INTO runs (run_id, session_id, query, started_at, pid, pid_start, "
+    "INSERT INTO runs (run_id, session_id, query, started_at, pid, pid_start, fts_pending, "
     + ", ".join(_SETUP_COLUMNS)
-    + ") VALUES (?, ?, ?, ?, ?, ?"
+    + ") VALUES (?, ?, ?, ?, ?, ?, 1"
     + ", ?" * len(_SETUP_COLUMNS)
     + ")"
 )
@@ -73,9 +75,11 @@ _EVALUATION = "UPDATE invocations SET evaluation = ? WHERE run_id = ? AND tool_c
 _PROTOCOL_EVENT = (
     "INSERT INTO protocol_events (run_id, tool_call_id, code, detail_json, at, seq) VALUES (?, ?, ?, ?, ?, ?)"
 )
+# A run seen first at its finish (rejected input) is inserted pending too, and indexed in the same commit.
 _RUN_FINISHED = (
     "INSERT INTO runs (run_id, session_id, outcome, stop_reason, finished_at, model_calls, prompt_tokens,"
-    " completion_tokens, total_tokens, result_json, failure_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " completion_tokens, total_tokens, result_json, failure_json, fts_pending)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)"
     " ON CONFLICT (run_id) DO UPDATE SET session_id = excluded.session_id, outcome = excluded.outcome,"
     " stop_reason = excluded.stop_reason, finished_at = excluded.finished_at,"
     " model_calls = excluded.model_calls, prompt_tokens = excluded.prompt_tokens,"
@@ -108,9 +112,10 @@ class AuditSink:
     still recorded.
 
     Transactions: `run_started`, every `tool_started` and `run_finished` commit at once (a STARTED row
-    is on disk before its tool runs; a finished run is durable). Everything else is queued with
-    `AuditStore.defer` and rides in the next of those commits, so a tool round costs one commit, not
-    one per event. A crash loses at most the queued rows, which recovery reads as an interrupted run.
+    is on disk before its tool runs; a finished run is durable, and its rows enter the text index in
+    that same commit). Everything else is queued with `AuditStore.defer` and rides in the next of
+    those commits, so a tool round costs one commit, not one per event. A crash loses at most the
+    queued rows, which recovery reads as an interrupted run.
     """
 
     def __init__(self, store: AuditStore) -> None:
@@ -252,3 +257,5 @@ class AuditSink:
                 setup = _setup_values(rejected.get("model"), rejected.get("limits"), rejected.get("protocol"))
                 db.conn.execute(_REJECTED_RUN_SETUP, (rejected.get("query"), *setup, event.run_id))
             db.conn.execute(_CLOSE_STARTED, (closed, event.at, event.run_id, InvocationStatus.STARTED))
+            # Last: the run's text can no longer change, so its rows enter the search index in one batch.
+            index_runs(db.conn, [event.run_id], has_fts=self._store.has_fts)

@@ -31,6 +31,7 @@ from sqlite_utils.db import NotFoundError, TransactionError
 
 from audit.files import UnsafeFileError, open_private, private_state_dir
 from audit.liveness import is_process_live
+from audit.text_index import FTS_COLUMNS, index_finished_runs, rebuild
 from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
@@ -169,7 +170,8 @@ def _v1_initial_schema(db: sqlite_utils.Database) -> None:
 
 def _fts_statements(table: str, columns: Sequence[str]) -> list[str]:
     """An external-content FTS5 index kept in sync by triggers, named the way sqlite-utils and Datasette
-    expect (`<table>_fts`, `content="<table>"`), so both offer search on the file as it is."""
+    expect (`<table>_fts`, `content="<table>"`), so both offer search on the file as it is. (Schema v5
+    drops the insert and update triggers: audit.text_index fills the index a run at a time.)"""
     fts = f"{table}_fts"
     cols = ", ".join(columns)
     new = ", ".join(f"new.{c}" for c in columns)
@@ -184,12 +186,6 @@ def _fts_statements(table: str, columns: Sequence[str]) -> list[str]:
         f"CREATE TRIGGER {table}_au AFTER UPDATE OF {cols} ON {table} BEGIN {delete} {insert} END",
         f"INSERT INTO {fts} ({fts}) VALUES ('rebuild')",
     ]
-
-
-FTS_COLUMNS: dict[str, tuple[str, ...]] = {
-    "invocations": ("input_json", "projection_json"),
-    "runs": ("query",),
-}
 
 
 def _v2_browse_and_recovery(db: sqlite_utils.Database) -> None:
@@ -269,12 +265,32 @@ def _v4_run_model_and_limits(db: sqlite_utils.Database) -> None:
             db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
 
 
+def _v5_text_index_at_run_end(db: sqlite_utils.Database) -> None:
+    """Text search leaves the run's hot path (audit.text_index): no insert or update triggers on the
+    indexed tables; a run is indexed in one batch when it finishes or recovery closes it.
+
+    `runs.fts_pending` marks a run whose rows are not indexed yet (NULL: indexed, or nothing to index,
+    as for every run recorded before v5, which its triggers indexed). Delete triggers stay, so pruned
+    rows leave the index. Each step checks what exists, so it is safe to run again.
+    """
+    existing = {row[1] for row in db.execute("PRAGMA table_info(runs)").fetchall()}
+    if "fts_pending" not in existing:
+        db.execute("ALTER TABLE runs ADD COLUMN fts_pending INTEGER")
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS idx_runs_fts_pending ON runs (run_id) WHERE fts_pending IS NOT NULL"
+    )
+    for table in FTS_COLUMNS:
+        db.execute(f"DROP TRIGGER IF EXISTS {table}_ai")
+        db.execute(f"DROP TRIGGER IF EXISTS {table}_au")
+
+
 # Append-only: migration N (1-based) brings a file from user_version N-1 to N. Never edit a shipped one.
 MIGRATIONS: list[Migration] = [
     _v1_initial_schema,
     _v2_browse_and_recovery,
     _v3_estimated_usage_and_input_keys,
     _v4_run_model_and_limits,
+    _v5_text_index_at_run_end,
 ]
 
 
@@ -380,7 +396,7 @@ class AuditStore:
             self._same_file(checked)
             self.db = sqlite_utils.Database(conn)
             # Nothing in the file may run (triggers fire on writes) before its schema is known to be
-            # ours. (`trusted_schema=OFF` is no substitute: our own FTS triggers need it on.)
+            # ours. (`trusted_schema=OFF` is no substitute: our own FTS delete triggers need it on.)
             self._pragma(f"busy_timeout={_BUSY_TIMEOUT_MS}")
             _retry_busy(lambda: check_schema_objects(conn, self.path))
             self._configure()
@@ -585,6 +601,7 @@ class AuditStore:
         gets finished_at = now and interrupted = 1, with outcome and stop_reason left NULL: an Outcome
         describes how a run ended, and nobody saw this one end. Its STARTED invocations become
         INTERRUPTED. Runs whose process is still alive are not touched, whichever process that is.
+        Every closed run is then added to the text index (audit.text_index), like a run that finished.
         """
         now = audit_timestamp(datetime.now(UTC))
         with self.write() as db:
@@ -603,12 +620,14 @@ class AuditStore:
                     f" WHERE finished_at IS NULL AND run_id IN ({', '.join('?' for _ in dead)})",
                     (now, *dead),
                 )
+            index_finished_runs(db.conn, has_fts=self.has_fts)
         return dead
 
     def prune(self, older_than: timedelta) -> PruneReport:
         """Delete runs finished before now - `older_than`, with their rounds, invocations and protocol
-        events (the FTS triggers drop their index entries). A run still going has no finished_at, so it
-        is never pruned. Small batches keep each write transaction short while runs keep writing."""
+        events (the FTS delete triggers drop their index entries). A run still going has no
+        finished_at, so it is never pruned. Small batches keep each write transaction short while runs
+        keep writing."""
         if older_than < timedelta(0):
             raise ValueError("older_than must not be negative")
         cutoff = audit_timestamp(datetime.now(UTC) - older_than)
@@ -640,8 +659,7 @@ class AuditStore:
             _retry_busy(lambda: self.db.conn.execute("VACUUM"))
         if self.has_fts:
             with self.write() as db:
-                for table in FTS_COLUMNS:
-                    db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('rebuild')")
+                rebuild(db.conn)
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         rows = self.query("SELECT * FROM runs WHERE run_id = ?", (run_id,))

@@ -255,7 +255,7 @@ def make_v1_file(path: Path) -> None:
 def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
     make_v1_file(db_path)
     with AuditStore(db_path) as store:
-        assert store.schema_version == len(store_module.MIGRATIONS) == 4
+        assert store.schema_version == len(store_module.MIGRATIONS) == 5
         # Runs recorded before v4 did not keep their model or limits: NULL, never invented.
         assert {(r["model"], r["max_model_calls"]) for r in store.list_runs()} == {(None, None)}
         # Rounds recorded before usage could be estimated were reported by their provider.
@@ -400,16 +400,25 @@ def test_prune_deletes_old_finished_runs_and_nothing_live(
         runs = {row[0] for row in on_disk(db_path, f"SELECT DISTINCT run_id FROM {table}")}
         assert runs <= {"recent", "live-old"}, table
     assert store.list_invocations("live-old")[0]["status"] == "STARTED"
-    # The index forgot the pruned rows too: search sees only what is left, and the index is consistent.
+    # The index forgot the pruned rows too: search sees only what is left, and the index is sound (the
+    # live run is not in it yet: it is indexed when it finishes).
     browser = AuditBrowser(store)
     assert {r["run_id"] for r in browser.invocations(InvocationFilter(text="连接池耗尽")).rows} == {"recent"}
-    on_disk(db_path, "INSERT INTO invocations_fts(invocations_fts, rank) VALUES ('integrity-check', 1)")
-    on_disk(db_path, "INSERT INTO runs_fts(runs_fts, rank) VALUES ('integrity-check', 1)")
+    assert {r["run_id"] for r in browser.invocations(InvocationFilter(text="orders")).rows} == {
+        "recent",
+        "live-old",
+    }
+    on_disk(db_path, "INSERT INTO invocations_fts(invocations_fts, rank) VALUES ('integrity-check', 0)")
+    on_disk(db_path, "INSERT INTO runs_fts(runs_fts, rank) VALUES ('integrity-check', 0)")
 
-    store.vacuum()
+    store.vacuum()  # rebuilds the index, leaving the live run's rows to its finish
     assert {r["run_id"] for r in browser.invocations(InvocationFilter(text="连接池耗尽")).rows} == {"recent"}
     assert {r["run_id"] for r in browser.runs(text="query of").rows} == {"recent"}
+    assert {r["run_id"] for r in browser.runs(text="orders").rows} == {"recent", "live-old"}
+    sink(live.run_finished("DRAFT", "COMPLETED") | {"at": audit_timestamp(now)})
+    # Now every row is indexed exactly once: the index matches the tables row for row.
     on_disk(db_path, "INSERT INTO invocations_fts(invocations_fts, rank) VALUES ('integrity-check', 1)")
+    on_disk(db_path, "INSERT INTO runs_fts(runs_fts, rank) VALUES ('integrity-check', 1)")
     assert store.prune(timedelta(days=30)).runs == 0
     with pytest.raises(ValueError):
         store.prune(timedelta(days=-1))

@@ -84,6 +84,10 @@ async def counted_run(tool_rounds: int, folder: Path, monkeypatch: pytest.Monkey
     # Statements the audit issues (FTS5's own, traced with a leading "--", merge segments in batches).
     counts["SQL statements"] = sum(1 for s in statements if not s.startswith("--"))
     counts["commits"] = sum(1 for s in statements if s.strip().upper() == "COMMIT")
+    # Statements on the text index (FTS5's own included) before the run's final commit, the last one.
+    final_commit = max(i for i, s in enumerate(statements) if s.startswith("BEGIN IMMEDIATE"))
+    counts["text index statements in rounds"] = sum(1 for s in statements[:final_commit] if "_fts" in s)
+    counts["text index statements at the finish"] = sum(1 for s in statements[final_commit:] if "_fts" in s)
     return counts
 
 
@@ -103,3 +107,13 @@ async def test_a_tool_round_costs_one_commit(tmp_path: Path, monkeypatch: pytest
     """Round rows, finishes and evaluations ride in the next durable commit: one per tool call."""
     medium, large = [await counted_run(n, tmp_path, monkeypatch) for n in (8, 16)]
     assert large["commits"] - medium["commits"] == 8
+
+
+async def test_a_tool_round_does_not_touch_the_text_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's rows are indexed in one batch at its finish (audit.text_index), not round by round."""
+    small, large = [await counted_run(n, tmp_path, monkeypatch) for n in (4, 16)]
+    for counts in (small, large):
+        assert counts["text index statements in rounds"] == 0
+        assert counts["text index statements at the finish"] > 0  # the finish indexes the run

@@ -11,8 +11,8 @@ run ID; variants alternate, and the median replay is reported per tool round:
 - commit per event: the same, but every event committed on its own (the previous strategy);
 - synchronous=FULL: shipped, but every commit waits for an fsync of the WAL;
 - rollback journal: shipped, but journal_mode=DELETE instead of WAL (synchronous=NORMAL);
-- no FTS triggers: shipped, but without the schema's text-search triggers (attribution only: the
-  shipped schema keeps them).
+- FTS triggers (schema v4): shipped, but with the insert and update triggers that kept the text index
+  in sync on every write until schema v5 (which indexes a run in one batch at its finish instead).
 
 Informational: the exit status is 0 unless a replay fails.
 """
@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from audit import AuditSink, AuditStore
+from audit.store import _fts_statements
+from audit.text_index import FTS_COLUMNS
 from tests.benchmarks.bench_harness import HarnessSide
 from tests.benchmarks.machine import hardware
 from tools.run_events import RunEvent
@@ -66,13 +68,14 @@ def per_event_commits(store: AuditStore) -> Callable[[RunEvent], None]:
 
 
 def open_store(
-    path: Path, *, synchronous: str = "NORMAL", journal: str = "WAL", fts: bool = True
+    path: Path, *, synchronous: str = "NORMAL", journal: str = "WAL", fts_triggers: bool = False
 ) -> AuditStore:
     store = AuditStore(path)
-    if not fts:
-        names = [r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")]
-        for name in names:
-            store.db.execute(f"DROP TRIGGER {name}")
+    if fts_triggers and store.has_fts:
+        for table, columns in FTS_COLUMNS.items():
+            _, insert, _, update, _ = _fts_statements(table, columns)  # v4's insert and update triggers
+            store.db.execute(insert)
+            store.db.execute(update)
     if journal != "WAL":
         store.db.execute(f"PRAGMA journal_mode={journal}")
     store.db.execute(f"PRAGMA synchronous={synchronous}")
@@ -84,7 +87,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], bool]] = {
     "commit per event": ({}, True),
     "synchronous=FULL": ({"synchronous": "FULL"}, False),
     "rollback journal (DELETE)": ({"journal": "DELETE"}, False),
-    "no FTS triggers (attribution)": ({"fts": False}, False),
+    "FTS triggers on every write (schema v4)": ({"fts_triggers": True}, False),
 }
 
 

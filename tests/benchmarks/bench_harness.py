@@ -1,6 +1,7 @@
 """Harness overhead: the full diagnosis harness against a bare Haystack Agent on the same investigation.
 
     python -m tests.benchmarks.bench_harness [--rounds 16 100 300] [--repeats 60] [--warmup 5] [--breakdown]
+                                             [--floor]
 
 Both sides replay the same scripted investigation with `ScriptedChatGenerator`: `--rounds` model rounds
 with one `lookup_knowledge` call each (distinct queries, so never DUPLICATE_CALL; every round after the
@@ -12,6 +13,12 @@ small FOUND projection immediately from memory on both sides.
   CLI wires it.
 - bare: a Haystack `Agent` with the same generator and the same tool as a plain async Haystack `Tool`
   (`async_function`, awaited by Haystack 3.4's ToolInvoker), no hooks.
+
+- floor (`--floor`, informational): only the work the contracts require of every tool round, nothing
+  else: the envelope check and business-input validation of the call, then one durable commit of its
+  STARTED invocation row through `AuditSink` (WAL, synchronous=NORMAL), plus the run's own start and
+  finish commits. No model, no hooks, no tool. The harness cannot beat `bare + floor`, so this says
+  how close to the bare Agent any harness keeping the audit's durability guarantee can get.
 
 Runs are interleaved (harness, bare, harness, bare, ...) in one event loop, for each round count of the
 sweep (16, 100, 300 by default; a fresh audit file per count). Reported: medians, the ratio at the first
@@ -42,8 +49,10 @@ from tests.benchmarks.machine import hardware
 from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import DESCRIPTIONS, LOOKUP_KNOWLEDGE, envelope_schema
+from tools.definitions import DESCRIPTIONS, ENVELOPE_KEYS, LOOKUP_KNOWLEDGE, envelope_schema
 from tools.redaction import Redactor
+from tools.run_events import RunFinished, RunStarted, ToolStarted
+from tools.vocabulary import Outcome, StopReason
 
 TARGET_RATIO = 1.3
 TARGET_OVERHEAD_MS = 0.5  # harness overhead per tool round, at every count of the sweep
@@ -181,7 +190,48 @@ class BareSide:
         pass
 
 
-Side = HarnessSide | BareSide
+class FloorSide:
+    """The contracts' minimum per tool round (see the module docstring), on the script's own calls."""
+
+    def __init__(self, tool_rounds: int, audit_path: Path) -> None:
+        self.calls = [call for round_ in knowledge_rounds(tool_rounds) for call in round_.tool_calls]
+        self.store = AuditStore(audit_path)
+        self.sink = AuditSink(self.store)
+        self.runs = 0
+
+    async def run_once(self) -> str:
+        self.runs += 1
+        run_id, seq = f"floor-{self.runs}", iter(range(1, 1_000_000))
+        at = "2026-01-01T00:00:00.000000Z"
+        self.sink(RunStarted(run_id, "floor", next(seq), at, query=QUERY, previous_turn=None, model=None))
+        for round_, call in enumerate(self.calls, start=1):
+            envelope = call.arguments
+            if "input" not in envelope or not set(envelope) <= ENVELOPE_KEYS:
+                raise SystemExit("floor: the script's envelope is invalid")
+            ToolBoundary.validate_input(call.name, envelope["input"])
+            self.sink(
+                ToolStarted(
+                    run_id,
+                    "floor",
+                    next(seq),
+                    at,
+                    round=round_,
+                    tool_call_id=call.id or f"call-{round_}",
+                    tool=call.name,
+                    input=envelope["input"],
+                )
+            )
+        finished = RunFinished(
+            run_id, "floor", next(seq), at, outcome=Outcome.DRAFT, stop_reason=StopReason.COMPLETED, result={}
+        )
+        self.sink(finished)
+        return "DRAFT/COMPLETED"
+
+    def close(self) -> None:
+        self.store.close()
+
+
+Side = HarnessSide | BareSide | FloorSide
 
 
 async def interleaved(sides: dict[str, Side], repeats: int, warmup: int) -> dict[str, list[float]]:
@@ -202,11 +252,13 @@ async def interleaved(sides: dict[str, Side], repeats: int, warmup: int) -> dict
     return samples
 
 
-def build_sides(tool_rounds: int, folder: Path, breakdown: bool) -> dict[str, Side]:
+def build_sides(tool_rounds: int, folder: Path, breakdown: bool, floor: bool = False) -> dict[str, Side]:
     sides: dict[str, Side] = {
         "harness": HarnessSide(tool_rounds, folder / "audit.db"),
         "bare": BareSide(tool_rounds),
     }
+    if floor:
+        sides["floor (contract minimum, no model)"] = FloorSide(tool_rounds, folder / "floor.db")
     if breakdown:
         sides["harness, Tools reused"] = HarnessSide(tool_rounds, folder / "a2.db", reuse_tools=True)
         sides["harness, Tools reused, no audit"] = HarnessSide(
@@ -229,9 +281,11 @@ def repeats_for(rounds: int, repeats: int) -> int:
     return max(5, repeats * SWEEP[0] // max(rounds, SWEEP[0]))
 
 
-def measure(rounds: int, repeats: int, warmup: int, breakdown: bool) -> dict[str, list[float]]:
+def measure(
+    rounds: int, repeats: int, warmup: int, breakdown: bool, floor: bool = False
+) -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory(prefix="bench-harness-") as tmp:
-        sides = build_sides(rounds, Path(tmp), breakdown)
+        sides = build_sides(rounds, Path(tmp), breakdown, floor)
         try:
             return asyncio.run(interleaved(sides, repeats, warmup))
         finally:
@@ -261,6 +315,16 @@ def report_breakdown(samples: dict[str, list[float]], rounds: int) -> None:
     )
 
 
+def report_floor(samples: dict[str, list[float]], rounds: int) -> None:
+    """The floor per tool round against the bare Agent's whole round, and the best ratio it allows."""
+    floor = median_ms(samples["floor (contract minimum, no model)"])
+    bare = median_ms(samples["bare"])
+    print(
+        f"  floor {floor * 1000 / rounds:.0f} us per tool round against the bare Agent's "
+        f"{bare * 1000 / rounds:.0f} us: no audited harness beats {(bare + floor) / bare:.2f}x here"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tests.benchmarks.bench_harness", description=__doc__.split("\n")[0]
@@ -277,13 +341,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--breakdown", action="store_true", help="also time variants that attribute the overhead (slower)"
     )
+    parser.add_argument(
+        "--floor", action="store_true", help="also time the contracts' minimum work per tool round"
+    )
     args = parser.parse_args(argv)
     print(hardware())
     results: list[tuple[int, float, float]] = []
     for index, rounds in enumerate(args.rounds):
         repeats = repeats_for(rounds, args.repeats)
         print(f"{rounds} tool rounds + 1 Draft round per run, {repeats} interleaved runs per side")
-        samples = measure(rounds, repeats, args.warmup, args.breakdown and index == 0)
+        samples = measure(rounds, repeats, args.warmup, args.breakdown and index == 0, args.floor)
         width = max(len(name) for name in samples)
         for name, values in samples.items():
             p90 = statistics.quantiles(values, n=10)[-1] * 1000
@@ -296,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.breakdown and index == 0:
             report_breakdown(samples, rounds)
+        if args.floor:
+            report_floor(samples, rounds)
     return verdict(results)
 
 

@@ -52,9 +52,15 @@ PLANTED = {
         "SELECT x FROM c); END",
     ),
     "one of our trigger names with another body": (
-        "DROP TRIGGER runs_ai",
+        "DROP TRIGGER runs_ad",
         "CREATE TABLE loot (v TEXT)",
-        "CREATE TRIGGER runs_ai AFTER INSERT ON runs BEGIN INSERT INTO loot VALUES (new.query); END",
+        "CREATE TRIGGER runs_ad AFTER DELETE ON runs BEGIN INSERT INTO loot VALUES (old.query); END",
+    ),
+    # Schema v5 dropped the insert triggers (text is indexed when a run finishes): one planted back,
+    # even with the body an older version shipped, is not part of a current file.
+    "an insert trigger of an older schema": (
+        "CREATE TRIGGER invocations_ai AFTER INSERT ON invocations BEGIN INSERT INTO invocations_fts"
+        " (rowid, input_json, projection_json) VALUES (new.rowid, new.input_json, new.projection_json); END",
     ),
     "a view": ("CREATE VIEW everything AS SELECT * FROM invocations",),
     "an unknown index": ("CREATE INDEX idx_attacker ON runs (query)",),
