@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterable
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.segment import Segment
@@ -104,7 +104,12 @@ class DiagnoseApp(ConsoleHost):
     """Owns the screens and the engine: opens the run environment, switches screens, offers commands."""
 
     TITLE = "diagnose"
-    CSS_PATH = Path(__file__).with_name("app.tcss")
+    # The investigate screen's styles are read with the app's, so the first frame parses the stylesheet
+    # once: a screen of its own CSS (or a mode) makes Textual parse every source again on first show.
+    CSS_PATH: ClassVar[list[str | PurePath]] = [
+        Path(__file__).with_name("app.tcss"),
+        InvestigateScreen.CSS_PATH,
+    ]
     ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", tooltip="Every key of the console"),
@@ -123,10 +128,6 @@ class DiagnoseApp(ConsoleHost):
         ),
         Binding("ctrl+l", "toggle_theme", "Light/dark", show=False, tooltip="Toggle light and dark theme"),
     ]
-
-    SCREENS: ClassVar[dict[str, Callable[[], Screen[Any]]]] = {"investigate": InvestigateScreen}
-    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {"investigate": "investigate"}
-    DEFAULT_MODE = "investigate"
 
     def __init__(
         self,
@@ -155,9 +156,14 @@ class DiagnoseApp(ConsoleHost):
     def get_line_filters(self) -> list[LineFilter]:
         return [*super().get_line_filters(), self._terminal_safe]
 
+    def get_default_screen(self) -> Screen[Any]:
+        """Investigate is the bottom of the screen stack, as Textual's default screen: unlike a mode, it
+        is styled with the stylesheet already parsed (a mode's first show re-parses every source twice)."""
+        return InvestigateScreen()
+
     @property
     def investigate(self) -> InvestigateScreen:
-        screen = self.get_screen("investigate")
+        screen = self.screen_stack[0]
         assert isinstance(screen, InvestigateScreen)
         return screen
 

@@ -20,6 +20,7 @@ from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
@@ -103,6 +104,7 @@ class InvestigateScreen(Screen[None]):
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         options = self.app.options
+        self.fit(self.app.size)  # styled for the terminal before the widgets mount: one layout, one style
         yield StatusBar("Investigate", id="status")
         with Vertical(id="ask"):
             query = TextArea(id="query", soft_wrap=True, tab_behavior="focus", show_line_numbers=False)
@@ -117,8 +119,12 @@ class InvestigateScreen(Screen[None]):
         yield TooSmall()
 
     def on_resize(self, event: events.Resize) -> None:
-        fit_screen(self, event.size)
-        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
+        self.fit(event.size)
+
+    def fit(self, size: Size) -> None:
+        """The classes the screen's layout follows for a terminal of `size` (too small, narrow)."""
+        fit_screen(self, size)
+        self.set_class(size.width < NARROW_BELOW, "-narrow")
 
     def on_mount(self) -> None:
         self.query_one("#carry", Static).display = False
