@@ -22,7 +22,8 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.filter import LineFilter
 from textual.screen import Screen
-from textual.widgets import DataTable, Tabs, TextArea
+from textual.widget import Widget
+from textual.widgets import Tabs, TextArea
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console.host import ConsoleHost, ConsoleOptions
@@ -40,8 +41,13 @@ if TYPE_CHECKING:
     from console.screens.scenarios import ScenarioChoice
     from console.wiring import RunEnvironment
 
-# What f8 maximises: the panel around the focused widget.
-PANELS = (Timeline, DetailPanel, ResultView, BudgetGauge, ProtocolPanel, TextArea, DataTable)
+
+def maximisable_panels() -> tuple[type[Widget], ...]:
+    """What f8 maximises: the panel around the focused widget. (The audit screen's tables are among
+    them; Textual's DataTable is imported here, on the first f8, not before the first frame.)"""
+    from textual.widgets import DataTable
+
+    return (Timeline, DetailPanel, ResultView, BudgetGauge, ProtocolPanel, TextArea, DataTable)
 
 
 def budget_limits(env: Any) -> dict[str, Any] | None:
@@ -282,7 +288,8 @@ class DiagnoseApp(ConsoleHost):
         if isinstance(focused, Tabs) and isinstance(screen, InvestigateScreen):
             view = screen.run_view
             focused = view.query_one(f"#{view.panel}")
-        panel = next((w for w in (focused, *focused.ancestors) if isinstance(w, PANELS)), focused)
+        panels = maximisable_panels()
+        panel = next((w for w in (focused, *focused.ancestors) if isinstance(w, panels)), focused)
         screen.maximize(panel, container=False)
 
     async def action_quit(self) -> None:

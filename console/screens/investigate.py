@@ -13,7 +13,7 @@ import json
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events, getters, work
@@ -26,18 +26,19 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from console.export import RunRecord, draft_markdown, write_run
 from console.host import ConsoleHost
 from console.messages import RunAborted, RunSubmitted
 from console.presentation import CallState, exit_code
 from console.safe_text import neutralize
-from console.screens.export_dialog import ExportDialog
 from console.widgets.result import ResultView
 from console.widgets.run_state import RunState
 from console.widgets.run_view import NARROW_BELOW, RunView
 from console.widgets.status_bar import StatusBar
 from console.widgets.too_small import TooSmall, fit_screen
 from tools.run_events import RunEvent
+
+if TYPE_CHECKING:
+    from console.export import RunRecord
 
 DRAIN_INTERVAL_S = 0.05
 DRAIN_SLICE_S = 0.012  # the longest a drain holds the event loop: a key waits at most about this long
@@ -240,6 +241,8 @@ class InvestigateScreen(Screen[None]):
         if draft is None:
             self.notify("There is no Draft to copy.", severity="warning")
             return
+        from console.export import draft_markdown  # the export loads on first use, after the first frame
+
         self.app.copy_to_clipboard(draft_markdown(draft))
         self.notify("Draft copied to the clipboard as Markdown.")
 
@@ -255,6 +258,8 @@ class InvestigateScreen(Screen[None]):
         if self.run_record() is None:
             self.notify("There is no finished run to export.", severity="warning")
             return
+        from console.screens.export_dialog import ExportDialog
+
         options = self.app.options
         dialog = ExportDialog(options.export_dir or Path.cwd(), cursor_blink=options.cursor_blink)
         self.app.push_screen(dialog, self._export_to)
@@ -263,6 +268,8 @@ class InvestigateScreen(Screen[None]):
         record = self.run_record()
         if directory is None or record is None:
             return
+        from console.export import write_run
+
         exported_at = self.app.options.clock().isoformat(timespec="seconds")
         try:
             written = write_run(record, directory, exported_at)
@@ -274,6 +281,8 @@ class InvestigateScreen(Screen[None]):
     def run_record(self) -> RunRecord | None:
         if self.state.result is None:
             return None
+        from console.export import RunRecord
+
         return RunRecord(
             query=self.state.query if self.state.query is not None else self.last_query,
             previous_turn=self.state.previous_turn,
