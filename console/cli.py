@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agent.input_files import MIB, InputFileError, decode_text, read_bounded, read_input_file
 from agent.scenario_folder import is_scenario_file_name, scenario_files
@@ -27,7 +27,9 @@ from console import telemetry
 from console.errors import SetupError
 from console.presentation import SETUP_ERROR
 from console.safe_text import neutralize
-from tools.run_events import EventSink, RunEvent
+
+if TYPE_CHECKING:
+    from tools.run_events import EventSink, RunEvent
 
 # Input files are read with a cap well above any sane budget (the use case applies the real limits
 # and rejects an oversized query or previous turn by its own rules); past the cap is exit 3.

@@ -35,10 +35,10 @@ from console.widgets.run_state import RunState
 from console.widgets.run_view import NARROW_BELOW, RunView
 from console.widgets.status_bar import StatusBar
 from console.widgets.too_small import TooSmall, fit_screen
-from tools.run_events import RunEvent
 
 if TYPE_CHECKING:
     from console.export import RunRecord
+    from tools.run_events import RunEvent
 
 DRAIN_INTERVAL_S = 0.05
 DRAIN_SLICE_S = 0.012  # the longest a drain holds the event loop: a key waits at most about this long

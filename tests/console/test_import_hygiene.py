@@ -1,9 +1,9 @@
 """The first frame is painted before Haystack is imported, and nothing is printed while the app runs.
 
 Nor does the first frame pay for what it does not show: pydantic (the tool input models, the result
-contracts), the screens other than investigate, the export, the audit screen's table widget and the
-redaction rules load later, on first use; a bare `diagnose` builds no command-line parser, so the other
-commands' modules are not imported either.
+contracts), the screens other than investigate, the export, the audit screen's table widget, the
+redaction rules and the run-event types (with the first event) load later, on first use; a bare
+`diagnose` builds no command-line parser, so the other commands' modules are not imported either.
 
 Runs in a fresh interpreter: the test process has long imported Haystack.
 """
@@ -31,6 +31,7 @@ LATER = (
     "console.screens.export_dialog",
     "textual.widgets._data_table",
     "tools.redaction",
+    "tools.run_events",
 )
 
 def first_paint() -> None:
@@ -69,6 +70,7 @@ from textual.app import App
 LATER = (
     "haystack", "pydantic", "agent.events", "tools.redaction", "tomllib", "console.audit_cli",
     "console.eval_cli", "console.demo_cli", "console.export", "textual.widgets._data_table",
+    "tools.run_events",
 )
 seen = {}
 _display = App._display
