@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterable
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.segment import Segment
@@ -22,7 +22,8 @@ from textual.binding import Binding, BindingType
 from textual.color import Color
 from textual.filter import LineFilter
 from textual.screen import Screen
-from textual.widgets import DataTable, Tabs, TextArea
+from textual.widget import Widget
+from textual.widgets import Tabs, TextArea
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console.host import ConsoleHost, ConsoleOptions
@@ -40,8 +41,13 @@ if TYPE_CHECKING:
     from console.screens.scenarios import ScenarioChoice
     from console.wiring import RunEnvironment
 
-# What f8 maximises: the panel around the focused widget.
-PANELS = (Timeline, DetailPanel, ResultView, BudgetGauge, ProtocolPanel, TextArea, DataTable)
+
+def maximisable_panels() -> tuple[type[Widget], ...]:
+    """What f8 maximises: the panel around the focused widget. (The audit screen's tables are among
+    them; Textual's DataTable is imported here, on the first f8, not before the first frame.)"""
+    from textual.widgets import DataTable
+
+    return (Timeline, DetailPanel, ResultView, BudgetGauge, ProtocolPanel, TextArea, DataTable)
 
 
 def budget_limits(env: Any) -> dict[str, Any] | None:
@@ -104,7 +110,12 @@ class DiagnoseApp(ConsoleHost):
     """Owns the screens and the engine: opens the run environment, switches screens, offers commands."""
 
     TITLE = "diagnose"
-    CSS_PATH = Path(__file__).with_name("app.tcss")
+    # The investigate screen's styles are read with the app's, so the first frame parses the stylesheet
+    # once: a screen of its own CSS (or a mode) makes Textual parse every source again on first show.
+    CSS_PATH: ClassVar[list[str | PurePath]] = [
+        Path(__file__).with_name("app.tcss"),
+        InvestigateScreen.CSS_PATH,
+    ]
     ENABLE_COMMAND_PALETTE = True
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", tooltip="Every key of the console"),
@@ -123,10 +134,6 @@ class DiagnoseApp(ConsoleHost):
         ),
         Binding("ctrl+l", "toggle_theme", "Light/dark", show=False, tooltip="Toggle light and dark theme"),
     ]
-
-    SCREENS: ClassVar[dict[str, Callable[[], Screen[Any]]]] = {"investigate": InvestigateScreen}
-    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {"investigate": "investigate"}
-    DEFAULT_MODE = "investigate"
 
     def __init__(
         self,
@@ -155,9 +162,14 @@ class DiagnoseApp(ConsoleHost):
     def get_line_filters(self) -> list[LineFilter]:
         return [*super().get_line_filters(), self._terminal_safe]
 
+    def get_default_screen(self) -> Screen[Any]:
+        """Investigate is the bottom of the screen stack, as Textual's default screen: unlike a mode, it
+        is styled with the stylesheet already parsed (a mode's first show re-parses every source twice)."""
+        return InvestigateScreen()
+
     @property
     def investigate(self) -> InvestigateScreen:
-        screen = self.get_screen("investigate")
+        screen = self.screen_stack[0]
         assert isinstance(screen, InvestigateScreen)
         return screen
 
@@ -276,7 +288,8 @@ class DiagnoseApp(ConsoleHost):
         if isinstance(focused, Tabs) and isinstance(screen, InvestigateScreen):
             view = screen.run_view
             focused = view.query_one(f"#{view.panel}")
-        panel = next((w for w in (focused, *focused.ancestors) if isinstance(w, PANELS)), focused)
+        panels = maximisable_panels()
+        panel = next((w for w in (focused, *focused.ancestors) if isinstance(w, panels)), focused)
         screen.maximize(panel, container=False)
 
     async def action_quit(self) -> None:

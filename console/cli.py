@@ -19,20 +19,17 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from agent.events import RequiredSinkFailed
 from agent.input_files import MIB, InputFileError, decode_text, read_bounded, read_input_file
 from agent.scenario_folder import is_scenario_file_name, scenario_files
 from console import telemetry
-from console.audit_cli import add_audit_parser, run_audit_command
-from console.demo_cli import add_demo_parser, run_demo_command
 from console.errors import SetupError
-from console.eval_cli import add_eval_parser, run_eval_command
 from console.presentation import SETUP_ERROR
 from console.safe_text import neutralize
-from tools.redaction import NOOP
-from tools.run_events import EventSink, RunEvent
+
+if TYPE_CHECKING:
+    from tools.run_events import EventSink, RunEvent
 
 # Input files are read with a cap well above any sane budget (the use case applies the real limits
 # and rejects an oversized query or previous turn by its own rules); past the cap is exit 3.
@@ -40,6 +37,12 @@ MAX_INPUT_FILE_BYTES = MIB
 
 
 def _parser() -> argparse.ArgumentParser:
+    # Each command's own module defines its options: imported here, so a bare `diagnose` (which
+    # builds no parser) opens the console without loading them.
+    from console.audit_cli import add_audit_parser
+    from console.demo_cli import add_demo_parser
+    from console.eval_cli import add_eval_parser
+
     parser = argparse.ArgumentParser(
         prog="diagnose",
         description="Evidence-bound incident diagnosis console.",
@@ -149,25 +152,56 @@ def _log_to_file() -> None:
     except OSError:
         handler = logging.NullHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(NOOP.logging_filter())
+    handler.addFilter(DeferredRedaction())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
 
 
+class DeferredRedaction(logging.Filter):
+    """The built-in redaction rules (`tools.redaction.NOOP`) on every log record, compiled at the first
+    record rather than at startup: compiling them takes ~15 ms that the console's first frame, which
+    logs nothing, need not wait for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rules: logging.Filter | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._rules is None:
+            from tools.redaction import NOOP
+
+            self._rules = NOOP.logging_filter()
+        return bool(self._rules.filter(record))
+
+
+def _arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """The parsed command line; a bare `diagnose` is the console without options, and needs no parser
+    (building it imports every command's module)."""
+    if not argv:
+        return argparse.Namespace(command=None)
+    return _parser().parse_args(_with_command(argv))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(_with_command(sys.argv[1:] if argv is None else argv))
+    args = _arguments(sys.argv[1:] if argv is None else argv)
     command = args.command or "console"
     telemetry.apply_opt_in(getattr(args, "config", None))  # before anything imports Haystack
     _log_to_file()
     try:
         if command == "audit":
+            from console.audit_cli import run_audit_command
+
             return run_audit_command(args)
         if command == "scenarios":
             return _scenarios(args.json)
         if command == "demo":
+            from console.demo_cli import run_demo_command
+
             return run_demo_command(args)
         if command == "eval":
+            from console.eval_cli import run_eval_command
+
             return run_eval_command(args)
         if command == "console":
             return _console(args)
@@ -179,15 +213,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SetupError as exc:
         error(str(exc))
         return SETUP_ERROR
-    except RequiredSinkFailed as exc:
-        error(f"the audit could not be written, so the run was stopped: {exc}")
-        return SETUP_ERROR
     except StdoutClosed as exc:
         return exc.exit_code
+    except Exception as exc:
+        # Named only once a command fails: `agent.events` loads the redaction rules, which a bare
+        # `diagnose` would otherwise compile before the console's first frame.
+        from agent.events import RequiredSinkFailed
+
+        if not isinstance(exc, RequiredSinkFailed):
+            raise
+        error(f"the audit could not be written, so the run was stopped: {exc}")
+        return SETUP_ERROR
 
 
 def error(message: str) -> None:
     """`diagnose: <message>` on stderr: redacted, one line, nothing that can drive the terminal."""
+    from tools.redaction import NOOP
+
     try:
         print(f"diagnose: {neutralize(NOOP.text(message), newlines=False)}", file=sys.stderr)
     except OSError:

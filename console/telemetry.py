@@ -16,7 +16,6 @@ not through the settings model, so deciding costs no pydantic import before the 
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 
 from agent.input_files import InputFileError, read_input_text
@@ -50,6 +49,8 @@ def _opted_in(config_file: Path | None) -> bool:
     path = config_file or os.environ.get(_CONFIG_ENV) or None
     if path is None:
         return False
+    import tomllib  # only with a configuration file: a bare `diagnose` reads none
+
     try:
         document = tomllib.loads(read_input_text(path, what="config file", limit=1024 * 1024))
     except (InputFileError, tomllib.TOMLDecodeError, RecursionError):

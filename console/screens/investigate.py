@@ -13,30 +13,32 @@ import json
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.geometry import Size
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 from textual.worker import Worker, WorkerState
 
-from console.export import RunRecord, draft_markdown, write_run
 from console.host import ConsoleHost
 from console.messages import RunAborted, RunSubmitted
 from console.presentation import CallState, exit_code
 from console.safe_text import neutralize
-from console.screens.export_dialog import ExportDialog
 from console.widgets.result import ResultView
 from console.widgets.run_state import RunState
 from console.widgets.run_view import NARROW_BELOW, RunView
 from console.widgets.status_bar import StatusBar
 from console.widgets.too_small import TooSmall, fit_screen
-from tools.run_events import RunEvent
+
+if TYPE_CHECKING:
+    from console.export import RunRecord
+    from tools.run_events import RunEvent
 
 DRAIN_INTERVAL_S = 0.05
 DRAIN_SLICE_S = 0.012  # the longest a drain holds the event loop: a key waits at most about this long
@@ -103,6 +105,7 @@ class InvestigateScreen(Screen[None]):
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         options = self.app.options
+        self.fit(self.app.size)  # styled for the terminal before the widgets mount: one layout, one style
         yield StatusBar("Investigate", id="status")
         with Vertical(id="ask"):
             query = TextArea(id="query", soft_wrap=True, tab_behavior="focus", show_line_numbers=False)
@@ -117,8 +120,12 @@ class InvestigateScreen(Screen[None]):
         yield TooSmall()
 
     def on_resize(self, event: events.Resize) -> None:
-        fit_screen(self, event.size)
-        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
+        self.fit(event.size)
+
+    def fit(self, size: Size) -> None:
+        """The classes the screen's layout follows for a terminal of `size` (too small, narrow)."""
+        fit_screen(self, size)
+        self.set_class(size.width < NARROW_BELOW, "-narrow")
 
     def on_mount(self) -> None:
         self.query_one("#carry", Static).display = False
@@ -234,6 +241,8 @@ class InvestigateScreen(Screen[None]):
         if draft is None:
             self.notify("There is no Draft to copy.", severity="warning")
             return
+        from console.export import draft_markdown  # the export loads on first use, after the first frame
+
         self.app.copy_to_clipboard(draft_markdown(draft))
         self.notify("Draft copied to the clipboard as Markdown.")
 
@@ -249,6 +258,8 @@ class InvestigateScreen(Screen[None]):
         if self.run_record() is None:
             self.notify("There is no finished run to export.", severity="warning")
             return
+        from console.screens.export_dialog import ExportDialog
+
         options = self.app.options
         dialog = ExportDialog(options.export_dir or Path.cwd(), cursor_blink=options.cursor_blink)
         self.app.push_screen(dialog, self._export_to)
@@ -257,6 +268,8 @@ class InvestigateScreen(Screen[None]):
         record = self.run_record()
         if directory is None or record is None:
             return
+        from console.export import write_run
+
         exported_at = self.app.options.clock().isoformat(timespec="seconds")
         try:
             written = write_run(record, directory, exported_at)
@@ -268,6 +281,8 @@ class InvestigateScreen(Screen[None]):
     def run_record(self) -> RunRecord | None:
         if self.state.result is None:
             return None
+        from console.export import RunRecord
+
         return RunRecord(
             query=self.state.query if self.state.query is not None else self.last_query,
             previous_turn=self.state.previous_turn,

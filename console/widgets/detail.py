@@ -9,7 +9,7 @@ the wire's JSON) it says so in words instead of reconstructing one.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.json import JSON
@@ -22,8 +22,10 @@ from console.presentation import CallState
 from console.safe_text import neutralize
 from console.widgets.run_state import CallRow, RunState
 from console.widgets.timeline import TimelineKey
-from tools.run_events import ProtocolChanged, RunEvent, ToolFinished
 from tools.vocabulary import EvidenceStatus
+
+if TYPE_CHECKING:
+    from tools.run_events import RunEvent
 
 EVENT_NOISE = ("type", "run_id", "session_id")
 TIMING_KEYS = ("at", "duration_ms", "elapsed_s")  # masked when timings are hidden (snapshots)
@@ -65,6 +67,8 @@ def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
     if row.evaluates:
         parts.append(Text(f"carried the evaluation of {row.evaluates[0]}: {row.evaluates[1]}", style="dim"))
     parts += [Text("")]
+    from tools.run_events import ProtocolChanged, ToolFinished  # loaded by the first event anyway
+
     executed = any(isinstance(e, ToolFinished) for e in row.events)
     if row.has_observation:
         if not executed:

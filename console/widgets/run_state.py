@@ -10,24 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.presentation import CallState
-from tools.run_events import (
-    BudgetChanged,
-    ModelRoundFinished,
-    ModelRoundStarted,
-    ProtocolChanged,
-    RunEvent,
-    RunEventBase,
-    RunFinished,
-    RunStarted,
-    ToolFinished,
-    ToolStarted,
-    known_type,
-    parse_event,
-)
 from tools.vocabulary import ErrorCode, EvidenceStatus, ProtocolCode, StopReason
+
+if TYPE_CHECKING:  # the event types load with the first event folded, not before the first frame
+    from tools.run_events import (
+        BudgetChanged,
+        ModelRoundFinished,
+        ModelRoundStarted,
+        ProtocolChanged,
+        RunEvent,
+        RunFinished,
+        RunStarted,
+        ToolFinished,
+        ToolStarted,
+    )
 
 # Protocol codes that describe what the model was told about one call (operator extras included).
 CALL_CONTROL_CODES = frozenset(
@@ -193,27 +192,29 @@ class RunState:
     def apply(self, event: RunEvent | Mapping[str, Any]) -> None:
         """Fold one event: a typed event, or an event's JSON object (validated first). An object of a
         type this version does not know is skipped, as the audit skips it."""
-        if not isinstance(event, RunEventBase) and known_type(event) is None:
+        from tools import run_events as types  # imported here: an empty console never needs it
+
+        if not isinstance(event, types.RunEventBase) and types.known_type(event) is None:
             return
-        typed = parse_event(event)
+        typed = types.parse_event(event)
         self.events.append(typed)
         self._identity(typed)
         match typed:
-            case RunStarted():
+            case types.RunStarted():
                 self._run_started(typed)
-            case ModelRoundStarted():
+            case types.ModelRoundStarted():
                 self._model_round_started(typed)
-            case ModelRoundFinished():
+            case types.ModelRoundFinished():
                 self._model_round_finished(typed)
-            case ToolStarted():
+            case types.ToolStarted():
                 self._tool_started(typed)
-            case ToolFinished():
+            case types.ToolFinished():
                 self._tool_finished(typed)
-            case ProtocolChanged():
+            case types.ProtocolChanged():
                 self._protocol_changed(typed)
-            case BudgetChanged():
+            case types.BudgetChanged():
                 self._budget_changed(typed)
-            case RunFinished():
+            case types.RunFinished():
                 self._run_finished(typed)
 
     def apply_all(self, events: Iterable[RunEvent | Mapping[str, Any]]) -> None:

@@ -38,6 +38,10 @@ class RunView(Vertical):
         self.panel = "timeline"  # the tab shown when narrow
 
     def compose(self) -> ComposeResult:
+        # The view spans its screen: its panels are styled for the terminal's width as they mount, so
+        # the first frame is laid out once, not restyled and laid out again when the resize arrives.
+        narrow = self.app.size.width < NARROW_BELOW
+        self.set_class(narrow, "-narrow", f"-show-{self.panel}", update=False)
         yield Tabs(*(Tab(name.title(), id=f"tab-{name}") for name in PANELS), id="run-tabs")
         with Horizontal(id="run-body"):
             with Vertical(id="run-left"):
@@ -50,9 +54,11 @@ class RunView(Vertical):
             with Vertical(id="run-right"):
                 gauge = BudgetGauge(show_timings=self.show_timings, id="budget")
                 gauge.border_title = "Budget"
+                gauge.set_class(narrow, "-compact", update=False)
                 yield gauge
                 protocol = ProtocolPanel(id="protocol")
                 protocol.border_title = "Progress protocol"
+                protocol.set_class(narrow, "-compact", update=False)
                 yield protocol
                 result = ResultView(id="result")
                 result.border_title = "Result"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import events
@@ -33,8 +33,10 @@ from console.presentation import (
 from console.safe_text import neutralize
 from console.widgets.run_state import CallRow, Changes, RoundRow, RunState
 from tools.definitions import QUERY_LOGS
-from tools.run_events import ProtocolChanged
 from tools.vocabulary import ErrorCode, EvidenceStatus, InvocationStatus, ProtocolCode
+
+if TYPE_CHECKING:
+    from tools.run_events import ProtocolChanged
 
 TimelineKey = tuple[str, Any]  # ("round", n) | ("call", id) | ("note", i) | ("finish", None)
 

@@ -1,6 +1,6 @@
 """Console startup: process start to the first painted frame of `diagnose`, against a minimal Textual app.
 
-    python -m tests.benchmarks.bench_console_startup [--repeats 15] [--warmup 2]
+    python -m tests.benchmarks.bench_console_startup [--repeats 15] [--warmup 2] [--base DIR]
 
 The console promises its first frame at once, with the engine (Haystack) loading only afterwards. This
 measures it the way an operator sees it: each sample is a fresh `python` process, so interpreter start,
@@ -9,13 +9,20 @@ imports, CSS parsing, compose and the first compositor pass all count.
 - diagnose: the real entry point, `console.cli.main([])` (what the `diagnose` script runs), headless.
 - minimal: a Textual `App` with one `Static`, headless (the floor any Textual app pays).
 - python: `python -c pass` (the interpreter's own start, for reference).
+- base (with `--base DIR`): `diagnose` from another checkout, e.g. a `git worktree add` copy of the
+  commit before a change, run in the same loop: the before/after figures come from the same minutes.
+
+Every child writes and reads its bytecode under one cache folder of the run (`PYTHONPYCACHEPREFIX`), so
+after the warm-up rounds every side starts from compiled modules, as an installed console does, even
+where the environment sets `PYTHONDONTWRITEBYTECODE` (otherwise the project's own modules would be
+compiled from source in every process while Textual's come precompiled).
 
 A small wrapper in the child patches `App._display`, which Textual calls with each frame it paints: on
 the first one it records `time.perf_counter()` (CLOCK_MONOTONIC, comparable across processes) and whether
 `haystack` is imported, writes both to a file and exits the app. The parent takes `perf_counter()` just
 before starting the process. Runs are interleaved (diagnose, minimal, python, ...); medians are
-reported with the ratio diagnose / minimal (target: within 1.5x). Exit 1 if the target is missed or
-Haystack was imported before the first frame.
+reported with the ratio diagnose / minimal (target: within 1.5x), and with `--base` the ratio diagnose /
+base. Exit 1 if the target is missed or Haystack was imported before the first frame.
 """
 
 from __future__ import annotations
@@ -71,15 +78,21 @@ CHILDREN = {
 }
 
 
-def sample(kind: str, workdir: Path) -> tuple[float, bool]:
+def sample(kind: str, workdir: Path, repo: Path = REPO) -> tuple[float, bool]:
     """One fresh process: seconds from spawn to its first painted frame, and whether Haystack was loaded."""
     out = workdir / f"{kind}.json"
     out.unlink(missing_ok=True)
-    env = {**os.environ, "XDG_STATE_HOME": str(workdir / "state"), "PYTHONPATH": str(REPO)}
-    env = {k: v for k, v in env.items() if not k.startswith("DIAGNOSE_")}
+    env = {
+        **os.environ,
+        "XDG_STATE_HOME": str(workdir / "state"),
+        "PYTHONPATH": str(repo),
+        "PYTHONPYCACHEPREFIX": str(workdir / "bytecode"),
+    }
+    env = {k: v for k, v in env.items() if not k.startswith("DIAGNOSE_") and k != "PYTHONDONTWRITEBYTECODE"}
+    child = CHILDREN["diagnose" if kind == "base" else kind]
     start = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "-c", CHILDREN[kind], str(out)],
+        [sys.executable, "-c", child, str(out)],
         cwd=workdir,
         env=env,
         check=True,
@@ -98,15 +111,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument(
+        "--base", type=Path, metavar="DIR", help="another checkout whose `diagnose` runs in the same loop"
+    )
     args = parser.parse_args(argv)
 
-    times: dict[str, list[float]] = {kind: [] for kind in CHILDREN}
+    kinds = [*CHILDREN, *(["base"] if args.base else [])]
+    times: dict[str, list[float]] = {kind: [] for kind in kinds}
     haystack_at_first_frame = False
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         workdir = Path(tmp)
         for i in range(args.warmup + args.repeats):
-            for kind in CHILDREN:
-                seconds, haystack = sample(kind, workdir)
+            for kind in kinds:
+                seconds, haystack = sample(kind, workdir, args.base.resolve() if kind == "base" else REPO)
                 haystack_at_first_frame |= kind == "diagnose" and haystack
                 if i >= args.warmup:
                     times[kind].append(seconds)
@@ -121,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
             f"min {min(values) * 1000:7.1f} ms   max {max(values) * 1000:7.1f} ms"
         )
     print(f"ratio diagnose / minimal: {ratio:.2f} (target <= {TARGET_RATIO})")
+    if args.base:
+        print(
+            f"ratio base / minimal: {medians['base'] / medians['minimal']:.2f}; "
+            f"diagnose / base: {medians['diagnose'] / medians['base']:.2f}"
+        )
     print(f"haystack imported at the first frame: {'YES' if haystack_at_first_frame else 'no'}")
     ok = ratio <= TARGET_RATIO and not haystack_at_first_frame
     print("target met" if ok else "TARGET MISSED")

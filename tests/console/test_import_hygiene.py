@@ -1,7 +1,9 @@
 """The first frame is painted before Haystack is imported, and nothing is printed while the app runs.
 
 Nor does the first frame pay for what it does not show: pydantic (the tool input models, the result
-contracts) and the screens other than investigate load later, on first use.
+contracts), the screens other than investigate, the export, the audit screen's table widget, the
+redaction rules and the run-event types (with the first event) load later, on first use; a bare
+`diagnose` builds no command-line parser, so the other commands' modules are not imported either.
 
 Runs in a fresh interpreter: the test process has long imported Haystack.
 """
@@ -20,7 +22,17 @@ from console.app import DiagnoseApp
 from console.host import ConsoleOptions
 
 seen = {"after_import": "haystack" in sys.modules}
-LATER = ("pydantic", "console.screens.audit", "console.screens.replay", "console.screens.scenarios")
+LATER = (
+    "pydantic",
+    "console.screens.audit",
+    "console.screens.replay",
+    "console.screens.scenarios",
+    "console.export",
+    "console.screens.export_dialog",
+    "textual.widgets._data_table",
+    "tools.redaction",
+    "tools.run_events",
+)
 
 def first_paint() -> None:
     seen.setdefault("first_paint", "haystack" in sys.modules)
@@ -50,11 +62,41 @@ sys.__stdout__.write(json.dumps(seen))
 """
 
 
-def test_first_frame_before_haystack_and_a_silent_run(tmp_path: Path) -> None:
+# `diagnose` itself, to the first frame Textual paints (the hook the startup benchmark uses).
+CLI_PROBE = r"""
+import json, sys
+from textual.app import App
+
+LATER = (
+    "haystack", "pydantic", "agent.events", "tools.redaction", "tomllib", "console.audit_cli",
+    "console.eval_cli", "console.demo_cli", "console.export", "textual.widgets._data_table",
+    "tools.run_events",
+)
+seen = {}
+_display = App._display
+
+def first_frame(self, screen, renderable):
+    _display(self, screen, renderable)
+    if renderable is not None and screen.children and not seen:
+        seen["loaded_at_first_frame"] = [name for name in LATER if name in sys.modules]
+        self.call_later(self.exit)
+
+App._display = first_frame
+_run = App.run
+App.run = lambda self, *a, **kw: _run(self, *a, **{**kw, "headless": True})
+
+from console.cli import main
+
+seen["exit_code"] = main([])
+sys.__stdout__.write(json.dumps(seen))
+"""
+
+
+def run_probe(tmp_path: Path, source: str, *args: str) -> dict[str, object]:
     probe = tmp_path / "probe.py"
-    probe.write_text(PROBE, encoding="utf-8")
+    probe.write_text(source, encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, str(probe), str(tmp_path / "audit.db")],
+        [sys.executable, str(probe), *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -67,7 +109,12 @@ def test_first_frame_before_haystack_and_a_silent_run(tmp_path: Path) -> None:
         },
     )
     assert done.stderr == "", done.stderr  # headless Textual forwards stray prints: there must be none
-    seen = json.loads(done.stdout)
+    seen: dict[str, object] = json.loads(done.stdout)
+    return seen
+
+
+def test_first_frame_before_haystack_and_a_silent_run(tmp_path: Path) -> None:
+    seen = run_probe(tmp_path, PROBE, str(tmp_path / "audit.db"))
     assert seen == {
         "after_import": False,
         "first_paint": False,
@@ -76,3 +123,7 @@ def test_first_frame_before_haystack_and_a_silent_run(tmp_path: Path) -> None:
         "after_run": True,
         "outcome": "DRAFT",
     }
+
+
+def test_bare_diagnose_paints_before_loading_other_commands_or_the_redaction_rules(tmp_path: Path) -> None:
+    assert run_probe(tmp_path, CLI_PROBE) == {"loaded_at_first_frame": [], "exit_code": 0}
