@@ -12,8 +12,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from audit.backend import AuditBackend
 from audit.liveness import own_start_marker
-from audit.store import RUN_SETUP_COLUMNS, AuditStore, AuditStoreError
+from audit.store import RUN_SETUP_COLUMNS, AuditStoreError
 from tools.run_events import (
     BudgetChanged,
     InvalidRunEvent,
@@ -113,7 +114,7 @@ class AuditSink:
     one per event. A crash loses at most the queued rows, which recovery reads as an interrupted run.
     """
 
-    def __init__(self, store: AuditStore) -> None:
+    def __init__(self, store: AuditBackend) -> None:
         self._store = store
         # Invocations this sink committed as STARTED and has not seen finish: their finish can be queued,
         # because the row it must match is known to exist. Any other finish is checked at once.

@@ -452,6 +452,11 @@ class AuditStore:
         return bool(self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone())
 
     @property
+    def location(self) -> str:
+        """The file, for people (audit.backend.AuditBackend)."""
+        return str(self.path)
+
+    @property
     def schema_version(self) -> int:
         return int(self._pragma("user_version"))
 
