@@ -70,13 +70,27 @@ class AuditBackend(Protocol):
         """Close what crashed writers left open; returns the run IDs it closed."""
         ...
 
+    def hold_lease(self, run_id: str) -> None:
+        """Inside the transaction recording a run's start: mark it live for recovery on other hosts."""
+        ...
+
+    def release_lease(self, run_id: str) -> None:
+        """Inside the transaction recording a run's end."""
+        ...
+
     def prune(self, older_than: timedelta) -> PruneReport: ...
 
     def vacuum(self) -> None: ...
 
     def get_run(self, run_id: str) -> dict[str, Any] | None: ...
 
+    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]: ...
+
     def list_invocations(self, run_id: str) -> list[dict[str, Any]]: ...
+
+    def list_model_rounds(self, run_id: str) -> list[dict[str, Any]]: ...
+
+    def list_protocol_events(self, run_id: str) -> list[dict[str, Any]]: ...
 
     def close(self) -> None: ...
 
@@ -85,11 +99,14 @@ class AuditBackend(Protocol):
     def __exit__(self, *exc_info: object) -> None: ...
 
 
-def open_audit_store(location: AuditLocation) -> AuditBackend:
+def open_audit_store(
+    location: AuditLocation, *, heartbeat_s: float = 5.0, lease_s: float = 30.0
+) -> AuditBackend:
     """Open (creating or migrating the schema) the audit `location` names; `AuditStoreError` if unusable."""
-    from audit.store import AuditStore, AuditStoreError
-
     if isinstance(location, MysqlLocation):
-        raise AuditStoreError(f"audit {location.describe()}: a MariaDB/MySQL audit is not available yet")
+        from audit.mysql_store import MysqlAuditStore
+
+        return MysqlAuditStore(location, heartbeat_s=heartbeat_s, lease_s=lease_s)
+    from audit.store import AuditStore
 
     return AuditStore(location.path)

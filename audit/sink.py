@@ -153,6 +153,7 @@ class AuditSink:
         params = (*run, os.getpid(), own_start_marker(), *setup)
         with self._store.write() as db:
             db.conn.execute(_INSERT_RUN, params)
+            self._store.hold_lease(event.run_id)
 
     def _model_round_finished(self, event: ModelRoundFinished) -> None:
         params = (
@@ -253,3 +254,4 @@ class AuditSink:
                 setup = _setup_values(rejected.get("model"), rejected.get("limits"), rejected.get("protocol"))
                 db.conn.execute(_REJECTED_RUN_SETUP, (rejected.get("query"), *setup, event.run_id))
             db.conn.execute(_CLOSE_STARTED, (closed, event.at, event.run_id, InvocationStatus.STARTED))
+            self._store.release_lease(event.run_id)

@@ -92,7 +92,9 @@ def open_run_environment(
     except AuditLocationError as exc:
         raise SetupError(f"audit unavailable: {exc}") from None
     try:
-        store = open_audit_store(location)
+        store = open_audit_store(
+            location, heartbeat_s=settings.audit.heartbeat_s, lease_s=settings.audit.lease_s
+        )
     except AuditStoreError as exc:
         raise SetupError(f"audit unavailable: {exc}") from None
     return RunEnvironment(settings, chosen, boundary, store, redactor)
