@@ -4,7 +4,10 @@ The same tables and columns as the SQLite file at its current version (docs/arch
 so every reader sees the same rows. InnoDB for transactions and row locks; utf8mb4 so any query or
 projection is stored as written; `utf8mb4_bin` so text compares and sorts by code point, as SQLite
 does, and keyset pages come back in the same order from both stores. Timestamps stay ISO-8601 text,
-exactly as the sink writes them. Two tables exist only here: `run_leases` (a running run's lease,
+exactly as the sink writes them. `runs.listed_at` (COALESCE(started_at, finished_at), the runs' page
+order) is a stored generated column, INVISIBLE so `SELECT *` returns the file's columns: MariaDB
+has no expression indexes, so the column carries the index the file builds on the expression.
+Two tables exist only here: `run_leases` (a running run's lease,
 renewed by its writer, see `audit.leases`) and `audit_write_tokens` (one row per committed write
 transaction, so a retry after a lost connection can tell whether its commit happened).
 
@@ -26,6 +29,8 @@ _ID = "VARCHAR(191)"
 _STAMP = "VARCHAR(40)"  # ISO-8601 UTC with microseconds, as audit_timestamp writes it
 _WORD = "VARCHAR(64)"  # statuses, codes, tool names
 MIGRATION_LOCK_TIMEOUT_S = 60
+# Browse pages walk these indexes in page order (audit.browse): a page is a range scan, never a sort.
+_ORDER = "started_at, run_id, tool_call_id"
 
 Execute = Callable[[str], Any]
 
@@ -58,9 +63,12 @@ def _v1_tables(execute: Execute) -> None:
             max_run_bytes BIGINT,
             max_consecutive_no_gain BIGINT,
             max_protocol_violations BIGINT,
-            KEY idx_runs_started (started_at, run_id),
-            KEY idx_runs_finished (finished_at),
-            KEY idx_runs_session (session_id)
+            listed_at {_STAMP} AS (COALESCE(started_at, finished_at)) STORED INVISIBLE,
+            KEY idx_runs_listed (listed_at, run_id),
+            KEY idx_runs_session_listed (session_id, listed_at, run_id),
+            KEY idx_runs_outcome_listed (outcome, listed_at, run_id),
+            KEY idx_runs_interrupted_listed (interrupted, listed_at, run_id),
+            KEY idx_runs_unfinished (finished_at, run_id)
         ) {_TABLE_OPTIONS}""",
         f"""CREATE TABLE IF NOT EXISTS model_rounds (
             run_id {_ID} NOT NULL,
@@ -94,8 +102,13 @@ def _v1_tables(execute: Execute) -> None:
             seq BIGINT,
             input_key MEDIUMTEXT,
             PRIMARY KEY (run_id, tool_call_id),
-            KEY idx_invocations_started (started_at, run_id, tool_call_id),
-            KEY idx_invocations_status (status, started_at, run_id, tool_call_id)
+            KEY idx_invocations_started ({_ORDER}),
+            KEY idx_invocations_run (run_id, started_at, tool_call_id),
+            KEY idx_invocations_tool_status ({"tool, status, " + _ORDER}),
+            KEY idx_invocations_tool ({"tool, " + _ORDER}),
+            KEY idx_invocations_status ({"status, " + _ORDER}),
+            KEY idx_invocations_error ({"error_code, " + _ORDER}),
+            KEY idx_invocations_session ({"session_id, " + _ORDER})
         ) {_TABLE_OPTIONS}""",
         # (run_id, seq) is unique: a protocol event is one event of one run, written once.
         f"""CREATE TABLE IF NOT EXISTS protocol_events (

@@ -164,6 +164,19 @@ def add_audit_parser(subparsers: Any) -> None:
     )
     export.add_argument("--output", type=Path, help="file to write (created owner-only; default stdout)")
 
+    copy = sub.add_parser(
+        "copy", help="copy finished runs between audits (idempotent: run it again to resume)"
+    )
+    copy.add_argument(
+        "--from", dest="source", required=True, metavar="URL", help="sqlite:///F, mysql://... or F"
+    )
+    copy.add_argument(
+        "--to", dest="target", required=True, metavar="URL", help="sqlite:///F, mysql://... or F"
+    )
+    copy.add_argument("--from-password-env", metavar="VAR", help="password variable of --from (mysql)")
+    copy.add_argument("--to-password-env", metavar="VAR", help="password variable of --to (mysql)")
+    copy.add_argument("--config", type=Path, help="configuration file (the evidence account to refuse)")
+
     prune = sub.add_parser("prune", parents=[common], help="delete runs finished longer ago than AGE")
     prune.add_argument(
         "--older-than", type=parse_age, required=True, metavar="AGE", help="e.g. 30d, 12h, 90m"
@@ -185,6 +198,10 @@ def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> in
     from audit.location import SqliteLocation
 
     out = out or sys.stdout
+    if args.audit_command == "copy":
+        from console.audit_copy import run_copy_command
+
+        return run_copy_command(args, out)
     try:
         location = _resolve_location(args)
         if isinstance(location, SqliteLocation) and not location.path.is_file():

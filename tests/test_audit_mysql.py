@@ -19,7 +19,6 @@ import pytest
 
 from audit.backend import AuditBackend
 from audit.location import MysqlLocation
-from audit.mysql_dialect import to_mysql
 from audit.mysql_schema import MIGRATIONS
 from audit.mysql_store import MysqlAuditStore
 from audit.sink import AuditSink
@@ -79,7 +78,8 @@ def test_the_same_columns_as_the_sqlite_file(mariadb_audit: AuditTarget, tmp_pat
                 row["column_name"]
                 for row in server_store.query(
                     "SELECT column_name AS column_name FROM information_schema.columns"
-                    " WHERE table_schema = DATABASE() AND table_name = ? ORDER BY ordinal_position",
+                    " WHERE table_schema = DATABASE() AND table_name = ? AND extra NOT LIKE '%INVISIBLE%'"
+                    " ORDER BY ordinal_position",
                     (table,),
                 )
             ]
@@ -114,17 +114,6 @@ def test_a_newer_schema_is_refused(mariadb_audit: AuditTarget) -> None:
     _admin(_database(mariadb_audit), "UPDATE audit_schema_version SET version = 99")
     with pytest.raises(AuditStoreError, match="newer than this program"):
         mariadb_audit.open()
-
-
-def test_the_sinks_statements_read_the_same_on_the_server() -> None:
-    from audit import sink
-
-    upsert = to_mysql(sink._ROUND_STARTED)
-    assert "%s" in upsert and "?" not in upsert
-    assert "ON DUPLICATE KEY UPDATE started_at = VALUES(started_at), seq = VALUES(seq)" in upsert
-    assert to_mysql("SELECT * FROM t WHERE a LIKE ? ESCAPE '\\' AND b = '100%'") == (
-        "SELECT * FROM t WHERE a LIKE %s ESCAPE '\\' AND b = '100%%'"
-    )
 
 
 def test_a_started_row_is_committed_before_the_tool_runs(mariadb_audit: AuditTarget) -> None:
