@@ -130,7 +130,7 @@ class MysqlAuditStore:
         self._tx: _Transaction | None = None
         self._reading = False
         self._closed = False
-        self._heartbeat = Heartbeat(lambda: self._connect(autocommit=True), heartbeat_s, lease_s)
+        self._heartbeat = Heartbeat(self._connect, heartbeat_s, lease_s)
         try:
             # Opening fails fast: a server that is not there now is an unusable audit, not a busy one.
             self._retrying(self._migrate, deadline_s=min(self._retry_deadline_s, connect_timeout_s))
@@ -146,7 +146,9 @@ class MysqlAuditStore:
     def location(self) -> str:
         return self._where.describe()
 
-    def _connect(self, *, autocommit: bool = False) -> Any:
+    def _connect(self) -> Any:
+        """Autocommit: a lone read needs no transaction of its own (nor a round trip to end one);
+        writes, recovery and snapshots open theirs with START TRANSACTION."""
         conn = pymysql.connect(
             host=self._where.host,
             port=self._where.port,
@@ -154,7 +156,7 @@ class MysqlAuditStore:
             password=self._password or "",
             database=self._where.database,
             charset="utf8mb4",
-            autocommit=autocommit,
+            autocommit=True,
             connect_timeout=self._connect_timeout_s,
             read_timeout=max(30.0, self._connect_timeout_s),
             write_timeout=max(30.0, self._connect_timeout_s),
@@ -399,9 +401,7 @@ class MysqlAuditStore:
                     return run()
                 except (pymysql.err.MySQLError, OSError) as exc:
                     raise AuditStoreError(f"audit read of {self.location} failed: {exc}") from exc
-            rows = self._retrying(run)
-            self._rollback_quietly()  # end the read's implicit transaction: the next sees new rows
-            return rows
+            return self._retrying(run)
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         rows = self.query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
