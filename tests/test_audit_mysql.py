@@ -178,6 +178,36 @@ def test_a_commit_whose_answer_was_lost_is_not_applied_twice(
     assert _admin(database, "SELECT tool_call_id, status FROM invocations") == [("call-1", "STARTED")]
 
 
+def test_a_deadlock_victim_is_replayed_once(
+    mariadb_audit: AuditTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server picks this transaction as a deadlock victim and rolls it back after the queued rows
+    went in: the retry replays the whole transaction, so each row exists exactly once."""
+    database = _database(mariadb_audit)
+    with mariadb_audit.open() as store:
+        ev, sink = Events("run-1"), AuditSink(store)
+        sink(ev.run_started())
+        sink(ev.round_started(1))
+        sink(ev.protocol("STOP_REQUIRED"))
+        real_execute = pymysql.cursors.Cursor.execute
+        victims: list[str] = []
+
+        def deadlock_once(cursor: pymysql.cursors.Cursor, query: str, args: Any = None) -> int:
+            if query.startswith("INSERT INTO invocations") and not victims:
+                victims.append(query)
+                cursor.connection.rollback()  # what InnoDB does to a deadlock victim
+                raise pymysql.err.OperationalError(1213, "Deadlock found when trying to get lock")
+            return int(real_execute(cursor, query, args))
+
+        monkeypatch.setattr(pymysql.cursors.Cursor, "execute", deadlock_once)
+        sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
+        monkeypatch.undo()
+        assert len(victims) == 1
+    assert _admin(database, "SELECT tool_call_id, status FROM invocations") == [("call-1", "STARTED")]
+    assert _admin(database, "SELECT round FROM model_rounds") == [(1,)]
+    assert _admin(database, "SELECT code FROM protocol_events") == [("STOP_REQUIRED",)]
+
+
 def test_the_run_stops_typed_when_the_server_goes_away(mariadb_audit: AuditTarget) -> None:
     assert isinstance(mariadb_audit.location, MysqlLocation)
     with TcpProxy(mariadb_audit.location.host, mariadb_audit.location.port) as proxy:
