@@ -14,7 +14,7 @@ from tools.redaction import Redactor
 
 
 def configured_secrets(settings: Settings) -> list[str]:
-    names = [settings.model.api_key_env, settings.mysql.password_env]
+    names = [settings.model.api_key_env, settings.mysql.password_env, settings.audit.password_env]
     values = [os.environ.get(name, "") for name in names if name]
     if settings.mysql.dsn:
         password = urlsplit(settings.mysql.dsn).password

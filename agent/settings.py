@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -100,7 +100,25 @@ class MysqlSettings(Section):
 
 
 class AuditSettings(Section):
+    """Where the audit lives (docs/architecture.md, "Configuration"): `path`, a SQLite file (kept for
+    existing configurations), or `url`, `sqlite:///PATH` or `mysql://user@host:port/db` with the
+    password's variable in `password_env`. audit.location parses the URL when the audit is opened."""
+
     path: Path | None = None
+    url: str | None = None
+    password_env: str | None = None
+    # A team audit's running runs renew a lease this often; recovery closes a run whose lease is
+    # older than `lease_s` (a crashed writer on any host), never one still renewed.
+    heartbeat_s: float = Field(default=5.0, gt=0)
+    lease_s: float = Field(default=30.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_location(self) -> AuditSettings:
+        if self.path is not None and self.url is not None:
+            raise ValueError("give [audit] url or [audit] path, not both")
+        if self.lease_s <= 2 * self.heartbeat_s:
+            raise ValueError("[audit] lease_s must exceed twice heartbeat_s, so one late beat is no crash")
+        return self
 
 
 class ServeSettings(Section):

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from audit.store import RUN_LISTED_AT, AuditStore, audit_timestamp
+from audit.backend import AuditBackend
+from audit.store import RUN_LISTED_AT, audit_timestamp
 from audit.text_index import PENDING_RUNS
 from tools.vocabulary import INTERRUPTED_RUN
 
@@ -137,7 +138,7 @@ class _Where:
 
 
 class AuditBrowser:
-    """Read-only queries over one `AuditStore`. Rows are the tables' rows as dicts (JSON left as text).
+    """Read-only queries over one `AuditBackend`. Rows are the tables' rows as dicts (JSON left as text).
 
     Text search: a term must occur as a substring (ASCII case-insensitive). For a term of 3+
     characters two exact plans exist. Walking the page order and testing rows with LIKE is cheap
@@ -148,7 +149,7 @@ class AuditBrowser:
     every row the other filters allow.
     """
 
-    def __init__(self, store: AuditStore) -> None:
+    def __init__(self, store: AuditBackend) -> None:
         self._store = store
 
     def _indexed(self, terms: list[str]) -> list[str]:

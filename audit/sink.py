@@ -12,8 +12,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from audit.backend import AuditBackend
 from audit.liveness import own_start_marker
-from audit.store import RUN_SETUP_COLUMNS, AuditStore, AuditStoreError
+from audit.store import RUN_SETUP_COLUMNS, AuditStoreError
 from audit.text_index import index_runs
 from tools.run_events import (
     BudgetChanged,
@@ -118,7 +119,7 @@ class AuditSink:
     queued rows, which recovery reads as an interrupted run.
     """
 
-    def __init__(self, store: AuditStore) -> None:
+    def __init__(self, store: AuditBackend) -> None:
         self._store = store
         # Invocations this sink committed as STARTED and has not seen finish: their finish can be queued,
         # because the row it must match is known to exist. Any other finish is checked at once.
@@ -157,6 +158,7 @@ class AuditSink:
         params = (*run, os.getpid(), own_start_marker(), *setup)
         with self._store.write() as db:
             db.conn.execute(_INSERT_RUN, params)
+            self._store.hold_lease(event.run_id)
 
     def _model_round_finished(self, event: ModelRoundFinished) -> None:
         params = (
@@ -259,3 +261,4 @@ class AuditSink:
             db.conn.execute(_CLOSE_STARTED, (closed, event.at, event.run_id, InvocationStatus.STARTED))
             # Last: the run's text can no longer change, so its rows enter the search index in one batch.
             index_runs(db.conn, [event.run_id], has_fts=self._store.has_fts)
+            self._store.release_lease(event.run_id)

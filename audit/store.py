@@ -467,6 +467,17 @@ class AuditStore:
     def _table_exists(self, name: str) -> bool:
         return bool(self.db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone())
 
+    def hold_lease(self, run_id: str) -> None:
+        """Nothing to hold: a file's recovery tells live runs by their process (audit.liveness)."""
+
+    def release_lease(self, run_id: str) -> None:
+        """Nothing to release (see `hold_lease`)."""
+
+    @property
+    def location(self) -> str:
+        """The file, for people (audit.backend.AuditBackend)."""
+        return str(self.path)
+
     @property
     def schema_version(self) -> int:
         return int(self._pragma("user_version"))

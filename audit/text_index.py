@@ -15,6 +15,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+from audit.backend import SqlConnection
+
 # The indexed columns per table. Both tables carry run_id, which is how a run's rows are found.
 FTS_COLUMNS: dict[str, tuple[str, ...]] = {
     "invocations": ("input_json", "projection_json"),
@@ -48,12 +50,12 @@ _MARK_INDEXED = "UPDATE runs SET fts_pending = NULL WHERE run_id = ? AND fts_pen
 _FINISHED_PENDING = f"{PENDING_RUNS} AND finished_at IS NOT NULL"
 
 
-def index_runs(conn: sqlite3.Connection, run_ids: Iterable[str], *, has_fts: bool) -> None:
+def index_runs(conn: SqlConnection, run_ids: Iterable[str], *, has_fts: bool) -> None:
     """Index the rows of these runs if they are still pending, inside the caller's transaction.
 
     Called once a run can write no more indexed text (its finish is in the same transaction): later
     writes only touch status and evaluation columns, which are not indexed. Without FTS (SQLite built
-    without the trigram tokenizer) only the mark is cleared.
+    without the trigram tokenizer, or a server audit, which has no FTS5) only the mark is cleared.
     """
     for run_id in run_ids:
         if has_fts:

@@ -25,8 +25,9 @@ from console.safe_text import neutralize
 from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
 
 if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils loads only for `audit`
-    from audit import AuditStore
+    from audit.backend import AuditBackend
     from audit.browse import AuditBrowser, Page, RunTimeline
+    from audit.location import AuditLocation
 
 
 _AGE = re.compile(r"^\s*(\d{1,12})\s*([dhm])\s*$")
@@ -163,6 +164,19 @@ def add_audit_parser(subparsers: Any) -> None:
     )
     export.add_argument("--output", type=Path, help="file to write (created owner-only; default stdout)")
 
+    copy = sub.add_parser(
+        "copy", help="copy finished runs between audits (idempotent: run it again to resume)"
+    )
+    copy.add_argument(
+        "--from", dest="source", required=True, metavar="URL", help="sqlite:///F, mysql://... or F"
+    )
+    copy.add_argument(
+        "--to", dest="target", required=True, metavar="URL", help="sqlite:///F, mysql://... or F"
+    )
+    copy.add_argument("--from-password-env", metavar="VAR", help="password variable of --from (mysql)")
+    copy.add_argument("--to-password-env", metavar="VAR", help="password variable of --to (mysql)")
+    copy.add_argument("--config", type=Path, help="configuration file (the evidence account to refuse)")
+
     prune = sub.add_parser("prune", parents=[common], help="delete runs finished longer ago than AGE")
     prune.add_argument(
         "--older-than", type=parse_age, required=True, metavar="AGE", help="e.g. 30d, 12h, 90m"
@@ -178,15 +192,21 @@ def _paging(parser: argparse.ArgumentParser) -> None:
 
 def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Runs one parsed `diagnose audit` command; returns the exit code."""
-    from audit import AuditStore, AuditStoreError
+    from audit import AuditStoreError
+    from audit.backend import open_audit_store
     from audit.browse import AuditBrowser
+    from audit.location import SqliteLocation
 
     out = out or sys.stdout
+    if args.audit_command == "copy":
+        from console.audit_copy import run_copy_command
+
+        return run_copy_command(args, out)
     try:
-        path = _resolve_path(args)
-        if not path.is_file():
-            raise _AuditCommandError(f"no audit database at {path}")
-        with AuditStore(path) as store:
+        location = _resolve_location(args)
+        if isinstance(location, SqliteLocation) and not location.path.is_file():
+            raise _AuditCommandError(f"no audit database at {location.path}")
+        with open_audit_store(location) as store:
             return _dispatch(args, AuditBrowser(store), store, out)
     except _AuditCommandError as exc:
         _error(str(exc))
@@ -209,21 +229,23 @@ def _error(message: str) -> None:
     print(f"diagnose audit: {_clean(message)}", file=sys.stderr)
 
 
-def _resolve_path(args: argparse.Namespace) -> Path:
+def _resolve_location(args: argparse.Namespace) -> AuditLocation:
     """Exactly as console.wiring resolves it for a run."""
     if args.audit_db is not None:
-        return Path(args.audit_db)
+        from audit.location import SqliteLocation
+
+        return SqliteLocation(Path(args.audit_db))
     from agent.settings import ConfigError, load_settings
-    from audit import default_audit_path
+    from audit.location import AuditLocationError
+    from console.audit_target import audit_location
 
     try:
-        settings = load_settings(args.config)
-    except ConfigError as exc:
+        return audit_location(load_settings(args.config))
+    except (ConfigError, AuditLocationError) as exc:
         raise _AuditCommandError(str(exc)) from None
-    return Path(settings.audit.path) if settings.audit.path else default_audit_path()
 
 
-def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore, out: TextIO) -> int:
+def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
     from audit.browse import InvocationFilter
     from audit.export import timeline_for_json
 
@@ -253,7 +275,7 @@ def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore
     elif command == "show":
         timeline = browser.timeline(args.run_id)
         if timeline is None:
-            raise _AuditCommandError(f"no run {args.run_id!r} in {store.path}", NOT_FOUND)
+            raise _AuditCommandError(f"no run {args.run_id!r} in {store.location}", NOT_FOUND)
         if args.json:
             _write_json(timeline_for_json(timeline), out)
         else:

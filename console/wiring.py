@@ -17,7 +17,10 @@ from agent.scenarios import Scenario, ScenarioError, resolve_scenario
 from agent.secrets import build_redactor
 from agent.settings import ConfigError, Settings, load_settings
 from agent.use_case import DiagnosisUseCase
-from audit import AuditSink, AuditStore, AuditStoreError, default_audit_path
+from audit import AuditSink, AuditStoreError
+from audit.backend import AuditBackend, open_audit_store
+from audit.location import AuditLocationError
+from console.audit_target import audit_location
 from console.errors import SetupError
 from tools.boundary import ToolBoundary
 from tools.redaction import Redactor
@@ -32,7 +35,7 @@ class RunEnvironment:
     settings: Settings
     scenario: Scenario | None
     boundary: ToolBoundary
-    audit: AuditStore
+    audit: AuditBackend
     redactor: Redactor
 
     @property
@@ -85,7 +88,13 @@ def open_run_environment(
     except (ConfigError, ScenarioError) as exc:
         raise SetupError(str(exc)) from None
     try:
-        store = AuditStore(audit_db or settings.audit.path or default_audit_path())
+        location = audit_location(settings, audit_db)
+    except AuditLocationError as exc:
+        raise SetupError(f"audit unavailable: {exc}") from None
+    try:
+        store = open_audit_store(
+            location, heartbeat_s=settings.audit.heartbeat_s, lease_s=settings.audit.lease_s
+        )
     except AuditStoreError as exc:
         raise SetupError(f"audit unavailable: {exc}") from None
     return RunEnvironment(settings, chosen, boundary, store, redactor)

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.audit_backends import AuditTarget, mariadb_target, sqlite_target
 from tests.support.mysql import MysqlTestEnv, create_env, drop_env, require_server
 
-_MARIADB_FIXTURES = frozenset({"mysql_server", "mysql_env"})
+_MARIADB_FIXTURES = frozenset({"mysql_server", "mysql_env", "mariadb_audit"})
 
 
 def _foreign(name: str) -> bool:
@@ -73,3 +74,22 @@ def mysql_env(mysql_server: str) -> Iterator[MysqlTestEnv]:
         yield env
     finally:
         drop_env(env)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
+def audit_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AuditTarget]:
+    """The test's own audit on each store: a file, then a fresh MariaDB database (see
+    tests/support/audit_backends.py). The MariaDB side skips without a server, unless required."""
+    if request.param == "sqlite":
+        yield sqlite_target(tmp_path)
+        return
+    require_server()
+    with mariadb_target() as target:
+        yield target
+
+
+@pytest.fixture
+def mariadb_audit(mysql_server: str) -> Iterator[AuditTarget]:
+    """A fresh MariaDB audit database, for tests of what only the server store does."""
+    with mariadb_target() as target:
+        yield target

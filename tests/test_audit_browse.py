@@ -13,25 +13,44 @@ from typing import Any
 import pytest
 
 from audit import browse as browse_module
+from audit.backend import AuditBackend
 from audit.browse import AuditBrowser, InvocationFilter, normalize_time
+from audit.copy import copy_audit
 from audit.sink import AuditSink
 from audit.store import AuditStore, audit_timestamp
+from tests.support.audit_backends import mariadb_target
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
+from tests.support.mysql import require_server
 
 FIELDS = ("run_id", "session_id", "tool", "status", "error_code", "since", "until", "text")
 
 
+# Browsing behaves alike on both stores: these tests also run on a MariaDB copy of the corpus.
+ON_BOTH_STORES = pytest.mark.parametrize(
+    "corpus", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)], indirect=True
+)
+
+
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuditStore]:
-    """~600 invocations over ~200 runs with the benchmark's realistic mix (Chinese queries included)."""
+def corpus(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AuditBackend]:
+    """~600 invocations over ~200 runs with the benchmark's realistic mix (Chinese queries included);
+    on MariaDB, the same file copied into a fresh database (`audit copy`'s code path)."""
     path = tmp_path_factory.mktemp("browse") / "audit.db"
     populate_audit(path, 600, seed=11)
     with AuditStore(path) as store:
-        yield store
+        if getattr(request, "param", "sqlite") == "sqlite":
+            yield store
+            return
+        require_server()
+        with mariadb_target() as target, target.open() as server:
+            copy_audit(store, server)
+            yield server
 
 
-def all_invocations(store: AuditStore) -> list[dict[str, Any]]:
+def all_invocations(store: AuditBackend) -> list[dict[str, Any]]:
     return store.query(
         "SELECT i.*, r.query AS run_query FROM invocations i LEFT JOIN runs r ON r.run_id = i.run_id"
     )
@@ -51,7 +70,7 @@ def matches(row: dict[str, Any], flt: InvocationFilter) -> bool:
     return all(term.lower() in haystack for term in (flt.text or "").split())
 
 
-def expected_keys(store: AuditStore, flt: InvocationFilter) -> list[tuple[str, str]]:
+def expected_keys(store: AuditBackend, flt: InvocationFilter) -> list[tuple[str, str]]:
     rows = sorted(
         (r for r in all_invocations(store) if matches(r, flt)),
         key=lambda r: (r["started_at"], r["run_id"], r["tool_call_id"]),
@@ -73,7 +92,7 @@ def page_through(browser: AuditBrowser, flt: InvocationFilter, limit: int) -> li
         cursor = page.next_cursor
 
 
-def sample_values(store: AuditStore) -> dict[str, Any]:
+def sample_values(store: AuditBackend) -> dict[str, Any]:
     """Filter values that select a non-empty set: those of one ERROR invocation of query_logs."""
     candidates = store.query(
         "SELECT * FROM invocations WHERE status = 'ERROR' AND tool = 'query_logs' ORDER BY started_at"
@@ -95,9 +114,10 @@ def sample_values(store: AuditStore) -> dict[str, Any]:
 SUBSETS = [combo for n in range(len(FIELDS) + 1) for combo in itertools.combinations(FIELDS, n)]
 
 
+@ON_BOTH_STORES
 @pytest.mark.parametrize("fields", SUBSETS, ids=lambda f: "+".join(f) or "none")
 def test_every_filter_combination_pages_exactly_the_matching_rows(
-    corpus: AuditStore, fields: tuple[str, ...]
+    corpus: AuditBackend, fields: tuple[str, ...]
 ) -> None:
     values = sample_values(corpus)
     flt = InvocationFilter(**{f: values[f] for f in fields})
@@ -123,11 +143,12 @@ TERMS = [
 ]
 
 
+@ON_BOTH_STORES
 @pytest.mark.parametrize("use_fts", [True, False], ids=["fts", "like-only"])
 @pytest.mark.parametrize("walk", ["default", "tiny"], ids=["walk-default", "walk-tiny"])
 @pytest.mark.parametrize("term", TERMS)
 def test_text_search(
-    corpus: AuditStore, term: str, use_fts: bool, walk: str, monkeypatch: pytest.MonkeyPatch
+    corpus: AuditBackend, term: str, use_fts: bool, walk: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(corpus, "has_fts", use_fts and corpus.has_fts)
     if walk == "tiny":  # forces the index-driven plan for every term that is not in the first rows
@@ -145,7 +166,7 @@ def test_text_search(
     assert runs == expected_runs(corpus, term)
 
 
-def expected_runs(store: AuditStore, text: str) -> list[str]:
+def expected_runs(store: AuditBackend, text: str) -> list[str]:
     """A run matches when every term occurs in its query or in one of its invocations."""
     texts: dict[str, list[str]] = {}
     for inv in store.query("SELECT run_id, input_json, projection_json FROM invocations"):
@@ -185,7 +206,8 @@ def _all_pages(fetch: Any) -> list[dict[str, Any]]:
         cursor = page.next_cursor
 
 
-def test_runs_are_newest_first_with_filters_and_pages(corpus: AuditStore) -> None:
+@ON_BOTH_STORES
+def test_runs_are_newest_first_with_filters_and_pages(corpus: AuditBackend) -> None:
     browser = AuditBrowser(corpus)
     everything = corpus.query("SELECT * FROM runs")
     key = sorted(everything, key=lambda r: (r["started_at"] or r["finished_at"], r["run_id"]), reverse=True)

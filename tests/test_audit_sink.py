@@ -12,9 +12,12 @@ from typing import Any
 import pytest
 
 from audit import store as store_module
+from audit.backend import AuditBackend
 from audit.sink import AuditSink
 from audit.store import AuditStore, AuditStoreError
+from tests.support.audit_backends import mariadb_target
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, RUN, SESSION, Events, on_disk
+from tests.support.mysql import require_server
 
 
 @pytest.fixture
@@ -22,9 +25,20 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "state" / "audit.db"
 
 
+# Behaviour both stores must have runs on both: the file, and a fresh MariaDB database.
+ON_BOTH_STORES = pytest.mark.parametrize(
+    "store", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)], indirect=True
+)
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[AuditStore]:
-    with AuditStore(db_path) as opened:
+def store(request: pytest.FixtureRequest, db_path: Path) -> Iterator[AuditBackend]:
+    if getattr(request, "param", "sqlite") == "sqlite":
+        with AuditStore(db_path) as opened:
+            yield opened
+        return
+    require_server()
+    with mariadb_target() as target, target.open() as opened:
         yield opened
 
 
@@ -59,7 +73,8 @@ def test_started_invocation_is_on_disk_before_the_tool_finishes(store: AuditStor
     assert store.list_protocol_events(RUN) == []  # evaluations live on the invocation
 
 
-def test_full_run_is_recorded(store: AuditStore) -> None:
+@ON_BOTH_STORES
+def test_full_run_is_recorded(store: AuditBackend) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     sink(ev.round_started(1))
@@ -126,6 +141,7 @@ def test_full_run_is_recorded(store: AuditStore) -> None:
     assert events[0]["at"] == "2025-01-01T00:00:09.000000Z"
 
 
+@ON_BOTH_STORES
 @pytest.mark.parametrize(
     ("outcome", "stop_reason", "closed"),
     [
@@ -135,7 +151,7 @@ def test_full_run_is_recorded(store: AuditStore) -> None:
     ],
 )
 def test_finished_run_closes_started_invocations(
-    store: AuditStore, outcome: str, stop_reason: str, closed: str
+    store: AuditBackend, outcome: str, stop_reason: str, closed: str
 ) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
@@ -154,7 +170,8 @@ def test_finished_run_closes_started_invocations(
     assert json.loads(run["failure_json"]) == {"code": stop_reason}
 
 
-def test_run_finished_without_run_started_still_records_the_run(store: AuditStore) -> None:
+@ON_BOTH_STORES
+def test_run_finished_without_run_started_still_records_the_run(store: AuditBackend) -> None:
     ev = Events()
     AuditSink(store)(
         ev.run_finished("REJECTED", "QUERY_BLANK", failure={"code": "QUERY_BLANK"}, model_calls=0)
@@ -169,21 +186,24 @@ def test_run_finished_without_run_started_still_records_the_run(store: AuditStor
     )
 
 
-def test_list_runs_is_newest_first(store: AuditStore) -> None:
+@ON_BOTH_STORES
+def test_list_runs_is_newest_first(store: AuditBackend) -> None:
     for n in range(3):
         AuditSink(store)(Events(run_id=f"run-{n}").run_started() | {"at": f"2025-01-0{n + 1}T00:00:00Z"})
     assert [r["run_id"] for r in store.list_runs()] == ["run-2", "run-1", "run-0"]
     assert [r["run_id"] for r in store.list_runs(limit=1)] == ["run-2"]
 
 
-def test_finish_without_started_invocation_is_an_audit_error(store: AuditStore) -> None:
+@ON_BOTH_STORES
+def test_finish_without_started_invocation_is_an_audit_error(store: AuditBackend) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     with pytest.raises(AuditStoreError, match="no STARTED invocation"):
         sink(ev.tool_finished("call-9", "query_logs", "FOUND"))
 
 
-def test_finished_invocation_is_never_rewritten(store: AuditStore) -> None:
+@ON_BOTH_STORES
+def test_finished_invocation_is_never_rewritten(store: AuditBackend) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
@@ -193,7 +213,8 @@ def test_finished_invocation_is_never_rewritten(store: AuditStore) -> None:
     assert store.list_invocations(RUN)[0]["status"] == "EMPTY"
 
 
-def test_write_failures_are_audit_errors(store: AuditStore) -> None:
+@ON_BOTH_STORES
+def test_write_failures_are_audit_errors(store: AuditBackend) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     with pytest.raises(AuditStoreError):

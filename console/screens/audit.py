@@ -391,8 +391,9 @@ class AuditScreen(Screen[None]):
 
     def _show_file(self) -> None:
         env = self.app.env
-        path = getattr(getattr(env, "audit", None), "path", None)
-        line = Text.assemble(("audit file ", "dim"), neutralize(str(path), newlines=False) if path else "—")
+        where = getattr(getattr(env, "audit", None), "location", None)
+        label = "audit " if where and "://" in str(where) else "audit file "  # a server, or the file
+        line = Text.assemble((label, "dim"), neutralize(str(where), newlines=False) if where else "—")
         self.query_one("#audit-file", Static).update(line)
 
     def _engine_changed(self, status: EngineStatus) -> None:

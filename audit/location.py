@@ -1,0 +1,133 @@
+"""Where the audit lives: an `[audit] url` parsed into the embedded SQLite file or a MariaDB/MySQL server.
+
+`sqlite:///relative/path` and `sqlite:////absolute/path` (three slashes, then the path) name a file;
+`mysql://user@host:port/database` (or `mariadb://`) names a server database, whose password is only
+ever read from the environment variable named by `[audit] password_env`. A password written into the
+URL is refused: configuration files are shared and logged, environment variables are not. Messages
+never repeat the URL. Standard library only, so resolving where the audit lives stays cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+SQLITE_PREFIX = "sqlite:///"
+MYSQL_SCHEMES = ("mysql", "mariadb")
+DEFAULT_MYSQL_PORT = 3306
+# A database name reaches SQL inside backticks and GET_LOCK names: plain identifiers only.
+_DATABASE_NAME = re.compile(r"[A-Za-z0-9_$]{1,64}")
+_MYSQL_SHAPE = "must look like mysql://user@host:3306/database"
+
+
+class AuditLocationError(ValueError):
+    """An `[audit] url` that names no usable audit; the message says why without repeating the URL."""
+
+
+@dataclass(frozen=True)
+class SqliteLocation:
+    """The embedded audit: one SQLite file."""
+
+    path: Path
+
+    def describe(self) -> str:
+        return str(self.path)
+
+
+@dataclass(frozen=True)
+class MysqlLocation:
+    """A team audit on a MariaDB/MySQL server: its own account and database, never the evidence one."""
+
+    host: str
+    port: int
+    user: str
+    database: str
+    password_env: str | None = None
+
+    def describe(self) -> str:
+        """What the operator sees (status line, messages): the URL without any secret."""
+        return f"mysql://{self.user}@{self.host}:{self.port}/{self.database}"
+
+    def same_account(self, host: str, port: int, user: str) -> bool:
+        return (self.host.lower(), self.port, self.user) == (host.lower(), port, user)
+
+
+AuditLocation = SqliteLocation | MysqlLocation
+
+
+def parse_audit_url(url: str, *, password_env: str | None = None) -> AuditLocation:
+    """`sqlite:///path` or `mysql://user@host:port/database`; anything else is an `AuditLocationError`."""
+    text = url.strip()
+    if text.startswith(SQLITE_PREFIX):
+        path = text[len(SQLITE_PREFIX) :]
+        if not path or path.endswith("/"):
+            raise AuditLocationError("[audit] url sqlite:///PATH must name a file")
+        return SqliteLocation(Path(path))
+    return _parse_mysql(text, password_env)
+
+
+def _parse_mysql(text: str, password_env: str | None) -> MysqlLocation:
+    try:
+        parts = urlsplit(text)
+        port = parts.port or DEFAULT_MYSQL_PORT
+    except ValueError:
+        raise AuditLocationError(f"[audit] url {_MYSQL_SHAPE}") from None
+    if parts.scheme not in MYSQL_SCHEMES:
+        raise AuditLocationError("[audit] url must start with sqlite:/// or mysql://")
+    if not parts.hostname or not parts.username:
+        raise AuditLocationError(f"[audit] url {_MYSQL_SHAPE}")
+    if parts.password is not None:
+        raise AuditLocationError("[audit] url must not carry a password: name its variable in password_env")
+    if parts.query or parts.fragment:
+        raise AuditLocationError("[audit] url must not carry query parameters or a fragment")
+    database = unquote(parts.path.lstrip("/"))
+    if not _DATABASE_NAME.fullmatch(database):
+        raise AuditLocationError("[audit] url must name its database as a plain identifier")
+    return MysqlLocation(parts.hostname, port, unquote(parts.username), database, password_env)
+
+
+@dataclass(frozen=True)
+class EvidenceAccount:
+    """The read-only evidence source (`[mysql]`), which the audit must never share."""
+
+    dsn: str | None = None
+    password_env: str | None = None
+    schemas: tuple[str, ...] = ()
+
+
+def check_separate_from_evidence(location: AuditLocation, evidence: EvidenceAccount) -> None:
+    """Refuse an audit on the evidence account, its password variable or one of its databases.
+
+    The evidence account is read-only by design (its grants are the guard's last line); an audit
+    written through it would need write grants there, and audit rows would land among the data the
+    agent may read back as evidence.
+    """
+    if not isinstance(location, MysqlLocation):
+        return
+    if location.password_env and location.password_env == evidence.password_env:
+        raise AuditLocationError(
+            "[audit] password_env names the evidence account's variable ([mysql] password_env):"
+            " the audit needs its own account"
+        )
+    if location.database in evidence.schemas:
+        raise AuditLocationError(
+            "[audit] url names a database the evidence tool may read ([mysql] allowed_schemas)"
+        )
+    if not evidence.dsn:
+        return
+    try:
+        parts = urlsplit(evidence.dsn)
+        host, port, user = parts.hostname, parts.port or DEFAULT_MYSQL_PORT, parts.username
+    except ValueError:
+        return  # an unusable evidence DSN is reported by the evidence tool's own setup
+    if host is None or user is None:
+        return
+    if location.same_account(host, port, unquote(user)):
+        raise AuditLocationError(
+            "[audit] url names the evidence account ([mysql] dsn): the audit needs its own account"
+        )
+    same_server = (location.host.lower(), location.port) == (host.lower(), port)
+    if same_server and location.database == unquote(parts.path.lstrip("/")):
+        raise AuditLocationError("[audit] url names the evidence database ([mysql] dsn)")

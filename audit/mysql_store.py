@@ -1,0 +1,530 @@
+"""A team audit on MariaDB/MySQL: the same rows as the SQLite file, written by many processes on many
+hosts (docs/architecture.md, "Audit").
+
+Synchronous PyMySQL, like the sink's synchronous calls. The guarantees are the file's:
+
+- **Durable before the tool runs.** `write()` is one transaction committed before it returns, queued
+  writes (`defer`) first, so a STARTED invocation is on the server before its tool runs.
+- **Retried, never duplicated.** A deadlock or lock wait timeout (the server rolled the transaction
+  back) and a lost connection are retried with jittered, bounded backoff: the transaction is replayed
+  statement by statement on a fresh connection, and each replayed statement must change as many rows
+  as the first time. Every transaction also inserts a random token; when the connection drops during
+  COMMIT, the token on the server says whether the commit happened, so a committed transaction is
+  never applied twice.
+- **Typed failure.** When the server stays away past the retry deadline, the write raises
+  `AuditStoreError`, which stops the run exactly as a broken SQLite file does.
+- **Leases, not pids** (`audit.leases`): recovery closes only runs whose writer stopped renewing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import pymysql
+import pymysql.cursors
+from pymysql.constants import CLIENT
+
+from audit.leases import RELEASE_SQL, TAKE_SQL, Heartbeat
+from audit.location import MysqlLocation
+from audit.mysql_dialect import to_mysql
+from audit.mysql_schema import MIGRATION_LOCK_TIMEOUT_S, MIGRATIONS, VERSION_TABLE, migration_lock_name
+from audit.store import AuditStoreError, PruneReport, audit_timestamp
+from tools.vocabulary import InvocationStatus
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# The server rolled the transaction (1213) or the statement (1205) back: run it again.
+_CONFLICT_ERRNOS = frozenset({1205, 1213})
+# The connection is gone (server restart, network, KILL, idle cut): reconnect and run it again.
+_CONNECTION_ERRNOS = frozenset({1053, 1927, 2003, 2006, 2013, 2014, 2055, 4031})
+_BACKOFF_FIRST_S = 0.05
+_BACKOFF_MAX_S = 2.0
+_PRUNE_BATCH = 500
+# Write tokens only need to outlive the retries of their transaction.
+_TOKEN_RETENTION = "INTERVAL 1 DAY"
+_SESSION_SETUP = (
+    # SQLite's string literals: a backslash is a character (audit.mysql_dialect).
+    "SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES')",
+    # Writers lock only the rows they touch (no gap locks): fewer deadlocks among many writers.
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+)
+
+
+def _failure_kind(exc: BaseException) -> str | None:
+    """ "conflict", "connection", or None for an error a retry would only repeat."""
+    if isinstance(exc, pymysql.err.InterfaceError) or isinstance(exc, OSError):
+        return "connection"
+    if isinstance(exc, pymysql.err.MySQLError) and exc.args and isinstance(exc.args[0], int):
+        errno = exc.args[0]
+        if errno in _CONFLICT_ERRNOS:
+            return "conflict"
+        if errno in _CONNECTION_ERRNOS:
+            return "connection"
+    return None
+
+
+@dataclass
+class _Count:
+    """What the sink reads back from a statement: how many rows it matched."""
+
+    rowcount: int
+
+
+@dataclass
+class _Transaction:
+    """One write transaction as it was executed, so it can be replayed after a lost connection."""
+
+    store: MysqlAuditStore
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    statements: list[tuple[str, tuple[Any, ...], int]] = field(default_factory=list)
+    on_commit: list[Callable[[], None]] = field(default_factory=list)
+    broken: bool = False
+    commit_sent: bool = False
+
+    @property
+    def conn(self) -> _Transaction:
+        return self
+
+    def execute(self, sql: str, parameters: tuple[Any, ...] = (), /) -> _Count:
+        return _Count(self.store._statement(self, to_mysql(sql), tuple(parameters)))
+
+
+class MysqlAuditStore:
+    """One audit database on a MariaDB/MySQL server (`audit.backend.AuditBackend`).
+
+    Opening it migrates the schema (under a server lock, so two processes starting at once are safe)
+    and closes the runs of writers whose lease expired.
+    """
+
+    has_fts = False
+
+    def __init__(
+        self,
+        location: MysqlLocation,
+        *,
+        heartbeat_s: float = 5.0,
+        lease_s: float = 30.0,
+        retry_deadline_s: float = 30.0,
+        connect_timeout_s: float = 5.0,
+    ) -> None:
+        self._where = location
+        self._password = os.environ.get(location.password_env) if location.password_env else None
+        self._retry_deadline_s = retry_deadline_s
+        self._connect_timeout_s = connect_timeout_s
+        # The console may write from a run worker while the UI thread reads: one connection, one lock.
+        self._lock = threading.RLock()
+        self._deferred: list[tuple[str, tuple[Any, ...], str | None]] = []
+        self._conn: Any = None
+        self._tx: _Transaction | None = None
+        self._reading = False
+        self._closed = False
+        self._heartbeat = Heartbeat(self._connect, heartbeat_s, lease_s)
+        try:
+            # Opening fails fast: a server that is not there now is an unusable audit, not a busy one.
+            self._retrying(self._migrate, deadline_s=min(self._retry_deadline_s, connect_timeout_s))
+            self.recover()
+        except BaseException:
+            self._heartbeat.close()
+            self._drop_connection()
+            raise
+
+    # --- connection -------------------------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        return self._where.describe()
+
+    def _connect(self) -> Any:
+        """Autocommit: a lone read needs no transaction of its own (nor a round trip to end one);
+        writes, recovery and snapshots open theirs with START TRANSACTION."""
+        conn = pymysql.connect(
+            host=self._where.host,
+            port=self._where.port,
+            user=self._where.user,
+            password=self._password or "",
+            database=self._where.database,
+            charset="utf8mb4",
+            autocommit=True,
+            connect_timeout=self._connect_timeout_s,
+            read_timeout=max(30.0, self._connect_timeout_s),
+            write_timeout=max(30.0, self._connect_timeout_s),
+            # An UPDATE reports the rows it matched, as SQLite does, not only those it changed.
+            client_flag=CLIENT.FOUND_ROWS,
+        )
+        with conn.cursor() as cursor:
+            for statement in _SESSION_SETUP:
+                cursor.execute(statement)
+        return conn
+
+    def _connection(self) -> Any:
+        if self._closed:
+            raise AuditStoreError(f"audit {self.location} is closed")
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def _retrying(
+        self,
+        action: Callable[[], T],
+        on_retry: Callable[[], None] | None = None,
+        deadline_s: float | None = None,
+    ) -> T:
+        """`action`, again after conflicts and lost connections, with backoff, until the deadline."""
+        deadline = time.monotonic() + (self._retry_deadline_s if deadline_s is None else deadline_s)
+        delay = _BACKOFF_FIRST_S
+        while True:
+            try:
+                return action()
+            except (pymysql.err.MySQLError, OSError) as exc:
+                kind = _failure_kind(exc)
+                if kind is None:
+                    raise AuditStoreError(f"audit {self.location} failed: {exc}") from exc
+                if time.monotonic() >= deadline:
+                    raise AuditStoreError(f"audit {self.location} unavailable: {exc}") from exc
+                log.info("audit %s: %s, retrying", kind, exc)
+                if kind == "connection":
+                    self._drop_connection()
+                else:
+                    self._rollback_quietly()
+                if on_retry is not None:
+                    on_retry()
+            time.sleep(delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, _BACKOFF_MAX_S)
+
+    def _rollback_quietly(self) -> None:
+        if self._conn is None:
+            return
+        try:
+            self._conn.rollback()
+        except Exception:
+            self._drop_connection()
+
+    # --- schema -------------------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        conn = self._connection()
+        lock = migration_lock_name(self._where.database)
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT GET_LOCK(%s, %s)", (lock, MIGRATION_LOCK_TIMEOUT_S))
+            if cursor.fetchone()[0] != 1:
+                raise AuditStoreError(f"audit {self.location}: another process holds the migration lock")
+            try:
+                cursor.execute(VERSION_TABLE)
+                cursor.execute("SELECT version FROM audit_schema_version WHERE id = 1")
+                row = cursor.fetchone()
+                version = int(row[0]) if row else 0
+                if version > len(MIGRATIONS):
+                    raise AuditStoreError(
+                        f"audit {self.location} has schema version {version}, newer than this program "
+                        f"understands ({len(MIGRATIONS)})"
+                    )
+                for target, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+                    migration(cursor.execute)
+                    cursor.execute(
+                        "INSERT INTO audit_schema_version (id, version) VALUES (1, %s)"
+                        " ON DUPLICATE KEY UPDATE version = VALUES(version)",
+                        (target,),
+                    )
+                    conn.commit()
+            finally:
+                cursor.execute("SELECT RELEASE_LOCK(%s)", (lock,))
+                conn.commit()
+
+    @property
+    def schema_version(self) -> int:
+        rows = self.query("SELECT version FROM audit_schema_version WHERE id = 1")
+        return int(rows[0]["version"]) if rows else 0
+
+    # --- writes -------------------------------------------------------------------------------------
+
+    def defer(self, sql: str, params: tuple[Any, ...], *, must_match_one: str | None = None) -> None:
+        """Queue a write for the next `write()` transaction (see AuditStore.defer)."""
+        with self._lock:
+            self._deferred.append((sql, params, must_match_one))
+
+    @property
+    def deferred_writes(self) -> int:
+        return len(self._deferred)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._deferred and self._tx is None:
+                with self.write():
+                    pass
+
+    @contextmanager
+    def write(self) -> Iterator[_Transaction]:
+        """One committed transaction, queued writes first; any failure surfaces as `AuditStoreError`."""
+        with self._lock:
+            if self._tx is not None:  # nested: part of the caller's transaction
+                yield self._tx
+                return
+            pending, self._deferred = self._deferred, []
+            tx = _Transaction(self)
+            self._tx = tx
+            committed = False
+            try:
+                self._retrying(lambda: self._begin(tx))
+                for sql, params, must_match_one in pending:
+                    if tx.execute(sql, params).rowcount != 1 and must_match_one is not None:
+                        raise AuditStoreError(must_match_one)
+                yield tx
+                self._retrying(lambda: self._commit(tx), on_retry=lambda: setattr(tx, "broken", True))
+                committed = True
+            except (pymysql.err.MySQLError, OSError) as exc:
+                raise AuditStoreError(f"audit write to {self.location} failed: {exc}") from exc
+            finally:
+                self._tx = None
+                if not committed:
+                    self._rollback_quietly()
+                    # The queued rows stay queued, ahead of anything queued since (see AuditStore.write).
+                    self._deferred[:0] = pending
+            for callback in tx.on_commit:
+                callback()
+
+    def _begin(self, tx: _Transaction) -> None:
+        """Start (or restart, replaying what ran before) `tx` on a live connection."""
+        conn = self._connection()
+        with conn.cursor() as cursor:
+            cursor.execute("START TRANSACTION")
+            cursor.execute(
+                "INSERT INTO audit_write_tokens (token, at) VALUES (%s, UTC_TIMESTAMP(6))", (tx.token,)
+            )
+            for sql, params, rowcount in tx.statements:
+                if cursor.execute(sql, params) != rowcount:
+                    raise AuditStoreError(
+                        f"audit write to {self.location} could not be repeated after a lost connection:"
+                        " the rows changed meanwhile"
+                    )
+        tx.broken = False
+
+    def _statement(self, tx: _Transaction, sql: str, params: tuple[Any, ...]) -> int:
+        def run() -> int:
+            if tx.broken:
+                self._begin(tx)
+            with self._connection().cursor() as cursor:
+                return int(cursor.execute(sql, params))
+
+        rowcount = self._retrying(run, on_retry=lambda: setattr(tx, "broken", True))
+        tx.statements.append((sql, params, rowcount))
+        return rowcount
+
+    def _commit(self, tx: _Transaction) -> None:
+        if tx.broken:
+            if tx.commit_sent and self._token_committed(tx.token):
+                return  # the connection dropped after the server committed
+            self._begin(tx)
+        tx.commit_sent = True
+        self._connection().commit()
+
+    def _token_committed(self, token: str) -> bool:
+        with self._connection().cursor() as cursor:
+            cursor.execute("SELECT 1 FROM audit_write_tokens WHERE token = %s", (token,))
+            found = cursor.fetchone() is not None
+        self._connection().rollback()
+        return found
+
+    def hold_lease(self, run_id: str) -> None:
+        """Inside the transaction that records the run's start: take its lease, beat once committed."""
+        tx = self._require_tx()
+        tx.execute(TAKE_SQL, (run_id, self._heartbeat.holder, self._heartbeat.lease_us))
+        tx.on_commit.append(lambda: self._heartbeat.hold(run_id))
+
+    def release_lease(self, run_id: str) -> None:
+        """Inside the transaction that records the run's end: a finished run needs no lease."""
+        tx = self._require_tx()
+        tx.execute(RELEASE_SQL, (run_id,))
+        tx.on_commit.append(lambda: self._heartbeat.release(run_id))
+
+    def _require_tx(self) -> _Transaction:
+        if self._tx is None:
+            raise AuditStoreError("a run lease is taken and released only inside a write transaction")
+        return self._tx
+
+    # --- reads --------------------------------------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[MysqlAuditStore]:
+        """Several queries over one consistent snapshot."""
+        self.flush()
+        with self._lock:
+            if self._tx is not None or self._reading:
+                yield self
+                return
+            try:
+                conn = self._retrying(self._connection)
+                with conn.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            except (pymysql.err.MySQLError, OSError) as exc:
+                raise AuditStoreError(f"audit read of {self.location} failed: {exc}") from exc
+            self._reading = True
+            try:
+                yield self
+            finally:
+                self._reading = False
+                self._rollback_quietly()
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Rows as dicts; `sql` in the audit's SQLite dialect (audit.mysql_dialect)."""
+        self.flush()
+        statement, args = to_mysql(sql), tuple(params)
+
+        def run() -> list[dict[str, Any]]:
+            with self._connection().cursor(pymysql.cursors.DictCursor) as cursor:
+                cursor.execute(statement, args)
+                return list(cursor.fetchall())
+
+        with self._lock:
+            if self._tx is not None or self._reading:  # inside a transaction: no silent reconnect
+                try:
+                    return run()
+                except (pymysql.err.MySQLError, OSError) as exc:
+                    raise AuditStoreError(f"audit read of {self.location} failed: {exc}") from exc
+            return self._retrying(run)
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        rows = self.query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
+        return rows[0] if rows else None
+
+    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        return self.query(
+            "SELECT * FROM runs ORDER BY COALESCE(started_at, finished_at) DESC, run_id DESC LIMIT ?",
+            (limit,),
+        )
+
+    def list_invocations(self, run_id: str) -> list[dict[str, Any]]:
+        return self.query(
+            "SELECT * FROM invocations WHERE run_id = ? ORDER BY started_at, seq, tool_call_id", (run_id,)
+        )
+
+    def list_model_rounds(self, run_id: str) -> list[dict[str, Any]]:
+        return self.query("SELECT * FROM model_rounds WHERE run_id = ? ORDER BY round", (run_id,))
+
+    def list_protocol_events(self, run_id: str) -> list[dict[str, Any]]:
+        return self.query("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", (run_id,))
+
+    # --- maintenance --------------------------------------------------------------------------------
+
+    def recover(self) -> list[str]:
+        """Close the runs whose lease expired (their writer crashed or lost the server); returns their IDs.
+
+        Like the file's recovery: finished_at = now and interrupted = 1, outcome and stop_reason NULL,
+        STARTED invocations INTERRUPTED. A run whose writer still renews its lease is never touched,
+        whichever host it runs on. A run without a lease row (copied from elsewhere unfinished) has no
+        writer here to renew one, so it is closed too.
+        """
+        with self._lock:
+            self.flush()
+            return self._retrying(self._recover_once)
+
+    def _recover_once(self) -> list[str]:
+        now = audit_timestamp(datetime.now(UTC))
+        conn = self._connection()
+        with conn.cursor() as cursor:
+            cursor.execute("START TRANSACTION")
+            cursor.execute(
+                "SELECT r.run_id FROM runs r LEFT JOIN run_leases l ON l.run_id = r.run_id"
+                " WHERE r.finished_at IS NULL AND (l.run_id IS NULL OR l.expires_at < UTC_TIMESTAMP(6))"
+                " FOR UPDATE"
+            )
+            dead = [str(row[0]) for row in cursor.fetchall()]
+            if dead:
+                marks = ", ".join(["%s"] * len(dead))
+                cursor.execute(
+                    f"UPDATE invocations SET status = %s, finished_at = %s"
+                    f" WHERE status = %s AND run_id IN ({marks})",
+                    (InvocationStatus.INTERRUPTED, now, InvocationStatus.STARTED, *dead),
+                )
+                cursor.execute(
+                    f"UPDATE runs SET finished_at = %s, interrupted = 1"
+                    f" WHERE finished_at IS NULL AND run_id IN ({marks})",
+                    (now, *dead),
+                )
+                cursor.execute(f"DELETE FROM run_leases WHERE run_id IN ({marks})", tuple(dead))
+            cursor.execute(
+                f"DELETE FROM audit_write_tokens WHERE at < UTC_TIMESTAMP(6) - {_TOKEN_RETENTION} LIMIT 10000"
+            )
+        conn.commit()
+        return dead
+
+    def prune(self, older_than: timedelta) -> PruneReport:
+        """Delete runs finished before now - `older_than`, in small transactions (see AuditStore.prune)."""
+        if older_than < timedelta(0):
+            raise ValueError("older_than must not be negative")
+        cutoff = audit_timestamp(datetime.now(UTC) - older_than)
+        counts = dict.fromkeys(("runs", "model_rounds", "invocations", "protocol_events"), 0)
+
+        def batch() -> bool:
+            conn = self._connection()
+            with conn.cursor() as cursor:
+                cursor.execute("START TRANSACTION")
+                cursor.execute(
+                    "SELECT run_id FROM runs WHERE finished_at < %s ORDER BY finished_at LIMIT %s FOR UPDATE",
+                    (cutoff, _PRUNE_BATCH),
+                )
+                ids = [row[0] for row in cursor.fetchall()]
+                deleted = dict.fromkeys(counts, 0)
+                if ids:
+                    marks = ", ".join(["%s"] * len(ids))
+                    for table in ("invocations", "model_rounds", "protocol_events", "runs"):
+                        deleted[table] = cursor.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
+            conn.commit()
+            for table, number in deleted.items():
+                counts[table] += number
+            return bool(ids)
+
+        with self._lock:
+            self.flush()
+            while self._retrying(batch):
+                pass
+        return PruneReport(cutoff=cutoff, **counts)
+
+    def vacuum(self) -> None:
+        """Give freed pages back: InnoDB rebuilds each table (OPTIMIZE TABLE)."""
+        with self._lock:
+            self.flush()
+
+            def optimize() -> None:
+                with self._connection().cursor() as cursor:
+                    cursor.execute("OPTIMIZE TABLE runs, model_rounds, invocations, protocol_events")
+                    cursor.fetchall()
+
+            self._retrying(optimize)
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                self.flush()
+            except AuditStoreError as exc:
+                log.warning("audit rows queued for commit were lost on close: %s", exc)
+            finally:
+                self._closed = True
+                self._heartbeat.close()
+                self._drop_connection()
+
+    def __enter__(self) -> MysqlAuditStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,36 @@
+"""Which audit a command opens: `--audit-db`, else `[audit] url`, else `[audit] path`, else the file in
+the user state folder (docs/architecture.md, "Configuration"). `diagnose run`, the console and every
+`diagnose audit` command resolve it here, so they always agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.settings import Settings
+from audit.location import (
+    AuditLocation,
+    EvidenceAccount,
+    SqliteLocation,
+    check_separate_from_evidence,
+    parse_audit_url,
+)
+
+
+def audit_location(settings: Settings, audit_db: Path | None = None) -> AuditLocation:
+    """The audit to open; `AuditLocationError` for a URL that is malformed or names the evidence account."""
+    if audit_db is not None:
+        return SqliteLocation(Path(audit_db))
+    audit = settings.audit
+    if audit.url is not None:
+        location = parse_audit_url(audit.url, password_env=audit.password_env)
+    elif audit.path is not None:
+        location = SqliteLocation(Path(audit.path))
+    else:
+        from audit.store import default_audit_path
+
+        location = SqliteLocation(default_audit_path())
+    mysql = settings.mysql
+    evidence = EvidenceAccount(mysql.dsn, mysql.password_env, tuple(mysql.allowed_schemas))
+    check_separate_from_evidence(location, evidence)
+    return location

@@ -1,0 +1,58 @@
+"""The two audit stores for tests that prove behaviour both must have: the SQLite file and MariaDB.
+
+`AuditTarget.open()` opens a store on the test's own audit: a file in the test's temporary folder,
+or a freshly created MariaDB database with a unique name (`dc_audit_<hex>`), dropped at teardown, so
+tests running at the same time on the shared server never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit.backend import AuditBackend
+from audit.location import AuditLocation, MysqlLocation, SqliteLocation
+from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, ROOT_USER, root_connection
+
+
+@dataclass(frozen=True)
+class AuditTarget:
+    backend: str  # "sqlite" or "mariadb"
+    location: AuditLocation
+
+    @property
+    def url(self) -> str:
+        if isinstance(self.location, MysqlLocation):
+            return self.location.describe()
+        return f"sqlite:///{self.location.path}"
+
+    def open(self, **options: Any) -> AuditBackend:
+        """A new store on this audit; `options` (lease timings, retry deadline) are MariaDB's."""
+        if isinstance(self.location, MysqlLocation):
+            from audit.mysql_store import MysqlAuditStore
+
+            return MysqlAuditStore(self.location, **options)
+        from audit.store import AuditStore
+
+        return AuditStore(self.location.path)
+
+
+def sqlite_target(folder: Path) -> AuditTarget:
+    return AuditTarget("sqlite", SqliteLocation(folder / "audit.db"))
+
+
+@contextmanager
+def mariadb_target() -> Iterator[AuditTarget]:
+    """A fresh, empty audit database for the root account; dropped afterwards."""
+    name = f"dc_audit_{secrets.token_hex(6)}"
+    with root_connection() as conn, conn.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+    try:
+        yield AuditTarget("mariadb", MysqlLocation(MYSQL_HOST, MYSQL_PORT, ROOT_USER, name))
+    finally:
+        with root_connection() as conn, conn.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
