@@ -32,7 +32,18 @@ def test_scenarios_command_lists_name_and_title(capsys: pytest.CaptureFixture[st
         assert scenario.name in out and scenario.title in out
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+# slow-model-cancel waits 2.5-3 s per model round by design (~10 s a run): its whole run is a `long`
+# variant; its cancel, the behaviour it exists for, is tests/test_slow_scenario_cancel.py.
+SLOW_BUILTINS = frozenset({"slow-model-cancel"})
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.long) if name in SLOW_BUILTINS else name
+        for name in sorted(EXPECTED)
+    ],
+)
 def test_builtin_scenario_run_json(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     outcome, stop_reason, exit_code, invoked = EXPECTED[name]
     audit_db = tmp_path / "audit.db"
