@@ -49,6 +49,8 @@ T = TypeVar("T")
 _CONFLICT_ERRNOS = frozenset({1205, 1213})
 # The connection is gone (server restart, network, KILL, idle cut): reconnect and run it again.
 _CONNECTION_ERRNOS = frozenset({1053, 1927, 2003, 2006, 2013, 2014, 2055, 4031})
+# A fresh database has no audit_schema_version table yet.
+_NO_SUCH_TABLE = 1146
 _BACKOFF_FIRST_S = 0.05
 _BACKOFF_MAX_S = 2.0
 _PRUNE_BATCH = 500
@@ -222,7 +224,12 @@ class MysqlAuditStore:
     # --- schema -------------------------------------------------------------------------------------
 
     def _migrate(self) -> None:
+        """Bring the schema to this program's version. A current schema is only read, so an account
+        whose CREATE/ALTER/INDEX grants were revoked after the first start opens it (README, "Grants")."""
         conn = self._connection()
+        with conn.cursor() as cursor:
+            if self._schema_version_seen(cursor) == len(MIGRATIONS):
+                return
         lock = migration_lock_name(self._where.database)
         with conn.cursor() as cursor:
             cursor.execute("SELECT GET_LOCK(%s, %s)", (lock, MIGRATION_LOCK_TIMEOUT_S))
@@ -230,14 +237,7 @@ class MysqlAuditStore:
                 raise AuditStoreError(f"audit {self.location}: another process holds the migration lock")
             try:
                 cursor.execute(VERSION_TABLE)
-                cursor.execute("SELECT version FROM audit_schema_version WHERE id = 1")
-                row = cursor.fetchone()
-                version = int(row[0]) if row else 0
-                if version > len(MIGRATIONS):
-                    raise AuditStoreError(
-                        f"audit {self.location} has schema version {version}, newer than this program "
-                        f"understands ({len(MIGRATIONS)})"
-                    )
+                version = self._schema_version_seen(cursor)
                 for target, migration in enumerate(MIGRATIONS[version:], start=version + 1):
                     migration(cursor.execute)
                     cursor.execute(
@@ -249,6 +249,23 @@ class MysqlAuditStore:
             finally:
                 cursor.execute("SELECT RELEASE_LOCK(%s)", (lock,))
                 conn.commit()
+
+    def _schema_version_seen(self, cursor: Any) -> int:
+        """The stored version (0 before the first migration); a newer one is refused."""
+        try:
+            cursor.execute("SELECT version FROM audit_schema_version WHERE id = 1")
+        except pymysql.err.ProgrammingError as exc:
+            if exc.args and exc.args[0] == _NO_SUCH_TABLE:
+                return 0
+            raise
+        row = cursor.fetchone()
+        version = int(row[0]) if row else 0
+        if version > len(MIGRATIONS):
+            raise AuditStoreError(
+                f"audit {self.location} has schema version {version}, newer than this program "
+                f"understands ({len(MIGRATIONS)})"
+            )
+        return version
 
     @property
     def schema_version(self) -> int:

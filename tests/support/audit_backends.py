@@ -56,3 +56,25 @@ def mariadb_target() -> Iterator[AuditTarget]:
     finally:
         with root_connection() as conn, conn.cursor() as cursor:
             cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+# What README's "Grants" leaves an audit account once the schema is in place and the DDL grants are
+# revoked ("a fixed schema"): it writes runs, browses and prunes, but creates and alters nothing.
+FIXED_SCHEMA_GRANTS = "SELECT, INSERT, UPDATE, DELETE"
+
+
+@contextmanager
+def audit_account(target: AuditTarget, password: str, grants: str = FIXED_SCHEMA_GRANTS) -> Iterator[str]:
+    """A MariaDB account of its own on `target`'s database, with `grants` only; dropped afterwards.
+    Its name is unique (derived from the database's), so concurrent tests never share one."""
+    assert isinstance(target.location, MysqlLocation)
+    database = target.location.database
+    user = f"{database[:24]}_a"
+    with root_connection() as conn, conn.cursor() as cursor:
+        cursor.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", (user, password))
+        cursor.execute(f"GRANT {grants} ON `{database}`.* TO %s@'%%'", (user,))
+    try:
+        yield user
+    finally:
+        with root_connection() as conn, conn.cursor() as cursor:
+            cursor.execute("DROP USER IF EXISTS %s@'%%'", (user,))
