@@ -99,6 +99,9 @@ def recorded(diagnose: Diagnose, scenario: str, audit: list[str], events: Path) 
         "runs": diagnose.json("audit", "runs", "--session", session_id, "--json", *audit),
         "invocations": diagnose.json("audit", "invocations", "--run", run_id, "--json", *audit),
         "show": diagnose.json("audit", "show", run_id, "--json", *audit),
+        "export": [
+            json.loads(line) for line in diagnose("audit", "export", "--per", "run", *audit)[1].splitlines()
+        ],
     }
     return {key: comparable(item, ids) for key, item in seen.items()} | {"raw": result}
 
@@ -127,8 +130,9 @@ def test_a_run_recorded_on_the_server_is_the_run_recorded_in_the_file(
     outcome, stop_reason, exit_code, invoked = EXPECTED[scenario]
     assert on_server["exit"] == exit_code, on_server["stderr"]
     assert (on_server["raw"]["outcome"], on_server["raw"]["stop_reason"]) == (outcome, stop_reason)
-    for part in ("exit", "result", "events", "runs", "invocations", "show"):
+    for part in ("exit", "result", "events", "runs", "invocations", "show", "export"):
         assert on_server[part] == on_file[part], part
+    assert len(on_server["export"]) == 1
     # What the server holds is the run that was printed, not just the same as the file.
     (run,) = on_server["runs"]["rows"]
     assert (run["outcome"], run["stop_reason"], run["result"]) == (outcome, stop_reason, on_server["result"])
