@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from audit.backend import AuditBackend
+from audit.mysql_text_index import match_all
 from audit.store import RUN_LISTED_AT, audit_timestamp
 from audit.text_index import PENDING_RUNS
 from tools.vocabulary import INTERRUPTED_RUN
@@ -123,6 +124,18 @@ _TEXT_INDEXED = {
     f" (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)) OR run_id IN ({PENDING_RUNS}))",
 }
 
+# The same on a server audit: its trigram words (audit.mysql_text_index), every word required.
+_INVOCATION_WORDS = (
+    "SELECT run_id, tool_call_id FROM invocation_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
+)
+_RUN_WORDS = "SELECT run_id FROM run_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
+_TEXT_WORDS = {
+    "invocations": f"((run_id, tool_call_id) IN ({_INVOCATION_WORDS}) OR run_id IN ({_RUN_WORDS})"
+    f" OR run_id IN ({PENDING_RUNS}))",
+    "runs": f"(run_id IN ({_RUN_WORDS}) OR run_id IN (SELECT run_id FROM ({_INVOCATION_WORDS}) AS i)"
+    f" OR run_id IN ({PENDING_RUNS}))",
+}
+
 
 @dataclass
 class _Where:
@@ -158,7 +171,10 @@ class AuditBrowser:
     def _text_clauses(self, table: str, terms: list[str], indexed: list[str]) -> _Where:
         where = _Where()
         for term in indexed:
-            where.add(_TEXT_INDEXED[table], *[_phrase(term)] * 2)
+            if self._store.has_trigram_words:
+                where.add(_TEXT_WORDS[table], *[match_all(term)] * 2)
+            else:
+                where.add(_TEXT_INDEXED[table], *[_phrase(term)] * 2)
         for term in terms:
             where.add(_TEXT_LIKE[table], *[_like(term)] * 3)
         return where
@@ -167,9 +183,9 @@ class AuditBrowser:
         indexed = self._indexed(where.terms)
         text = self._text_clauses(table, where.terms, [])
         if indexed:
+            walked, walk_clauses = _walked(table, where.clauses, order)
             walk = self._store.query(
-                f"SELECT * FROM (SELECT * FROM {table} {_sql_where(where.clauses)} ORDER BY {order} LIMIT ?)"
-                f" AS {table} {_sql_where(text.clauses)} ORDER BY {order} LIMIT ?",
+                f"SELECT * FROM {walked} {_sql_where(walk_clauses + text.clauses)} ORDER BY {order} LIMIT ?",
                 [*where.params, _WALK_LIMIT[table], *text.params, limit],
             )
             if len(walk) == limit:  # the first rows in page order held a full page: exact
@@ -297,6 +313,18 @@ class AuditBrowser:
         else:
             entries.sort(key=lambda entry: (entry.at, rank[entry.kind]))  # stable: keeps query order in ties
         return RunTimeline(runs[0], entries)
+
+
+def _walked(table: str, clauses: list[str], order: str) -> tuple[str, list[str]]:
+    """The first rows of `table` in page order (one LIMIT parameter): a FROM item named `table` and
+    the clauses that keep only them.
+
+    Runs are picked by key and read from the table again: on the server their page order is the
+    INVISIBLE column `listed_at`, which a derived table's `*` would drop before the outer ORDER BY."""
+    first = f"FROM {table} {_sql_where(clauses)} ORDER BY {order} LIMIT ?"
+    if table == "runs":
+        return "runs", [f"run_id IN (SELECT run_id FROM (SELECT run_id {first}) AS walk)"]
+    return f"(SELECT * {first}) AS {table}", []
 
 
 def _sql_where(clauses: list[str]) -> str:

@@ -108,7 +108,8 @@ class MysqlAuditStore:
     and closes the runs of writers whose lease expired.
     """
 
-    has_fts = False
+    has_fts = True  # trigram words under FULLTEXT (audit.mysql_text_index)
+    has_trigram_words = True
 
     def __init__(
         self,
