@@ -104,3 +104,19 @@ def test_a_terms_words_are_hex_trigrams_of_its_lower_case_text() -> None:
     # FULLTEXT's operator characters end up as hex digits: the query holds only required words.
     query = match_all('+a-b"c*(d)~<e>@')
     assert all(word[0] == "+" and set(word[1:]) <= set("0123456789ABCDEF") for word in query.split())
+
+
+@pytest.mark.mysql
+def test_recovery_indexes_the_runs_it_closes() -> None:
+    """A crashed writer's run leaves the pending set (which every search reads) and stays findable."""
+    require_server()
+    with mariadb_target() as target:
+        with target.open() as store:
+            record_run(store, "crashed", "锁等待超时 Crash", "孤儿服务-WQX", finish=False)
+            assert isinstance(target.location, MysqlLocation)
+            with root_connection(target.location.database) as conn, conn.cursor() as cursor:
+                cursor.execute("DELETE FROM run_leases")  # its writer is gone
+            assert store.recover() == ["crashed"]
+            assert store.query("SELECT run_id FROM runs WHERE fts_pending IS NOT NULL") == []
+            for term in ("孤儿服务-wqx", "锁等待超时 crash"):
+                assert found(store, term) == (["crashed"], ["crashed"]), term
