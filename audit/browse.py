@@ -124,16 +124,19 @@ _TEXT_INDEXED = {
     f" (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)) OR run_id IN ({PENDING_RUNS}))",
 }
 
-# The same on a server audit: its trigram words (audit.mysql_text_index), every word required.
+# The same on a server audit (audit.mysql_text_index): the keys of one term's candidate rows, every
+# trigram word required (2 params), joined to the table. A derived table, not OR-ed IN clauses: the
+# server can flatten neither an OR of subqueries nor a UNION inside IN, and would test every row.
 _INVOCATION_WORDS = (
     "SELECT run_id, tool_call_id FROM invocation_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
 )
 _RUN_WORDS = "SELECT run_id FROM run_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
-_TEXT_WORDS = {
-    "invocations": f"((run_id, tool_call_id) IN ({_INVOCATION_WORDS}) OR run_id IN ({_RUN_WORDS})"
-    f" OR run_id IN ({PENDING_RUNS}))",
-    "runs": f"(run_id IN ({_RUN_WORDS}) OR run_id IN (SELECT run_id FROM ({_INVOCATION_WORDS}) AS i)"
-    f" OR run_id IN ({PENDING_RUNS}))",
+_CANDIDATES = {
+    "invocations": f"({_INVOCATION_WORDS} UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN"
+    f" ({_RUN_WORDS}) UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN ({PENDING_RUNS}))"
+    " AS candidates JOIN invocations USING (run_id, tool_call_id)",
+    "runs": f"({_RUN_WORDS} UNION SELECT run_id FROM ({_INVOCATION_WORDS}) AS i UNION {PENDING_RUNS})"
+    " AS candidates JOIN runs USING (run_id)",
 }
 
 
@@ -170,14 +173,18 @@ class AuditBrowser:
 
     def _text_clauses(self, table: str, terms: list[str], indexed: list[str]) -> _Where:
         where = _Where()
-        for term in indexed:
-            if self._store.has_trigram_words:
-                where.add(_TEXT_WORDS[table], *[match_all(term)] * 2)
-            else:
-                where.add(_TEXT_INDEXED[table], *[_phrase(term)] * 2)
+        for term in [] if self._store.has_trigram_words else indexed:  # the server's: `_source`
+            where.add(_TEXT_INDEXED[table], *[_phrase(term)] * 2)
         for term in terms:
             where.add(_TEXT_LIKE[table], *[_like(term)] * 3)
         return where
+
+    def _source(self, table: str, indexed: list[str]) -> tuple[str, list[Any]]:
+        """What the index-driven plan reads: the table, or on a server the candidates of the longest
+        indexed term (the fewest rows; LIKE checks every term on them)."""
+        if not (indexed and self._store.has_trigram_words):
+            return table, []
+        return _CANDIDATES[table], [match_all(max(indexed, key=len))] * 2
 
     def _select(self, table: str, order: str, where: _Where, limit: int) -> list[dict[str, Any]]:
         indexed = self._indexed(where.terms)
@@ -191,9 +198,11 @@ class AuditBrowser:
             if len(walk) == limit:  # the first rows in page order held a full page: exact
                 return walk
             text = self._text_clauses(table, where.terms, indexed)
+        source, source_params = self._source(table, indexed)
+        clauses = _sql_where(where.clauses + text.clauses)
         return self._store.query(
-            f"SELECT * FROM {table} {_sql_where(where.clauses + text.clauses)} ORDER BY {order} LIMIT ?",
-            [*where.params, *text.params, limit],
+            f"SELECT {table}.* FROM {source} {clauses} ORDER BY {order} LIMIT ?",
+            [*source_params, *where.params, *text.params, limit],
         )
 
     # --- invocations -------------------------------------------------------------------------------
@@ -243,10 +252,12 @@ class AuditBrowser:
     def count_invocations(self, flt: InvocationFilter = InvocationFilter()) -> int:
         """How many invocations match; a count reads every match, so text terms always use the index."""
         where = self._invocation_where(flt)
-        text = self._text_clauses("invocations", where.terms, self._indexed(where.terms))
+        indexed = self._indexed(where.terms)
+        text = self._text_clauses("invocations", where.terms, indexed)
+        source, source_params = self._source("invocations", indexed)
         rows = self._store.query(
-            f"SELECT count(*) AS n FROM invocations {_sql_where(where.clauses + text.clauses)}",
-            [*where.params, *text.params],
+            f"SELECT count(*) AS n FROM {source} {_sql_where(where.clauses + text.clauses)}",
+            [*source_params, *where.params, *text.params],
         )
         return int(rows[0]["n"])
 
