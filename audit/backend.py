@@ -43,7 +43,8 @@ class WriteScope(Protocol):
 class AuditBackend(Protocol):
     """An open audit: transactions for the sink, queries for the browser, maintenance for the CLI."""
 
-    has_fts: bool
+    has_fts: bool  # a text index exists: SQLite's FTS5 trigram tables, or the server's trigram words
+    has_trigram_words: bool  # the index is the server's (audit.mysql_text_index), not FTS5
 
     @property
     def location(self) -> str:

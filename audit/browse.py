@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from audit.backend import AuditBackend
+from audit.mysql_text_index import match_all
 from audit.store import RUN_LISTED_AT, audit_timestamp
 from audit.text_index import PENDING_RUNS
 from tools.vocabulary import INTERRUPTED_RUN
@@ -123,6 +124,21 @@ _TEXT_INDEXED = {
     f" (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)) OR run_id IN ({PENDING_RUNS}))",
 }
 
+# The same on a server audit (audit.mysql_text_index): the keys of one term's candidate rows, every
+# trigram word required (2 params), joined to the table. A derived table, not OR-ed IN clauses: the
+# server can flatten neither an OR of subqueries nor a UNION inside IN, and would test every row.
+_INVOCATION_WORDS = (
+    "SELECT run_id, tool_call_id FROM invocation_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
+)
+_RUN_WORDS = "SELECT run_id FROM run_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
+_CANDIDATES = {
+    "invocations": f"({_INVOCATION_WORDS} UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN"
+    f" ({_RUN_WORDS}) UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN ({PENDING_RUNS}))"
+    " AS candidates JOIN invocations USING (run_id, tool_call_id)",
+    "runs": f"({_RUN_WORDS} UNION SELECT run_id FROM ({_INVOCATION_WORDS}) AS i UNION {PENDING_RUNS})"
+    " AS candidates JOIN runs USING (run_id)",
+}
+
 
 @dataclass
 class _Where:
@@ -157,27 +173,36 @@ class AuditBrowser:
 
     def _text_clauses(self, table: str, terms: list[str], indexed: list[str]) -> _Where:
         where = _Where()
-        for term in indexed:
+        for term in [] if self._store.has_trigram_words else indexed:  # the server's: `_source`
             where.add(_TEXT_INDEXED[table], *[_phrase(term)] * 2)
         for term in terms:
             where.add(_TEXT_LIKE[table], *[_like(term)] * 3)
         return where
 
+    def _source(self, table: str, indexed: list[str]) -> tuple[str, list[Any]]:
+        """What the index-driven plan reads: the table, or on a server the candidates of the longest
+        indexed term (the fewest rows; LIKE checks every term on them)."""
+        if not (indexed and self._store.has_trigram_words):
+            return table, []
+        return _CANDIDATES[table], [match_all(max(indexed, key=len))] * 2
+
     def _select(self, table: str, order: str, where: _Where, limit: int) -> list[dict[str, Any]]:
         indexed = self._indexed(where.terms)
         text = self._text_clauses(table, where.terms, [])
         if indexed:
+            walked, walk_clauses = _walked(table, where.clauses, order)
             walk = self._store.query(
-                f"SELECT * FROM (SELECT * FROM {table} {_sql_where(where.clauses)} ORDER BY {order} LIMIT ?)"
-                f" AS {table} {_sql_where(text.clauses)} ORDER BY {order} LIMIT ?",
+                f"SELECT * FROM {walked} {_sql_where(walk_clauses + text.clauses)} ORDER BY {order} LIMIT ?",
                 [*where.params, _WALK_LIMIT[table], *text.params, limit],
             )
             if len(walk) == limit:  # the first rows in page order held a full page: exact
                 return walk
             text = self._text_clauses(table, where.terms, indexed)
+        source, source_params = self._source(table, indexed)
+        clauses = _sql_where(where.clauses + text.clauses)
         return self._store.query(
-            f"SELECT * FROM {table} {_sql_where(where.clauses + text.clauses)} ORDER BY {order} LIMIT ?",
-            [*where.params, *text.params, limit],
+            f"SELECT {table}.* FROM {source} {clauses} ORDER BY {order} LIMIT ?",
+            [*source_params, *where.params, *text.params, limit],
         )
 
     # --- invocations -------------------------------------------------------------------------------
@@ -227,10 +252,12 @@ class AuditBrowser:
     def count_invocations(self, flt: InvocationFilter = InvocationFilter()) -> int:
         """How many invocations match; a count reads every match, so text terms always use the index."""
         where = self._invocation_where(flt)
-        text = self._text_clauses("invocations", where.terms, self._indexed(where.terms))
+        indexed = self._indexed(where.terms)
+        text = self._text_clauses("invocations", where.terms, indexed)
+        source, source_params = self._source("invocations", indexed)
         rows = self._store.query(
-            f"SELECT count(*) AS n FROM invocations {_sql_where(where.clauses + text.clauses)}",
-            [*where.params, *text.params],
+            f"SELECT count(*) AS n FROM {source} {_sql_where(where.clauses + text.clauses)}",
+            [*source_params, *where.params, *text.params],
         )
         return int(rows[0]["n"])
 
@@ -297,6 +324,18 @@ class AuditBrowser:
         else:
             entries.sort(key=lambda entry: (entry.at, rank[entry.kind]))  # stable: keeps query order in ties
         return RunTimeline(runs[0], entries)
+
+
+def _walked(table: str, clauses: list[str], order: str) -> tuple[str, list[str]]:
+    """The first rows of `table` in page order (one LIMIT parameter): a FROM item named `table` and
+    the clauses that keep only them.
+
+    Runs are picked by key and read from the table again: on the server their page order is the
+    INVISIBLE column `listed_at`, which a derived table's `*` would drop before the outer ORDER BY."""
+    first = f"FROM {table} {_sql_where(clauses)} ORDER BY {order} LIMIT ?"
+    if table == "runs":
+        return "runs", [f"run_id IN (SELECT run_id FROM (SELECT run_id {first}) AS walk)"]
+    return f"(SELECT * {first}) AS {table}", []
 
 
 def _sql_where(clauses: list[str]) -> str:

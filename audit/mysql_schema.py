@@ -7,7 +7,8 @@ does, and keyset pages come back in the same order from both stores. Timestamps 
 exactly as the sink writes them. `runs.listed_at` (COALESCE(started_at, finished_at), the runs' page
 order) is a stored generated column, INVISIBLE so `SELECT *` returns the file's columns: MariaDB
 has no expression indexes, so the column carries the index the file builds on the expression.
-Two tables exist only here: `run_leases` (a running run's lease,
+The text index is the server's own: trigram words in side tables under FULLTEXT
+(`audit.mysql_text_index`, step 2). Two tables exist only here: `run_leases` (a running run's lease,
 renewed by its writer, see `audit.leases`) and `audit_write_tokens` (one row per committed write
 transaction, so a retry after a lost connection can tell whether its commit happened).
 
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from audit.mysql_text_index import trigram_tables
 
 _TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 # Key columns are bounded so every index fits InnoDB's 3072-byte key limit at 4 bytes a character.
@@ -143,7 +146,7 @@ def _v1_tables(execute: Execute) -> None:
         execute(statement)
 
 
-MIGRATIONS: list[Callable[[Execute], None]] = [_v1_tables]
+MIGRATIONS: list[Callable[[Execute], Any]] = [_v1_tables, trigram_tables]
 
 VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS audit_schema_version (id TINYINT NOT NULL PRIMARY KEY, version INT NOT NULL)"

@@ -39,6 +39,7 @@ from audit.location import MysqlLocation
 from audit.mysql_dialect import to_mysql
 from audit.mysql_schema import MIGRATION_LOCK_TIMEOUT_S, MIGRATIONS, VERSION_TABLE, migration_lock_name
 from audit.store import AuditStoreError, PruneReport, audit_timestamp
+from audit.text_index import index_runs
 from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,16 @@ class _Count:
 
 
 @dataclass
+class _CursorStatements:
+    """A raw cursor as `audit.backend.SqlConnection`, for the audit's shared statements in recovery."""
+
+    cursor: Any
+
+    def execute(self, sql: str, parameters: tuple[Any, ...] = (), /) -> _Count:
+        return _Count(int(self.cursor.execute(to_mysql(sql), parameters)))
+
+
+@dataclass
 class _Transaction:
     """One write transaction as it was executed, so it can be replayed after a lost connection."""
 
@@ -110,7 +121,8 @@ class MysqlAuditStore:
     and closes the runs of writers whose lease expired.
     """
 
-    has_fts = False
+    has_fts = True  # trigram words under FULLTEXT (audit.mysql_text_index)
+    has_trigram_words = True
 
     def __init__(
         self,
@@ -479,6 +491,8 @@ class MysqlAuditStore:
                     (now, *dead),
                 )
                 cursor.execute(f"DELETE FROM run_leases WHERE run_id IN ({marks})", tuple(dead))
+                # Closed, a run's text can change no more: its rows enter the text index, as at a finish.
+                index_runs(_CursorStatements(cursor), dead, has_fts=True, trigram_words=True)
             cursor.execute(
                 f"DELETE FROM audit_write_tokens WHERE at < UTC_TIMESTAMP(6) - {_TOKEN_RETENTION} LIMIT 10000"
             )

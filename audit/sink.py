@@ -260,5 +260,10 @@ class AuditSink:
                 db.conn.execute(_REJECTED_RUN_SETUP, (rejected.get("query"), *setup, event.run_id))
             db.conn.execute(_CLOSE_STARTED, (closed, event.at, event.run_id, InvocationStatus.STARTED))
             # Last: the run's text can no longer change, so its rows enter the search index in one batch.
-            index_runs(db.conn, [event.run_id], has_fts=self._store.has_fts)
+            index_runs(
+                db.conn,
+                [event.run_id],
+                has_fts=self._store.has_fts,
+                trigram_words=self._store.has_trigram_words,
+            )
             self._store.release_lease(event.run_id)

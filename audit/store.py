@@ -380,6 +380,8 @@ class AuditStore:
     `defer` and ride in the next such commit. WAL lets the console browse while a run writes.
     """
 
+    has_trigram_words = False  # the file's index is FTS5 (audit.text_index)
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         # The console may write from a run worker while the UI thread reads; one lock keeps the shared

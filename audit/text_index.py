@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+from audit import mysql_text_index
 from audit.backend import SqlConnection
 
 # The indexed columns per table. Both tables carry run_id, which is how a run's rows are found.
@@ -50,15 +51,21 @@ _MARK_INDEXED = "UPDATE runs SET fts_pending = NULL WHERE run_id = ? AND fts_pen
 _FINISHED_PENDING = f"{PENDING_RUNS} AND finished_at IS NOT NULL"
 
 
-def index_runs(conn: SqlConnection, run_ids: Iterable[str], *, has_fts: bool) -> None:
+def index_runs(
+    conn: SqlConnection, run_ids: Iterable[str], *, has_fts: bool, trigram_words: bool = False
+) -> None:
     """Index the rows of these runs if they are still pending, inside the caller's transaction.
 
     Called once a run can write no more indexed text (its finish is in the same transaction): later
-    writes only touch status and evaluation columns, which are not indexed. Without FTS (SQLite built
-    without the trigram tokenizer, or a server audit, which has no FTS5) only the mark is cleared.
+    writes only touch status and evaluation columns, which are not indexed. `trigram_words`: the
+    store is a server audit, whose index is `audit.mysql_text_index`'s side tables, not FTS5.
+    Without an index (SQLite built without the trigram tokenizer) only the mark is cleared.
     """
     for run_id in run_ids:
-        if has_fts:
+        if has_fts and trigram_words:
+            for statement in mysql_text_index.INDEX_RUN:
+                conn.execute(statement, (run_id,) * statement.count("?"))
+        elif has_fts:
             for statement in _INDEX_RUN:
                 conn.execute(statement, (run_id, run_id))
         conn.execute(_MARK_INDEXED, (run_id,))

@@ -140,6 +140,13 @@ TERMS = [
     "zzz-nothing",
     "50%",  # LIKE metacharacters are literal
     'say "hi"',  # FTS quote characters are literal
+    "HikariPOOL-1",  # mixed case
+    "V2.14.0 之后",  # mixed case and Chinese, in runs' queries
+    "10614",  # rare: one merchant
+    "不存在的词",  # absent Chinese
+    '"service": "inventory-service"',  # quotes, colon and hyphen are literal text
+    "+payment -service",  # FULLTEXT's operators are literal: no row holds "+payment"
+    "(~*<>@+-)",  # every FULLTEXT operator character, absent
 ]
 
 

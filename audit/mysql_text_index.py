@@ -1,0 +1,130 @@
+"""The team audit's text index on MariaDB/MySQL: each row's character trigrams as ASCII words under
+an ordinary InnoDB FULLTEXT index (docs/architecture.md, "Audit").
+
+InnoDB's FULLTEXT parser splits text at non-word characters, so Chinese (no spaces) is one long token
+and a substring is never found; MariaDB ships no CJK parser (ngram is MySQL's), and Mroonga is rarely
+installed. So the words are built here: a row's text is lower-cased (as the server's LIKE folds it)
+and every distinct 3-character sequence is written as the hex of its UTF-8 bytes, e.g. "连接池" ->
+"E8BF9EE68EA5E6B1A0". Such a word is 6 to 24 hex digits: inside innodb_ft_min_token_size (3) and
+max_token_size (84), never a stopword (the tables are created with the stopword list off anyway),
+and a search term's FULLTEXT operator characters (+ - " * ( ) ~ < > @) become hex digits too, so they
+are literal text. A term of 3+ characters matches a row only if the row holds all of the term's
+trigrams (boolean mode, every word required): a superset of the true matches, which the exact LIKE
+check on top narrows (audit.browse).
+
+One side row per indexed row (`invocation_trigrams`, `run_trigrams`), written when the run leaves
+`fts_pending` (its finish, `audit copy`) in the same transaction; until then the run's rows are
+found by LIKE over pending runs only, as in the file. InnoDB makes FULLTEXT rows searchable when
+their transaction commits, which is when the mark clears, so no row is ever out of both. Foreign
+keys with ON DELETE CASCADE remove side rows with their rows, so pruning needs no extra step.
+The trigrams are computed by the server (JSON_TABLE numbers the positions), so a write is one
+INSERT ... SELECT that replays exactly after a lost connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Execute = Callable[..., Any]
+
+_TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+_ID = "VARCHAR(191)"
+# Runs per committed batch when a migration indexes the runs an older version left unindexed.
+BACKFILL_BATCH_RUNS = 200
+# Room for every distinct trigram of a row: GROUP_CONCAT truncates silently at this length.
+_GROUP_CONCAT_MAX = 1 << 30
+
+
+def _words(text_sql: str) -> str:
+    """SQL for the distinct trigram words of `text_sql` (already lower-cased), space-separated."""
+    return (
+        f"GROUP_CONCAT(DISTINCT HEX(SUBSTRING({text_sql}, p.pos, 3)) SEPARATOR ' ')"
+        " FROM JSON_TABLE(CONCAT('[', REPEAT('0,', GREATEST(CHAR_LENGTH(s.body) - 3, 0)), '0]'),"
+        " '$[*]' COLUMNS (pos FOR ORDINALITY)) AS p"
+    )
+
+
+def _index_invocations(runs_sql: str) -> str:
+    """The side rows of the invocations of the runs `runs_sql` selects."""
+    return (
+        "INSERT INTO invocation_trigrams (run_id, tool_call_id, words)"
+        " SELECT s.run_id, s.tool_call_id, (SELECT " + _words("s.body") + ")"
+        " FROM (SELECT run_id, tool_call_id,"
+        " LOWER(CONCAT(COALESCE(input_json, ''), ' ', COALESCE(projection_json, ''))) AS body"
+        f" FROM invocations WHERE run_id IN ({runs_sql})) AS s"
+    )
+
+
+def _index_runs(runs_sql: str) -> str:
+    return (
+        "INSERT INTO run_trigrams (run_id, words)"
+        " SELECT s.run_id, (SELECT " + _words("s.body") + ")"
+        " FROM (SELECT run_id, LOWER(COALESCE(query, '')) AS body"
+        f" FROM runs WHERE run_id IN ({runs_sql})) AS s"
+    )
+
+
+# One run, only while it is still pending (never twice): SQLite's dialect, for `_Transaction.execute`.
+_PENDING_RUN = "SELECT run_id FROM runs WHERE run_id = ? AND fts_pending IS NOT NULL"
+INDEX_RUN = [
+    f"SET SESSION group_concat_max_len = {_GROUP_CONCAT_MAX}",
+    _index_invocations(_PENDING_RUN),
+    _index_runs(_PENDING_RUN),
+]
+# Finished runs an older schema marked indexed (fts_pending NULL) but that have no side rows yet.
+_UNINDEXED_BATCH = (
+    "SELECT run_id FROM (SELECT r.run_id FROM runs r WHERE r.fts_pending IS NULL"
+    " AND NOT EXISTS (SELECT 1 FROM run_trigrams t WHERE t.run_id = r.run_id)"
+    f" ORDER BY r.run_id LIMIT {BACKFILL_BATCH_RUNS}) AS batch"
+)
+
+
+def trigram_tables(execute: Execute) -> None:
+    """Migration step 2: the side tables, then the trigrams of every run already finished."""
+    execute("SET SESSION innodb_ft_enable_stopword = OFF")  # read when each FULLTEXT index is built
+    execute(
+        f"""CREATE TABLE IF NOT EXISTS invocation_trigrams (
+            run_id {_ID} NOT NULL,
+            tool_call_id {_ID} NOT NULL,
+            words LONGTEXT CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+            PRIMARY KEY (run_id, tool_call_id),
+            FULLTEXT KEY ft_invocation_trigrams (words),
+            FOREIGN KEY (run_id, tool_call_id) REFERENCES invocations (run_id, tool_call_id) ON DELETE CASCADE
+        ) {_TABLE_OPTIONS}"""
+    )
+    execute(
+        f"""CREATE TABLE IF NOT EXISTS run_trigrams (
+            run_id {_ID} NOT NULL PRIMARY KEY,
+            words LONGTEXT CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+            FULLTEXT KEY ft_run_trigrams (words),
+            FOREIGN KEY (run_id) REFERENCES runs (run_id) ON DELETE CASCADE
+        ) {_TABLE_OPTIONS}"""
+    )
+    backfill(execute)
+
+
+def backfill(execute: Execute) -> int:
+    """Index finished runs without side rows, committing every batch (a restart resumes); returns how
+    many runs it indexed. Invocations first: the batch is the runs still lacking their run row."""
+    execute(f"SET SESSION group_concat_max_len = {_GROUP_CONCAT_MAX}")
+    total = 0
+    while True:
+        execute(_index_invocations(_UNINDEXED_BATCH))
+        indexed = int(execute(_index_runs(_UNINDEXED_BATCH)))
+        execute("COMMIT")
+        if indexed == 0:
+            return total
+        total += indexed
+
+
+def term_words(term: str) -> list[str]:
+    """The distinct trigram words of a search term of 3+ characters, as the server writes them."""
+    folded = "".join(character.lower() for character in term)  # per character, as LOWER() folds
+    grams = {folded[i : i + 3] for i in range(len(folded) - 2)}
+    return sorted(gram.encode().hex().upper() for gram in grams)
+
+
+def match_all(term: str) -> str:
+    """A boolean-mode query requiring every trigram word of `term`."""
+    return " ".join(f"+{word}" for word in term_words(term))

@@ -1,0 +1,122 @@
+"""Text search over the server's trigram words (audit.mysql_text_index) gives the file's answers:
+for a run still going (found by LIKE over pending runs), after its finish indexed it, and after a
+migration indexed the runs an older schema left without words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from audit import browse as browse_module
+from audit.backend import AuditBackend
+from audit.browse import AuditBrowser, InvocationFilter
+from audit.location import MysqlLocation
+from audit.mysql_text_index import match_all, term_words
+from audit.sink import AuditSink
+from tests.support.audit_backends import AuditTarget, mariadb_target, sqlite_target
+from tests.support.audit_events import Events
+from tests.support.mysql import require_server, root_connection
+
+RARE_INPUT = {"service": "稀有服务-QZX+(1)", "contains": "Timeout"}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AuditTarget]:
+    if request.param == "sqlite":
+        yield sqlite_target(tmp_path)
+        return
+    require_server()
+    with mariadb_target() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def index_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A walk of one row: every search below is answered by the index (plus the pending runs)."""
+    monkeypatch.setattr(browse_module, "_WALK_LIMIT", {"invocations": 1, "runs": 1})
+
+
+def record_run(store: AuditBackend, run_id: str, query: str, service: str, *, finish: bool) -> None:
+    ev, sink = Events(run_id=run_id), AuditSink(store)
+    sink(ev.run_started(query))
+    sink(ev.tool_started("call-1", "query_logs", {"service": service, "contains": "504"}))
+    sink(
+        ev.tool_finished(
+            "call-1", "query_logs", "FOUND", projection={"lines": [{"message": f"{service} 504"}]}
+        )
+    )
+    if finish:
+        sink(ev.run_finished("DRAFT", "COMPLETED"))
+
+
+def found(store: AuditBackend, text: str) -> tuple[list[str], list[str]]:
+    browser = AuditBrowser(store)
+    invocations = browser.invocations(InvocationFilter(text=text), limit=2).rows
+    runs = browser.runs(text=text, limit=2).rows
+    assert browser.count_invocations(InvocationFilter(text=text)) == len(invocations)
+    return [row["run_id"] for row in invocations], [row["run_id"] for row in runs]
+
+
+def test_a_running_run_is_found_before_and_after_its_finish(target: AuditTarget) -> None:
+    with target.open() as store:
+        for n in range(4):
+            record_run(store, f"old-{n}", f"支付回调失败 {n}", f"payment-service-{n}", finish=True)
+        record_run(store, "live", "订单服务 Mixed-Case 查询", "稀有服务-QZX+(1)", finish=False)
+
+        for term in ("稀有服务", "qzx+(1)", "MIXED-case", "稀有服务-QZX+(1) 订单服务"):
+            assert found(store, term) == (["live"], ["live"]), term
+        assert found(store, "payment-service-2") == (["old-2"], ["old-2"])
+
+        ev = Events(run_id="live")
+        ev.seq = 10
+        AuditSink(store)(ev.run_finished("DRAFT", "COMPLETED"))
+        for term in ("稀有服务", "qzx+(1)", "MIXED-case", "稀有服务-QZX+(1) 订单服务"):
+            assert found(store, term) == (["live"], ["live"]), term
+        assert found(store, "稀有服务-QZX+(2)") == ([], [])
+        assert found(store, "qzx-") == ([], [])  # "-" is text here, not FULLTEXT's exclusion
+        assert found(store, "-qzx") == (["live"], ["live"])
+
+
+@pytest.mark.mysql
+def test_the_migration_indexes_runs_an_older_server_schema_left_without_words() -> None:
+    require_server()
+    with mariadb_target() as target:
+        with target.open() as store:
+            for n in range(5):
+                record_run(store, f"run-{n}", f"连接池耗尽第{n}号", f"服务-{n}-ZQX", finish=True)
+        # The database as schema version 1 left it: no trigram tables, every finished run unmarked.
+        assert isinstance(target.location, MysqlLocation)
+        with root_connection(target.location.database) as conn, conn.cursor() as cursor:
+            cursor.execute("DROP TABLE invocation_trigrams, run_trigrams")
+            cursor.execute("UPDATE audit_schema_version SET version = 1")
+        with target.open() as store:
+            for n in range(5):
+                assert found(store, f"服务-{n}-zqx") == ([f"run-{n}"], [f"run-{n}"])
+                assert found(store, f"连接池耗尽第{n}号") == ([f"run-{n}"], [f"run-{n}"])
+
+
+def test_a_terms_words_are_hex_trigrams_of_its_lower_case_text() -> None:
+    assert term_words("连接池") == ["连接池".encode().hex().upper()]
+    assert term_words("ABCd") == term_words("abcd") == ["616263", "626364"]
+    assert term_words("ab") == []
+    # FULLTEXT's operator characters end up as hex digits: the query holds only required words.
+    query = match_all('+a-b"c*(d)~<e>@')
+    assert all(word[0] == "+" and set(word[1:]) <= set("0123456789ABCDEF") for word in query.split())
+
+
+@pytest.mark.mysql
+def test_recovery_indexes_the_runs_it_closes() -> None:
+    """A crashed writer's run leaves the pending set (which every search reads) and stays findable."""
+    require_server()
+    with mariadb_target() as target:
+        with target.open() as store:
+            record_run(store, "crashed", "锁等待超时 Crash", "孤儿服务-WQX", finish=False)
+            assert isinstance(target.location, MysqlLocation)
+            with root_connection(target.location.database) as conn, conn.cursor() as cursor:
+                cursor.execute("DELETE FROM run_leases")  # its writer is gone
+            assert store.recover() == ["crashed"]
+            assert store.query("SELECT run_id FROM runs WHERE fts_pending IS NOT NULL") == []
+            for term in ("孤儿服务-wqx", "锁等待超时 crash"):
+                assert found(store, term) == (["crashed"], ["crashed"]), term
