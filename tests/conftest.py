@@ -39,7 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
         del os.environ[name]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the group marks into node IDs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that touches MariaDB runs on one worker: some of them stop and restart the server."""
     for item in items:
         if item.get_closest_marker("mysql") or _MARIADB_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("mariadb"))
