@@ -1,12 +1,18 @@
 """Audit browse at scale on MariaDB, beside the SQLite file with the same rows.
 
     python -m tests.benchmarks.bench_audit_mysql [--rows 100000] [--repeats 100]
+        [--keep-file FILE] [--keep-database NAME]
 
 Builds one audit file of `--rows` invocations (tests.support.audit_data, the mix bench_audit uses),
 bulk-loads the same rows into a fresh MariaDB database on the local server (dropped at the end),
 then times, interleaved with hand-written SQL on a raw connection to the same store, the first page,
 a filtered page (tool + status + 7-day range), the next page and the runs' first page, on both
 stores; then text searches (browser only). Medians in ms and the browser / SQL ratio (target <= 2).
+
+A 1,000,000-invocation load takes tens of minutes: `--keep-file` and `--keep-database` keep the file
+and the database after the run and reuse them on the next one (when both already hold data, nothing
+is rebuilt), so a change to the read path can be measured again on the same rows.
+
 """
 
 from __future__ import annotations
@@ -129,45 +135,80 @@ def measure(name: str, store: AuditBackend, run: Callable[..., Any], mark: str, 
         print(f"text search {term!r:<26} {_median_ms(samples):>11.3f}")
 
 
+def _loaded_count(database: str) -> int:
+    """Invocations already in the kept database (creating it when absent), to skip a 1M reload."""
+    with root_connection() as admin, admin.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (database,))
+        if cursor.fetchone() is None:
+            cursor.execute(f"CREATE DATABASE `{database}`")
+            return 0
+        cursor.execute(
+            "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = 'invocations'",
+            (database,),
+        )
+        if cursor.fetchone() is None:
+            return 0
+        cursor.execute(f"SELECT COUNT(*) FROM `{database}`.invocations")
+        return int(cursor.fetchone()[0])
+
+
+def _file_count(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM invocations").fetchone()[0])
+
+
+def _time_stores(path: Path, location: MysqlLocation, repeats: int) -> None:
+    with AuditStore(path) as file_store:
+        raw = sqlite3.connect(path)
+        measure("SQLite file", file_store, lambda s, p: raw.execute(s, p).fetchall(), "?", repeats)
+        raw.close()
+    with MysqlAuditStore(location) as server_store, root_connection(location.database) as conn:
+
+        def server_sql(sql: str, params: tuple[Any, ...]) -> Any:
+            with conn.cursor() as cursor:
+                cursor.execute(sql, params)
+                return cursor.fetchall()
+
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT VERSION()")
+            version = cursor.fetchone()[0]
+        measure(f"MariaDB {version}", server_store, server_sql, "%s", repeats)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.bench_audit_mysql")
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=100)
+    parser.add_argument("--keep-file", type=Path, help="keep (and reuse) the audit file here")
+    parser.add_argument("--keep-database", help="keep (and reuse) this database on the local server")
     args = parser.parse_args(argv)
-    database = f"dc_bench_{secrets.token_hex(4)}"
-    with root_connection() as admin, admin.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE `{database}`")
+    database = args.keep_database or f"dc_bench_{secrets.token_hex(4)}"
     try:
         with tempfile.TemporaryDirectory(prefix="audit-bench-") as tmp:
-            path = Path(tmp) / "audit.db"
-            t0 = time.perf_counter()
-            runs = populate_audit(path, args.rows)
-            t1 = time.perf_counter()
+            path = args.keep_file or Path(tmp) / "audit.db"
             location = MysqlLocation(MYSQL_HOST, MYSQL_PORT, ROOT_USER, database)
-            bulk_load(path, location)
-            t2 = time.perf_counter()
-            built = f"file {t1 - t0:.1f} s, MariaDB load {t2 - t1:.1f} s"
-            print(f"{args.rows:,} invocations / {runs:,} runs: {built}")
-            with AuditStore(path) as file_store:
-                raw = sqlite3.connect(path)
-                measure(
-                    "SQLite file", file_store, lambda s, p: raw.execute(s, p).fetchall(), "?", args.repeats
-                )
-                raw.close()
-            with MysqlAuditStore(location) as server_store, root_connection(database) as conn:
-
-                def server_sql(sql: str, params: tuple[Any, ...]) -> Any:
-                    with conn.cursor() as cursor:
-                        cursor.execute(sql, params)
-                        return cursor.fetchall()
-
-                with conn.cursor() as cursor:
-                    cursor.execute("SELECT VERSION()")
-                    version = cursor.fetchone()[0]
-                measure(f"MariaDB {version}", server_store, server_sql, "%s", args.repeats)
+            in_file = _file_count(path)
+            if in_file and _loaded_count(database) == in_file:
+                print(f"reusing {path} and database {database} ({in_file:,} invocations)")
+            else:
+                # A partial earlier load (an interrupted run) is rebuilt from scratch.
+                path.unlink(missing_ok=True)
+                with root_connection() as admin, admin.cursor() as cursor:
+                    cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
+                    cursor.execute(f"CREATE DATABASE `{database}`")
+                t0 = time.perf_counter()
+                runs = populate_audit(path, args.rows)
+                t1 = time.perf_counter()
+                print(f"{args.rows:,} invocations / {runs:,} runs: file {t1 - t0:.1f} s", flush=True)
+                bulk_load(path, location)
+                print(f"MariaDB load {time.perf_counter() - t1:.1f} s", flush=True)
+            _time_stores(path, location, args.repeats)
     finally:
-        with root_connection() as admin, admin.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        if not args.keep_database:
+            with root_connection() as admin, admin.cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS `{database}`")
     return 0
 
 
