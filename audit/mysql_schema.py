@@ -148,6 +148,58 @@ def _v1_tables(execute: Execute) -> None:
 
 MIGRATIONS: list[Callable[[Execute], Any]] = [_v1_tables, trigram_tables]
 
+# Every table the migrations create (a test keeps this equal to what they create). Anything else in
+# the audit database was put there by someone else.
+OWN_TABLES = frozenset(
+    {
+        "audit_schema_version",
+        "runs",
+        "model_rounds",
+        "invocations",
+        "protocol_events",
+        "run_leases",
+        "audit_write_tokens",
+        "invocation_trigrams",
+        "run_trigrams",
+    }
+)
+
+
+def foreign_objects(cursor: Any) -> list[str]:
+    """What in the audit database this program did not create, described for an error message.
+
+    Read before anything is written (README, "Grants"): a trigger fires on our writes with its
+    definer's rights (it could copy every audit row elsewhere, or drop them), a view or an event runs
+    whatever it was given, a table we do not know means the URL names a database that is not (only)
+    an audit, and a table on another engine than InnoDB loses the transactions the audit relies on.
+    The server shows an account only the objects it has some privilege on; the audit account holds no
+    TRIGGER or EVENT grant, so planting those takes another account, and this check is the second
+    line behind the grants.
+    """
+    found: list[str] = []
+    cursor.execute(
+        "SELECT TABLE_NAME, TABLE_TYPE, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
+        " ORDER BY TABLE_NAME"
+    )
+    for name, kind, engine in cursor.fetchall():
+        if kind == "VIEW":
+            found.append(f"view {name!r}")
+        elif name not in OWN_TABLES:
+            found.append(f"table {name!r}")
+        elif kind != "BASE TABLE" or (engine or "").lower() != "innodb":
+            found.append(f"table {name!r} on engine {engine or kind!r} (not InnoDB)")
+    cursor.execute(
+        "SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS"
+        " WHERE TRIGGER_SCHEMA = DATABASE() ORDER BY TRIGGER_NAME"
+    )
+    found += [f"trigger {name!r} on {table!r}" for name, table in cursor.fetchall()]
+    cursor.execute(
+        "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = DATABASE() ORDER BY EVENT_NAME"
+    )
+    found += [f"event {name!r}" for (name,) in cursor.fetchall()]
+    return found
+
+
 VERSION_TABLE = (
     "CREATE TABLE IF NOT EXISTS audit_schema_version (id TINYINT NOT NULL PRIMARY KEY, version INT NOT NULL)"
     f" {_TABLE_OPTIONS}"

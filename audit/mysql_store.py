@@ -37,7 +37,13 @@ from pymysql.constants import CLIENT
 from audit.leases import RELEASE_SQL, TAKE_SQL, Heartbeat
 from audit.location import MysqlLocation
 from audit.mysql_dialect import to_mysql
-from audit.mysql_schema import MIGRATION_LOCK_TIMEOUT_S, MIGRATIONS, VERSION_TABLE, migration_lock_name
+from audit.mysql_schema import (
+    MIGRATION_LOCK_TIMEOUT_S,
+    MIGRATIONS,
+    VERSION_TABLE,
+    foreign_objects,
+    migration_lock_name,
+)
 from audit.store import AuditStoreError, PruneReport, audit_timestamp
 from audit.text_index import index_runs
 from tools.vocabulary import InvocationStatus
@@ -135,6 +141,11 @@ class MysqlAuditStore:
     ) -> None:
         self._where = location
         self._password = os.environ.get(location.password_env) if location.password_env else None
+        if location.password_env and self._password is None:
+            # Connecting without it would only earn the server's "Access denied".
+            raise AuditStoreError(
+                f"audit {location.describe()}: its password variable {location.password_env} is not set"
+            )
         self._retry_deadline_s = retry_deadline_s
         self._connect_timeout_s = connect_timeout_s
         # The console may write from a run worker while the UI thread reads: one connection, one lock.
@@ -240,6 +251,7 @@ class MysqlAuditStore:
         whose CREATE/ALTER/INDEX grants were revoked after the first start opens it (README, "Grants")."""
         conn = self._connection()
         with conn.cursor() as cursor:
+            self._refuse_foreign_objects(cursor)
             if self._schema_version_seen(cursor) == len(MIGRATIONS):
                 return
         lock = migration_lock_name(self._where.database)
@@ -261,6 +273,14 @@ class MysqlAuditStore:
             finally:
                 cursor.execute("SELECT RELEASE_LOCK(%s)", (lock,))
                 conn.commit()
+
+    def _refuse_foreign_objects(self, cursor: Any) -> None:
+        found = foreign_objects(cursor)
+        if found:
+            raise AuditStoreError(
+                f"audit {self.location} holds what this program did not create ({', '.join(found[:5])}"
+                f"{f' and {len(found) - 5} more' if len(found) > 5 else ''}); refusing to use it"
+            )
 
     def _schema_version_seen(self, cursor: Any) -> int:
         """The stored version (0 before the first migration); a newer one is refused."""
