@@ -6,6 +6,7 @@ password written into a DSN are collected here, once, for the Redactor.
 
 from __future__ import annotations
 
+import logging
 import os
 from urllib.parse import unquote, urlsplit
 
@@ -25,3 +26,24 @@ def configured_secrets(settings: Settings) -> list[str]:
 
 def build_redactor(settings: Settings) -> Redactor:
     return Redactor(configured_secrets(settings))
+
+
+class _ConfiguredSecrets(logging.Filter):
+    """The configured secret values on a log handler; one per handler, replaced on a reload."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self._filter = redactor.logging_filter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return bool(self._filter.filter(record))
+
+
+def redact_logs(redactor: Redactor) -> None:
+    """Every log handler also replaces the configured secret values exactly (the built-in rules are
+    on them from the start, console.cli): once the configuration is read, before anything logs. A
+    console that reloads its configuration swaps the previous values out rather than piling up."""
+    for handler in logging.getLogger().handlers:
+        for old in [f for f in handler.filters if isinstance(f, _ConfiguredSecrets)]:
+            handler.removeFilter(old)
+        handler.addFilter(_ConfiguredSecrets(redactor))

@@ -204,8 +204,9 @@ class DiagnoseApp(ConsoleHost):
         if event.state == WorkerState.SUCCESS and event.worker.result is not None:
             env, label = event.worker.result
             old, self.env = self.env, env
-            for handler in logging.getLogger().handlers:
-                handler.addFilter(env.redactor.logging_filter())  # configured secret values, exactly
+            from agent.secrets import redact_logs
+
+            redact_logs(env.redactor)
             name = env.scenario.name if env.scenario is not None else None
             self.engine_status = EngineStatus("ready", label, scenario=name)
             if self._prefill and env.scenario is not None:  # a (re)load puts its scenario's query in

@@ -235,12 +235,15 @@ def _resolve_location(args: argparse.Namespace) -> AuditLocation:
         from audit.location import SqliteLocation
 
         return SqliteLocation(Path(args.audit_db))
+    from agent.secrets import build_redactor, redact_logs
     from agent.settings import ConfigError, load_settings
     from audit.location import AuditLocationError
     from console.audit_target import audit_location
 
     try:
-        return audit_location(load_settings(args.config))
+        settings = load_settings(args.config)
+        redact_logs(build_redactor(settings))  # a server's messages may echo what it was sent
+        return audit_location(settings)
     except (ConfigError, AuditLocationError) as exc:
         raise _AuditCommandError(str(exc)) from None
 

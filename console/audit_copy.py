@@ -10,6 +10,7 @@ Exit codes: 0 copied, 3 an audit or the configuration cannot be used.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -78,14 +79,19 @@ class _Progress:
 
 
 def run_copy_command(args: argparse.Namespace, out: TextIO) -> int:
+    from agent.secrets import configured_secrets, redact_logs
     from agent.settings import ConfigError, load_settings
     from audit import AuditStoreError
     from audit.backend import open_audit_store
     from audit.copy import copy_audit
     from audit.location import AuditLocationError, SqliteLocation
+    from tools.redaction import Redactor
 
     try:
         settings = load_settings(args.config)
+        named = (args.from_password_env, args.to_password_env)
+        extra = [os.environ[name] for name in named if name and os.environ.get(name)]
+        redact_logs(Redactor(configured_secrets(settings) + extra))
         source = _location(args.source, args.from_password_env, settings)
         target = _location(args.target, args.to_password_env, settings)
         if source == target:

@@ -422,12 +422,12 @@ class _NdjsonSink:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from agent.secrets import redact_logs
     from console.wiring import open_run_environment
 
     _scenario_from_folder(args)
     env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(env.redactor.logging_filter())  # configured secret values, exactly
+    redact_logs(env.redactor)
     query = _read_query(args, env.scenario)
     previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
 
