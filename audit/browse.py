@@ -131,6 +131,12 @@ _INVOCATION_WORDS = (
     "SELECT run_id, tool_call_id FROM invocation_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
 )
 _RUN_WORDS = "SELECT run_id FROM run_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
+# One term's matches in both side tables, the rows of a run whose query matches counted once: the
+# measure `_rarest` compares terms by (2 params).
+_COUNT_MATCHES = (
+    "SELECT (SELECT COUNT(*) FROM invocation_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE))"
+    " + (SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE))"
+)
 _CANDIDATES = {
     "invocations": f"({_INVOCATION_WORDS} UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN"
     f" ({_RUN_WORDS}) UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN ({PENDING_RUNS}))"
@@ -180,11 +186,25 @@ class AuditBrowser:
         return where
 
     def _source(self, table: str, indexed: list[str]) -> tuple[str, list[Any]]:
-        """What the index-driven plan reads: the table, or on a server the candidates of the longest
-        indexed term (the fewest rows; LIKE checks every term on them)."""
+        """What the index-driven plan reads: the table, or on a server the candidates of one indexed
+        term (LIKE checks every term on them): the one with the fewest."""
         if not (indexed and self._store.has_trigram_words):
             return table, []
-        return _CANDIDATES[table], [match_all(max(indexed, key=len))] * 2
+        return _CANDIDATES[table], [self._rarest(indexed)] * 2
+
+    def _rarest(self, indexed: list[str]) -> str:
+        """The boolean-mode query of the term with the fewest candidate rows.
+
+        A term's length says little: `merchant_id = 10043` has a long common term and a short rare
+        one, and reading the common one's candidates costs seconds where the rare one's cost
+        milliseconds. So when there is a choice the index counts each term's matches first, one round
+        trip for all of them; a count reads no row, only the index."""
+        queries = sorted({match_all(term) for term in indexed})
+        if len(queries) == 1:
+            return queries[0]
+        counts = ", ".join(f"({_COUNT_MATCHES}) AS n{i}" for i in range(len(queries)))
+        row = self._store.query(f"SELECT {counts}", [q for q in queries for _ in range(2)])[0]
+        return min(zip(queries, row.values(), strict=True), key=lambda pair: int(pair[1]))[0]
 
     def _select(self, table: str, order: str, where: _Where, limit: int) -> list[dict[str, Any]]:
         indexed = self._indexed(where.terms)

@@ -4,8 +4,9 @@ migration indexed the runs an older schema left without words."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,3 +121,28 @@ def test_recovery_indexes_the_runs_it_closes() -> None:
             assert store.query("SELECT run_id FROM runs WHERE fts_pending IS NOT NULL") == []
             for term in ("孤儿服务-wqx", "锁等待超时 crash"):
                 assert found(store, term) == (["crashed"], ["crashed"]), term
+
+
+def test_several_terms_read_the_candidates_of_the_rarest_not_the_longest(
+    target: AuditTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`payment-service-common 7q9` at scale: the long term is in every run, the short one in one.
+    The answer is the file's on both stores; on the server the candidates read are the short term's
+    (reading the common term's candidates is what cost seconds at 200,000 rows)."""
+    with target.open() as store:
+        for n in range(6):
+            record_run(store, f"run-{n}", "支付回调失败", f"payment-service-common {n}", finish=True)
+        record_run(store, "needle", "支付回调失败", "payment-service-common 7q9", finish=True)
+        sources: list[Any] = []
+        real_query = store.query
+
+        def spy(sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+            if "AS candidates" in sql:
+                sources.append(params[0])
+            return real_query(sql, params)
+
+        monkeypatch.setattr(store, "query", spy)
+        assert found(store, "payment-service-common 7q9") == (["needle"], ["needle"])
+        assert found(store, "7Q9 payment-service-common") == (["needle"], ["needle"])
+    if target.backend == "mariadb":
+        assert sources and set(sources) == {match_all("7q9")}
