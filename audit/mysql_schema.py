@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from audit.mysql_text_index import trigram_tables
+from audit.mysql_text_index import end_marked_words, trigram_tables
 
 _TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 # Key columns are bounded so every index fits InnoDB's 3072-byte key limit at 4 bytes a character.
@@ -146,7 +146,7 @@ def _v1_tables(execute: Execute) -> None:
         execute(statement)
 
 
-MIGRATIONS: list[Callable[[Execute], Any]] = [_v1_tables, trigram_tables]
+MIGRATIONS: list[Callable[[Execute], Any]] = [_v1_tables, trigram_tables, end_marked_words]
 
 # Every table the migrations create (a test keeps this equal to what they create). Anything else in
 # the audit database was put there by someone else.

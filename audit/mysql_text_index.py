@@ -10,7 +10,11 @@ max_token_size (84), never a stopword (the tables are created with the stopword 
 and a search term's FULLTEXT operator characters (+ - " * ( ) ~ < > @) become hex digits too, so they
 are literal text. A term of 3+ characters matches a row only if the row holds all of the term's
 trigrams (boolean mode, every word required): a superset of the true matches, which the exact LIKE
-check on top narrows (audit.browse).
+check on top narrows (audit.browse). A term of 2 characters is a prefix: every occurrence of it
+starts a trigram, because each text is indexed with an end mark (U+0001) after it, so even the last
+two characters are followed by one; UTF-8 is prefix-free, so a word starts with the term's hex
+exactly when its first two characters are the term. (One character stays with the walk: its
+prefix would expand to thousands of words.)
 
 One side row per indexed row (`invocation_trigrams`, `run_trigrams`), written when the run leaves
 `fts_pending` (its finish, `audit copy`) in the same transaction; until then the run's rows are
@@ -45,14 +49,21 @@ def _words(text_sql: str) -> str:
     )
 
 
+# After every indexed text, so its last two characters start a trigram too (a 2-character term is
+# a prefix search). A term holding U+0001 only gains candidates, which LIKE then drops.
+_END_MARK = "CHAR(1 USING utf8mb4)"
+# Rows indexed again (migration step 3) replace their words: an upsert, so a replay is harmless too.
+_REPLACE_WORDS = " ON DUPLICATE KEY UPDATE words = VALUES(words)"
+
+
 def _index_invocations(runs_sql: str) -> str:
     """The side rows of the invocations of the runs `runs_sql` selects."""
     return (
         "INSERT INTO invocation_trigrams (run_id, tool_call_id, words)"
         " SELECT s.run_id, s.tool_call_id, (SELECT " + _words("s.body") + ")"
         " FROM (SELECT run_id, tool_call_id,"
-        " LOWER(CONCAT(COALESCE(input_json, ''), ' ', COALESCE(projection_json, ''))) AS body"
-        f" FROM invocations WHERE run_id IN ({runs_sql})) AS s"
+        f" CONCAT(LOWER(CONCAT(COALESCE(input_json, ''), ' ', COALESCE(projection_json, ''))), {_END_MARK})"
+        f" AS body FROM invocations WHERE run_id IN ({runs_sql})) AS s" + _REPLACE_WORDS
     )
 
 
@@ -60,8 +71,8 @@ def _index_runs(runs_sql: str) -> str:
     return (
         "INSERT INTO run_trigrams (run_id, words)"
         " SELECT s.run_id, (SELECT " + _words("s.body") + ")"
-        " FROM (SELECT run_id, LOWER(COALESCE(query, '')) AS body"
-        f" FROM runs WHERE run_id IN ({runs_sql})) AS s"
+        f" FROM (SELECT run_id, CONCAT(LOWER(COALESCE(query, '')), {_END_MARK}) AS body"
+        f" FROM runs WHERE run_id IN ({runs_sql})) AS s" + _REPLACE_WORDS
     )
 
 
@@ -104,6 +115,30 @@ def trigram_tables(execute: Execute) -> None:
     backfill(execute)
 
 
+# Migration step 3 walks the finished runs in run_id order, a batch a commit; the bounds live in
+# session variables because a migration step sees only `execute` (whose value is a row count).
+_MARKED_BATCH = "SELECT run_id FROM runs WHERE fts_pending IS NULL AND run_id > @after AND run_id <= @upto"
+
+
+def end_marked_words(execute: Execute) -> None:
+    """Migration step 3: every finished run's words again, with the end mark (2-character terms).
+
+    Each batch replaces its rows' words in one commit, so every run stays searchable throughout (by
+    its old words, then its new ones). Interrupted, the step starts over on the next open.
+    """
+    execute(f"SET SESSION group_concat_max_len = {_GROUP_CONCAT_MAX}")
+    execute("SET @after = _utf8mb4'' COLLATE utf8mb4_bin")  # compared with run_id, in its collation
+    while execute("SELECT 1 FROM runs WHERE fts_pending IS NULL AND run_id > @after LIMIT 1"):
+        execute(
+            "SET @upto = (SELECT MAX(run_id) FROM (SELECT run_id FROM runs WHERE fts_pending IS NULL"
+            f" AND run_id > @after ORDER BY run_id LIMIT {BACKFILL_BATCH_RUNS}) AS batch)"
+        )
+        execute(_index_invocations(_MARKED_BATCH))
+        execute(_index_runs(_MARKED_BATCH))
+        execute("SET @after = @upto")
+        execute("COMMIT")
+
+
 def backfill(execute: Execute) -> int:
     """Index finished runs without side rows, committing every batch (a restart resumes); returns how
     many runs it indexed. Invocations first: the batch is the runs still lacking their run row."""
@@ -118,13 +153,26 @@ def backfill(execute: Execute) -> int:
         total += indexed
 
 
+# Terms this short or longer have a query (`match_all`); shorter ones are found by the walk only.
+MIN_INDEXED_TERM = 2
+
+
+def _folded(term: str) -> str:
+    return "".join(character.lower() for character in term)  # per character, as LOWER() folds
+
+
 def term_words(term: str) -> list[str]:
     """The distinct trigram words of a search term of 3+ characters, as the server writes them."""
-    folded = "".join(character.lower() for character in term)  # per character, as LOWER() folds
+    folded = _folded(term)
     grams = {folded[i : i + 3] for i in range(len(folded) - 2)}
     return sorted(gram.encode().hex().upper() for gram in grams)
 
 
 def match_all(term: str) -> str:
-    """A boolean-mode query requiring every trigram word of `term`."""
+    """A boolean-mode query requiring every trigram word of `term`; for 2 characters, any word that
+    starts with them (the trigrams they begin, the end mark included)."""
+    if len(term) < MIN_INDEXED_TERM:
+        raise ValueError(f"a term of {len(term)} character has no index query")
+    if len(term) == 2:
+        return f"+{_folded(term).encode().hex().upper()}*"
     return " ".join(f"+{word}" for word in term_words(term))

@@ -102,6 +102,11 @@ def test_a_terms_words_are_hex_trigrams_of_its_lower_case_text() -> None:
     assert term_words("连接池") == ["连接池".encode().hex().upper()]
     assert term_words("ABCd") == term_words("abcd") == ["616263", "626364"]
     assert term_words("ab") == []
+    # Two characters: a prefix, every trigram they start (the end mark makes one at the very end).
+    assert match_all("AB") == "+6162*"
+    assert match_all("无此") == "+" + "无此".encode().hex().upper() + "*"
+    with pytest.raises(ValueError):
+        match_all("a")
     # FULLTEXT's operator characters end up as hex digits: the query holds only required words.
     query = match_all('+a-b"c*(d)~<e>@')
     assert all(word[0] == "+" and set(word[1:]) <= set("0123456789ABCDEF") for word in query.split())
@@ -146,3 +151,54 @@ def test_several_terms_read_the_candidates_of_the_rarest_not_the_longest(
         assert found(store, "7Q9 payment-service-common") == (["needle"], ["needle"])
     if target.backend == "mariadb":
         assert sources and set(sources) == {match_all("7q9")}
+
+
+def test_two_characters_are_found_anywhere_even_at_the_very_end_of_a_text(target: AuditTarget) -> None:
+    """`超时` at the end of a query, `无此` inside a projection, `ab` ending a run's query: on the
+    server the index answers (the walk is one row here), and the rows are the file's."""
+    with target.open() as store:
+        record_run(store, "end-of-query", "支付回调超时", "payment-service", finish=True)
+        record_run(store, "in-body", "订单查询", "无此服务-x", finish=True)
+        record_run(store, "ascii-end", "cache miss then AB", "ledger", finish=True)
+        record_run(store, "other", "库存同步", "inventory", finish=False)
+        assert found(store, "超时") == (["end-of-query"], ["end-of-query"])
+        assert found(store, "无此") == (["in-body"], ["in-body"])
+        assert found(store, "ab") == (["ascii-end"], ["ascii-end"])
+        assert found(store, "同步") == (["other"], ["other"])  # still going: the pending rows
+        assert found(store, "时超") == ([], [])
+
+
+COUNT_RUN_MATCHES = "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (%s IN BOOLEAN MODE)"
+
+
+@pytest.mark.mysql
+def test_migration_step_3_indexes_earlier_words_again_with_the_end_mark() -> None:
+    """A database indexed by step 2 (no end mark) cannot answer a term ending its text from the
+    index; opening it with this version rewrites every finished run's words, batch by batch."""
+    require_server()
+    with mariadb_target() as target:
+        with target.open() as store:
+            for n in range(5):
+                record_run(store, f"run-{n}", f"第{n}次支付回调超时", f"服务-{n}", finish=True)
+        assert isinstance(target.location, MysqlLocation)
+        tail = "+" + "超时".encode().hex().upper() + "*"
+        with root_connection(target.location.database) as conn, conn.cursor() as cursor:
+            # Step 2's words: the same trigrams without those of the end mark (the words ending "01").
+            cursor.execute("SELECT run_id, words FROM run_trigrams")
+            for run_id, words in cursor.fetchall():
+                kept = " ".join(word for word in words.split() if not word.endswith("01"))
+                cursor.execute("UPDATE run_trigrams SET words = %s WHERE run_id = %s", (kept, run_id))
+            cursor.execute("UPDATE audit_schema_version SET version = 2")
+            cursor.execute(
+                "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (%s IN BOOLEAN MODE)", (tail,)
+            )
+            assert cursor.fetchone() == (0,)
+        with target.open() as store:
+            assert store.query("SELECT version FROM audit_schema_version") == [{"version": 3}]
+            runs = AuditBrowser(store).runs(text="超时", limit=10).rows
+            assert sorted(row["run_id"] for row in runs) == [f"run-{n}" for n in range(5)]
+        with root_connection(target.location.database) as conn, conn.cursor() as cursor:
+            cursor.execute(
+                "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (%s IN BOOLEAN MODE)", (tail,)
+            )
+            assert cursor.fetchone() == (5,)
