@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from audit.backend import AuditBackend
-from audit.mysql_text_index import MIN_INDEXED_TERM, match_all
+from audit.mysql_text_index import indexable, match_all
 from audit.store import RUN_LISTED_AT, audit_timestamp
 from audit.text_index import PENDING_RUNS
 from tools.vocabulary import INTERRUPTED_RUN
@@ -23,7 +23,7 @@ from tools.vocabulary import INTERRUPTED_RUN
 INVOCATION_ORDER = "started_at DESC, run_id DESC, tool_call_id DESC"
 RUN_ORDER = f"{RUN_LISTED_AT} DESC, run_id DESC"
 # The file's trigram tokenizer indexes 3-character sequences: shorter terms cannot use its index.
-# The server's words also answer 2-character terms (audit.mysql_text_index.MIN_INDEXED_TERM).
+# The server's words also answer most 2-character terms (audit.mysql_text_index.indexable).
 _MIN_INDEXED_TERM = 3
 # How far a text search walks the page order before it asks the FTS index instead (a run is tested
 # against its invocations too, so runs walk less).
@@ -164,12 +164,12 @@ class AuditBrowser:
     """Read-only queries over one `AuditBackend`. Rows are the tables' rows as dicts (JSON left as text).
 
     Text search: a term must occur as a substring (ASCII case-insensitive). For a term of 3+
-    characters (2+ on a server audit) two exact plans exist. Walking the page order and testing rows with LIKE is cheap
-    when the term is common, so a bounded prefix of the walk is tried first; if that does not fill
-    the page, the term's matches are fetched from the trigram FTS index (cost: the number of
-    matches), plus the rows of runs still going, which are indexed only when they finish. Shorter
-    terms, or a file without FTS (SQLite < 3.34), only have the walk, which for a rare term reads
-    every row the other filters allow.
+    characters (most of 2 on a server audit) two exact plans exist. Walking the page order and
+    testing rows with LIKE is cheap when the term is common, so a bounded prefix of the walk is
+    tried first; if that does not fill the page, the term's matches are fetched from the trigram
+    index (cost: the number of matches), plus the rows of runs still going, which are indexed only
+    when they finish. Shorter terms, or a file without FTS (SQLite < 3.34), only have the walk,
+    which for a rare term reads every row the other filters allow.
     """
 
     def __init__(self, store: AuditBackend) -> None:
@@ -178,8 +178,9 @@ class AuditBrowser:
     def _indexed(self, terms: list[str]) -> list[str]:
         if not self._store.has_fts:
             return []
-        shortest = MIN_INDEXED_TERM if self._store.has_trigram_words else _MIN_INDEXED_TERM
-        return [t for t in terms if len(t) >= shortest]
+        if self._store.has_trigram_words:
+            return [t for t in terms if indexable(t)]
+        return [t for t in terms if len(t) >= _MIN_INDEXED_TERM]
 
     def _text_clauses(self, table: str, terms: list[str], indexed: list[str]) -> _Where:
         where = _Where()

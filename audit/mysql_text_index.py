@@ -116,24 +116,29 @@ def trigram_tables(execute: Execute) -> None:
 
 
 # Migration step 3 walks the finished runs in run_id order, a batch a commit; the bounds live in
-# session variables because a migration step sees only `execute` (whose value is a row count).
+# session variables because a migration step sees only `execute` (whose value is a row count). A
+# run row's words are a query's: small, so a batch is large.
+_MARKED_BATCH_RUNS = 2000
 _MARKED_BATCH = "SELECT run_id FROM runs WHERE fts_pending IS NULL AND run_id > @after AND run_id <= @upto"
 
 
 def end_marked_words(execute: Execute) -> None:
-    """Migration step 3: every finished run's words again, with the end mark (2-character terms).
+    """Migration step 3: every finished run's query words again, with the end mark.
 
-    Each batch replaces its rows' words in one commit, so every run stays searchable throughout (by
-    its old words, then its new ones). Interrupted, the step starts over on the next open.
+    Only the run rows: a query often ends in the term sought ("...支付超时"). An invocation's text is
+    its input and projection JSON, which ends in `}`, so an invocation indexed before this step misses
+    only a 2-character term ending in `}`, and such a term is left to the walk (`indexable`).
+    Rewriting a million invocations' words would hold every opener behind the migration lock for an
+    hour; the run rows take minutes. Each batch replaces its words in one commit, so a run stays
+    searchable throughout; interrupted, the step starts over on the next open.
     """
     execute(f"SET SESSION group_concat_max_len = {_GROUP_CONCAT_MAX}")
     execute("SET @after = _utf8mb4'' COLLATE utf8mb4_bin")  # compared with run_id, in its collation
     while execute("SELECT 1 FROM runs WHERE fts_pending IS NULL AND run_id > @after LIMIT 1"):
         execute(
             "SET @upto = (SELECT MAX(run_id) FROM (SELECT run_id FROM runs WHERE fts_pending IS NULL"
-            f" AND run_id > @after ORDER BY run_id LIMIT {BACKFILL_BATCH_RUNS}) AS batch)"
+            f" AND run_id > @after ORDER BY run_id LIMIT {_MARKED_BATCH_RUNS}) AS batch)"
         )
-        execute(_index_invocations(_MARKED_BATCH))
         execute(_index_runs(_MARKED_BATCH))
         execute("SET @after = @upto")
         execute("COMMIT")
@@ -153,8 +158,10 @@ def backfill(execute: Execute) -> int:
         total += indexed
 
 
-# Terms this short or longer have a query (`match_all`); shorter ones are found by the walk only.
-MIN_INDEXED_TERM = 2
+def indexable(term: str) -> bool:
+    """Whether `match_all(term)` finds every row holding `term`: 3+ characters always; 2 unless the
+    second is `}`, which can end an invocation's text indexed before the end mark (step 3)."""
+    return len(term) >= 3 or (len(term) == 2 and term[1] != "}")
 
 
 def _folded(term: str) -> str:
@@ -171,7 +178,7 @@ def term_words(term: str) -> list[str]:
 def match_all(term: str) -> str:
     """A boolean-mode query requiring every trigram word of `term`; for 2 characters, any word that
     starts with them (the trigrams they begin, the end mark included)."""
-    if len(term) < MIN_INDEXED_TERM:
+    if len(term) < 2:
         raise ValueError(f"a term of {len(term)} character has no index query")
     if len(term) == 2:
         return f"+{_folded(term).encode().hex().upper()}*"

@@ -14,7 +14,7 @@ from audit import browse as browse_module
 from audit.backend import AuditBackend
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.location import MysqlLocation
-from audit.mysql_text_index import match_all, term_words
+from audit.mysql_text_index import indexable, match_all, term_words
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget, mariadb_target, sqlite_target
 from tests.support.audit_events import Events
@@ -107,6 +107,8 @@ def test_a_terms_words_are_hex_trigrams_of_its_lower_case_text() -> None:
     assert match_all("无此") == "+" + "无此".encode().hex().upper() + "*"
     with pytest.raises(ValueError):
         match_all("a")
+    # An invocation indexed before the end mark ends its text in "}": such a term keeps the walk.
+    assert [indexable(t) for t in ("超时", "ab", "1}", "a", "abc}")] == [True, True, False, False, True]
     # FULLTEXT's operator characters end up as hex digits: the query holds only required words.
     query = match_all('+a-b"c*(d)~<e>@')
     assert all(word[0] == "+" and set(word[1:]) <= set("0123456789ABCDEF") for word in query.split())
@@ -159,13 +161,14 @@ def test_two_characters_are_found_anywhere_even_at_the_very_end_of_a_text(target
     with target.open() as store:
         record_run(store, "end-of-query", "支付回调超时", "payment-service", finish=True)
         record_run(store, "in-body", "订单查询", "无此服务-x", finish=True)
-        record_run(store, "ascii-end", "cache miss then AB", "ledger", finish=True)
+        record_run(store, "ascii-end", "cache miss then AB", "ledger}", finish=True)
         record_run(store, "other", "库存同步", "inventory", finish=False)
         assert found(store, "超时") == (["end-of-query"], ["end-of-query"])
         assert found(store, "无此") == (["in-body"], ["in-body"])
         assert found(store, "ab") == (["ascii-end"], ["ascii-end"])
         assert found(store, "同步") == (["other"], ["other"])  # still going: the pending rows
         assert found(store, "时超") == ([], [])
+        assert found(store, "R}") == (["ascii-end"], ["ascii-end"])  # not indexable: the walk
 
 
 COUNT_RUN_MATCHES = "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (%s IN BOOLEAN MODE)"
@@ -173,8 +176,8 @@ COUNT_RUN_MATCHES = "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAIN
 
 @pytest.mark.mysql
 def test_migration_step_3_indexes_earlier_words_again_with_the_end_mark() -> None:
-    """A database indexed by step 2 (no end mark) cannot answer a term ending its text from the
-    index; opening it with this version rewrites every finished run's words, batch by batch."""
+    """A database indexed by step 2 (no end mark) cannot answer a term ending a query from the
+    index; opening it with this version rewrites every finished run's query words, batch by batch."""
     require_server()
     with mariadb_target() as target:
         with target.open() as store:
