@@ -83,12 +83,35 @@ INDEX_RUN = [
     _index_invocations(_PENDING_RUN),
     _index_runs(_PENDING_RUN),
 ]
-# Finished runs an older schema marked indexed (fts_pending NULL) but that have no side rows yet.
+# Finished runs, walked in run_id order a batch at a time (`_each_batch`): keyset bounds, so a batch
+# costs its own runs however many were done before it. The bounds live in session variables because
+# a migration step sees only `execute` (whose value is a row count).
+_BATCH = "SELECT run_id FROM runs WHERE fts_pending IS NULL AND run_id > @after AND run_id <= @upto"
+# Those of the batch an older schema marked indexed (fts_pending NULL) but that have no side rows yet.
 _UNINDEXED_BATCH = (
-    "SELECT run_id FROM (SELECT r.run_id FROM runs r WHERE r.fts_pending IS NULL"
-    " AND NOT EXISTS (SELECT 1 FROM run_trigrams t WHERE t.run_id = r.run_id)"
-    f" ORDER BY r.run_id LIMIT {BACKFILL_BATCH_RUNS}) AS batch"
+    f"SELECT run_id FROM ({_BATCH}) AS batch"
+    " WHERE NOT EXISTS (SELECT 1 FROM run_trigrams t WHERE t.run_id = batch.run_id)"
 )
+
+
+def _each_batch(execute: Execute, runs: int, statements: list[str]) -> int:
+    """Run `statements` over the finished runs, `runs` at a time, committing each batch (so a
+    restart loses at most one); returns the rows the last statement wrote in all."""
+    execute(f"SET SESSION group_concat_max_len = {_GROUP_CONCAT_MAX}")
+    execute("SET @after = _utf8mb4'' COLLATE utf8mb4_bin")  # compared with run_id, in its collation
+    total = 0
+    while execute("SELECT 1 FROM runs WHERE fts_pending IS NULL AND run_id > @after LIMIT 1"):
+        execute(
+            "SET @upto = (SELECT MAX(run_id) FROM (SELECT run_id FROM runs WHERE fts_pending IS NULL"
+            f" AND run_id > @after ORDER BY run_id LIMIT {runs}) AS batch)"
+        )
+        written = 0
+        for statement in statements:
+            written = int(execute(statement))
+        total += written
+        execute("SET @after = @upto")
+        execute("COMMIT")
+    return total
 
 
 def trigram_tables(execute: Execute) -> None:
@@ -115,11 +138,8 @@ def trigram_tables(execute: Execute) -> None:
     backfill(execute)
 
 
-# Migration step 3 walks the finished runs in run_id order, a batch a commit; the bounds live in
-# session variables because a migration step sees only `execute` (whose value is a row count). A
-# run row's words are a query's: small, so a batch is large.
+# A run row's words are a query's: small, so step 3's batches are large.
 _MARKED_BATCH_RUNS = 2000
-_MARKED_BATCH = "SELECT run_id FROM runs WHERE fts_pending IS NULL AND run_id > @after AND run_id <= @upto"
 
 
 def end_marked_words(execute: Execute) -> None:
@@ -132,30 +152,14 @@ def end_marked_words(execute: Execute) -> None:
     hour; the run rows take minutes. Each batch replaces its words in one commit, so a run stays
     searchable throughout; interrupted, the step starts over on the next open.
     """
-    execute(f"SET SESSION group_concat_max_len = {_GROUP_CONCAT_MAX}")
-    execute("SET @after = _utf8mb4'' COLLATE utf8mb4_bin")  # compared with run_id, in its collation
-    while execute("SELECT 1 FROM runs WHERE fts_pending IS NULL AND run_id > @after LIMIT 1"):
-        execute(
-            "SET @upto = (SELECT MAX(run_id) FROM (SELECT run_id FROM runs WHERE fts_pending IS NULL"
-            f" AND run_id > @after ORDER BY run_id LIMIT {_MARKED_BATCH_RUNS}) AS batch)"
-        )
-        execute(_index_runs(_MARKED_BATCH))
-        execute("SET @after = @upto")
-        execute("COMMIT")
+    _each_batch(execute, _MARKED_BATCH_RUNS, [_index_runs(_BATCH)])
 
 
 def backfill(execute: Execute) -> int:
-    """Index finished runs without side rows, committing every batch (a restart resumes); returns how
-    many runs it indexed. Invocations first: the batch is the runs still lacking their run row."""
-    execute(f"SET SESSION group_concat_max_len = {_GROUP_CONCAT_MAX}")
-    total = 0
-    while True:
-        execute(_index_invocations(_UNINDEXED_BATCH))
-        indexed = int(execute(_index_runs(_UNINDEXED_BATCH)))
-        execute("COMMIT")
-        if indexed == 0:
-            return total
-        total += indexed
+    """Index finished runs without side rows (a restart resumes); returns how many runs it indexed.
+    Invocations first: the batch is the runs still lacking their run row."""
+    statements = [_index_invocations(_UNINDEXED_BATCH), _index_runs(_UNINDEXED_BATCH)]
+    return _each_batch(execute, BACKFILL_BATCH_RUNS, statements)
 
 
 def indexable(term: str) -> bool:

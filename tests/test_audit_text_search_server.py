@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from audit import browse as browse_module
+from audit import mysql_text_index
 from audit.backend import AuditBackend
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.location import MysqlLocation
@@ -81,8 +82,11 @@ def test_a_running_run_is_found_before_and_after_its_finish(target: AuditTarget)
 
 
 @pytest.mark.mysql
-def test_the_migration_indexes_runs_an_older_server_schema_left_without_words() -> None:
+def test_the_migration_indexes_runs_an_older_server_schema_left_without_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     require_server()
+    monkeypatch.setattr(mysql_text_index, "BACKFILL_BATCH_RUNS", 2)  # three batches, keyset-bounded
     with mariadb_target() as target:
         with target.open() as store:
             for n in range(5):
@@ -175,10 +179,13 @@ COUNT_RUN_MATCHES = "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAIN
 
 
 @pytest.mark.mysql
-def test_migration_step_3_indexes_earlier_words_again_with_the_end_mark() -> None:
+def test_migration_step_3_indexes_earlier_words_again_with_the_end_mark(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A database indexed by step 2 (no end mark) cannot answer a term ending a query from the
     index; opening it with this version rewrites every finished run's query words, batch by batch."""
     require_server()
+    monkeypatch.setattr(mysql_text_index, "_MARKED_BATCH_RUNS", 2)  # three batches, keyset-bounded
     with mariadb_target() as target:
         with target.open() as store:
             for n in range(5):
