@@ -132,12 +132,6 @@ _INVOCATION_WORDS = (
     "SELECT run_id, tool_call_id FROM invocation_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
 )
 _RUN_WORDS = "SELECT run_id FROM run_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
-# One term's matches in both side tables, the rows of a run whose query matches counted once: the
-# measure `_rarest` compares terms by (2 params).
-_COUNT_MATCHES = (
-    "SELECT (SELECT COUNT(*) FROM invocation_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE))"
-    " + (SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE))"
-)
 _CANDIDATES = {
     "invocations": f"({_INVOCATION_WORDS} UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN"
     f" ({_RUN_WORDS}) UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN ({PENDING_RUNS}))"
@@ -190,26 +184,32 @@ class AuditBrowser:
             where.add(_TEXT_LIKE[table], *[_like(term)] * 3)
         return where
 
-    def _source(self, table: str, indexed: list[str]) -> tuple[str, list[Any]]:
+    def _source(self, table: str, order: str, where: _Where, indexed: list[str]) -> tuple[str, list[Any]]:
         """What the index-driven plan reads: the table, or on a server the candidates of one indexed
-        term (LIKE checks every term on them): the one with the fewest."""
+        term (LIKE checks every term on them): the rarest."""
         if not (indexed and self._store.has_trigram_words):
             return table, []
-        return _CANDIDATES[table], [self._rarest(indexed)] * 2
+        return _CANDIDATES[table], [match_all(self._rarest(table, order, where, indexed))] * 2
 
-    def _rarest(self, indexed: list[str]) -> str:
-        """The boolean-mode query of the term with the fewest candidate rows.
+    def _rarest(self, table: str, order: str, where: _Where, indexed: list[str]) -> str:
+        """The term that occurs in the fewest of the first rows in page order (the walk's rows),
+        the longest among equals.
 
         A term's length says little: `merchant_id = 10043` has a long common term and a short rare
         one, and reading the common one's candidates costs seconds where the rare one's cost
-        milliseconds. So when there is a choice the index counts each term's matches first, one round
-        trip for all of them; a count reads no row, only the index."""
-        queries = sorted({match_all(term) for term in indexed})
-        if len(queries) == 1:
-            return queries[0]
-        counts = ", ".join(f"({_COUNT_MATCHES}) AS n{i}" for i in range(len(queries)))
-        row = self._store.query(f"SELECT {counts}", [q for q in queries for _ in range(2)])[0]
-        return min(zip(queries, row.values(), strict=True), key=lambda pair: int(pair[1]))[0]
+        milliseconds. Asking the index is no cheaper: InnoDB evaluates a FULLTEXT match whole, and
+        counting a common term's matches took 9 s at a million rows. The walk's rows are a sample of
+        the rows the filters allow, and testing each term on them costs what the walk costs."""
+        if len({match_all(term) for term in indexed}) == 1:
+            return indexed[0]
+        walked, walk_clauses = _walked(table, where.clauses, order)
+        hits = ", ".join(f"SUM({_TEXT_LIKE[table]}) AS n{i}" for i in range(len(indexed)))
+        row = self._store.query(
+            f"SELECT {hits} FROM {walked} {_sql_where(walk_clauses)}",
+            [*[_like(term) for term in indexed for _ in range(3)], *where.params, _WALK_LIMIT[table]],
+        )[0]
+        counts = [int(value or 0) for value in row.values()]
+        return min(zip(indexed, counts, strict=True), key=lambda pair: (pair[1], -len(pair[0])))[0]
 
     def _select(self, table: str, order: str, where: _Where, limit: int) -> list[dict[str, Any]]:
         indexed = self._indexed(where.terms)
@@ -223,7 +223,7 @@ class AuditBrowser:
             if len(walk) == limit:  # the first rows in page order held a full page: exact
                 return walk
             text = self._text_clauses(table, where.terms, indexed)
-        source, source_params = self._source(table, indexed)
+        source, source_params = self._source(table, order, where, indexed)
         clauses = _sql_where(where.clauses + text.clauses)
         return self._store.query(
             f"SELECT {table}.* FROM {source} {clauses} ORDER BY {order} LIMIT ?",
@@ -279,7 +279,7 @@ class AuditBrowser:
         where = self._invocation_where(flt)
         indexed = self._indexed(where.terms)
         text = self._text_clauses("invocations", where.terms, indexed)
-        source, source_params = self._source("invocations", indexed)
+        source, source_params = self._source("invocations", INVOCATION_ORDER, where, indexed)
         rows = self._store.query(
             f"SELECT count(*) AS n FROM {source} {_sql_where(where.clauses + text.clauses)}",
             [*source_params, *where.params, *text.params],
