@@ -52,8 +52,6 @@ def _words(text_sql: str) -> str:
 # After every indexed text, so its last two characters start a trigram too (a 2-character term is
 # a prefix search). A term holding U+0001 only gains candidates, which LIKE then drops.
 _END_MARK = "CHAR(1 USING utf8mb4)"
-# Rows indexed again (migration step 3) replace their words: an upsert, so a replay is harmless too.
-_REPLACE_WORDS = " ON DUPLICATE KEY UPDATE words = VALUES(words)"
 
 
 def _index_invocations(runs_sql: str) -> str:
@@ -63,7 +61,7 @@ def _index_invocations(runs_sql: str) -> str:
         " SELECT s.run_id, s.tool_call_id, (SELECT " + _words("s.body") + ")"
         " FROM (SELECT run_id, tool_call_id,"
         f" CONCAT(LOWER(CONCAT(COALESCE(input_json, ''), ' ', COALESCE(projection_json, ''))), {_END_MARK})"
-        f" AS body FROM invocations WHERE run_id IN ({runs_sql})) AS s" + _REPLACE_WORDS
+        f" AS body FROM invocations WHERE run_id IN ({runs_sql})) AS s"
     )
 
 
@@ -72,7 +70,7 @@ def _index_runs(runs_sql: str) -> str:
         "INSERT INTO run_trigrams (run_id, words)"
         " SELECT s.run_id, (SELECT " + _words("s.body") + ")"
         f" FROM (SELECT run_id, CONCAT(LOWER(COALESCE(query, '')), {_END_MARK}) AS body"
-        f" FROM runs WHERE run_id IN ({runs_sql})) AS s" + _REPLACE_WORDS
+        f" FROM runs WHERE run_id IN ({runs_sql})) AS s"
     )
 
 
@@ -152,11 +150,16 @@ def end_marked_words(execute: Execute) -> None:
     hour; the run rows took 33 s there. Each batch replaces its words in one commit, so a run stays
     searchable throughout; interrupted, the step starts over on the next open.
     """
-    _each_batch(execute, _MARKED_BATCH_RUNS, [_index_runs(_BATCH)])
-    # Every replaced row left its old words in InnoDB's list of deleted FULLTEXT documents, which
-    # each search then filters: ~60 ms a query at a million invocations until the index is rebuilt
-    # (11 s there; OPTIMIZE needs only SELECT and INSERT).
-    execute("OPTIMIZE TABLE run_trigrams")
+    # Delete, then insert, in the batch's transaction (readers see the old words or the new). Not an
+    # upsert, and no OPTIMIZE after: on MariaDB 10.11 an upsert leaving a row's words unchanged, and
+    # a rebuild of the table after this step, each made FULLTEXT lose documents in our tests. The
+    # replaced documents stay in InnoDB's deleted list, which searches filter (~60 ms a query at a
+    # million invocations, measured) until InnoDB merges them.
+    _each_batch(
+        execute,
+        _MARKED_BATCH_RUNS,
+        [f"DELETE FROM run_trigrams WHERE run_id IN ({_BATCH})", _index_runs(_BATCH)],
+    )
 
 
 def backfill(execute: Execute) -> int:

@@ -182,11 +182,13 @@ COUNT_RUN_MATCHES = "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAIN
 
 
 @pytest.mark.mysql
+@pytest.mark.parametrize("earlier", ["step 2 words", "words already marked"])
 def test_migration_step_3_indexes_earlier_words_again_with_the_end_mark(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, earlier: str
 ) -> None:
     """A database indexed by step 2 (no end mark) cannot answer a term ending a query from the
-    index; opening it with this version rewrites every finished run's query words, batch by batch."""
+    index; opening it with this version rewrites every finished run's query words, batch by batch.
+    Words that were already right (runs finished by this version) survive the rewrite."""
     require_server()
     monkeypatch.setattr(mysql_text_index, "_MARKED_BATCH_RUNS", 2)  # three batches, keyset-bounded
     with mariadb_target() as target:
@@ -196,22 +198,22 @@ def test_migration_step_3_indexes_earlier_words_again_with_the_end_mark(
         assert isinstance(target.location, MysqlLocation)
         tail = "+" + "超时".encode().hex().upper() + "*"
         with root_connection(target.location.database) as conn, conn.cursor() as cursor:
-            # Step 2's words: the same trigrams without those of the end mark (the words ending "01").
-            cursor.execute("SELECT run_id, words FROM run_trigrams")
-            for run_id, words in cursor.fetchall():
-                kept = " ".join(word for word in words.split() if not word.endswith("01"))
-                cursor.execute("UPDATE run_trigrams SET words = %s WHERE run_id = %s", (kept, run_id))
+            if earlier == "step 2 words":  # the same trigrams without the end mark's (ending "01")
+                cursor.execute("SELECT run_id, words FROM run_trigrams")
+                for run_id, words in cursor.fetchall():
+                    kept = " ".join(word for word in words.split() if not word.endswith("01"))
+                    cursor.execute("UPDATE run_trigrams SET words = %s WHERE run_id = %s", (kept, run_id))
             cursor.execute("UPDATE audit_schema_version SET version = 2")
-            cursor.execute(
-                "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (%s IN BOOLEAN MODE)", (tail,)
-            )
-            assert cursor.fetchone() == (0,)
+            cursor.execute(COUNT_RUN_MATCHES, (tail,))
+            assert cursor.fetchone() == ((0,) if earlier == "step 2 words" else (5,))
         with target.open() as store:
             assert store.query("SELECT version FROM audit_schema_version") == [{"version": 3}]
-            runs = AuditBrowser(store).runs(text="超时", limit=10).rows
-            assert sorted(row["run_id"] for row in runs) == [f"run-{n}" for n in range(5)]
+            for term in ("超时", "支付回调"):
+                runs = AuditBrowser(store).runs(text=term, limit=10).rows
+                assert sorted(row["run_id"] for row in runs) == [f"run-{n}" for n in range(5)], term
         with root_connection(target.location.database) as conn, conn.cursor() as cursor:
-            cursor.execute(
-                "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (%s IN BOOLEAN MODE)", (tail,)
-            )
+            cursor.execute(COUNT_RUN_MATCHES, (tail,))
             assert cursor.fetchone() == (5,)
+
+
+COUNT_RUN_MATCHES = "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (%s IN BOOLEAN MODE)"
