@@ -217,3 +217,16 @@ def test_migration_step_3_indexes_earlier_words_again_with_the_end_mark(
 
 
 COUNT_RUN_MATCHES = "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (%s IN BOOLEAN MODE)"
+
+
+@pytest.mark.mysql
+def test_the_pending_runs_every_index_search_reads_are_found_by_an_index(mariadb_audit: AuditTarget) -> None:
+    """Without it each index-plan search scanned every run: 1.3 s at 357,000 runs."""
+    assert isinstance(mariadb_audit.location, MysqlLocation)
+    mariadb_audit.open().close()
+    with root_connection(mariadb_audit.location.database) as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE()"
+            " AND TABLE_NAME = 'runs' AND INDEX_NAME = 'idx_runs_fts_pending'"
+        )
+        assert cursor.fetchall() == (("fts_pending",),)
