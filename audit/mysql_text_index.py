@@ -146,9 +146,9 @@ def end_marked_words(execute: Execute) -> None:
     Only the run rows: a query often ends in the term sought ("...支付超时"). An invocation's text is
     its input and projection JSON, which ends in `}`, so an invocation indexed before this step misses
     only a 2-character term ending in `}`, and such a term is left to the walk (`indexable`).
-    Rewriting a million invocations' words would hold every opener behind the migration lock for an
-    hour; the run rows took 33 s there. Each batch replaces its words in one commit, so a run stays
-    searchable throughout; interrupted, the step starts over on the next open.
+    Rewriting a million invocations' words would hold every opener behind the migration lock for
+    hours; their 357,000 runs' words took under 10 minutes (PERFORMANCE.md). Each batch replaces its
+    words in one commit, so a run stays searchable throughout; interrupted, the step starts over.
     """
     # Delete, then insert, in the batch's transaction (readers see the old words or the new). Not an
     # upsert, and no OPTIMIZE after: on MariaDB 10.11 an upsert leaving a row's words unchanged, and
