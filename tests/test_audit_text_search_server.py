@@ -4,8 +4,7 @@ migration indexed the runs an older schema left without words."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -17,21 +16,17 @@ from audit.browse import AuditBrowser, InvocationFilter
 from audit.location import MysqlLocation
 from audit.mysql_text_index import indexable, match_all, term_words
 from audit.sink import AuditSink
-from tests.support.audit_backends import AuditTarget, mariadb_target, sqlite_target
+from tests.support.audit_backends import AuditTarget, mariadb_target
 from tests.support.audit_events import Events
 from tests.support.mysql import require_server, root_connection
 
 RARE_INPUT = {"service": "稀有服务-QZX+(1)", "contains": "Timeout"}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AuditTarget]:
-    if request.param == "sqlite":
-        yield sqlite_target(tmp_path)
-        return
-    require_server()
-    with mariadb_target() as server:
-        yield server
+@pytest.fixture
+def target(audit_target: AuditTarget) -> AuditTarget:
+    """Each store in turn (tests/conftest.py)."""
+    return audit_target
 
 
 @pytest.fixture(autouse=True)
