@@ -16,9 +16,9 @@ from audit.browse import AuditBrowser, InvocationFilter
 from audit.location import MysqlLocation
 from audit.mysql_text_index import indexable, match_all, term_words
 from audit.sink import AuditSink
-from tests.support.audit_backends import AuditTarget, mariadb_target
+from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import Events
-from tests.support.mysql import require_server, root_connection
+from tests.support.mysql import root_connection
 
 RARE_INPUT = {"service": "稀有服务-QZX+(1)", "contains": "Timeout"}
 
@@ -78,23 +78,22 @@ def test_a_running_run_is_found_before_and_after_its_finish(target: AuditTarget)
 
 @pytest.mark.mysql
 def test_the_migration_indexes_runs_an_older_server_schema_left_without_words(
-    monkeypatch: pytest.MonkeyPatch,
+    mariadb_audit: AuditTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    require_server()
+    target = mariadb_audit
     monkeypatch.setattr(mysql_text_index, "BACKFILL_BATCH_RUNS", 2)  # three batches, keyset-bounded
-    with mariadb_target() as target:
-        with target.open() as store:
-            for n in range(5):
-                record_run(store, f"run-{n}", f"连接池耗尽第{n}号", f"服务-{n}-ZQX", finish=True)
-        # The database as schema version 1 left it: no trigram tables, every finished run unmarked.
-        assert isinstance(target.location, MysqlLocation)
-        with root_connection(target.location.database) as conn, conn.cursor() as cursor:
-            cursor.execute("DROP TABLE invocation_trigrams, run_trigrams")
-            cursor.execute("UPDATE audit_schema_version SET version = 1")
-        with target.open() as store:
-            for n in range(5):
-                assert found(store, f"服务-{n}-zqx") == ([f"run-{n}"], [f"run-{n}"])
-                assert found(store, f"连接池耗尽第{n}号") == ([f"run-{n}"], [f"run-{n}"])
+    with target.open() as store:
+        for n in range(5):
+            record_run(store, f"run-{n}", f"连接池耗尽第{n}号", f"服务-{n}-ZQX", finish=True)
+    # The database as schema version 1 left it: no trigram tables, every finished run unmarked.
+    assert isinstance(target.location, MysqlLocation)
+    with root_connection(target.location.database) as conn, conn.cursor() as cursor:
+        cursor.execute("DROP TABLE invocation_trigrams, run_trigrams")
+        cursor.execute("UPDATE audit_schema_version SET version = 1")
+    with target.open() as store:
+        for n in range(5):
+            assert found(store, f"服务-{n}-zqx") == ([f"run-{n}"], [f"run-{n}"])
+            assert found(store, f"连接池耗尽第{n}号") == ([f"run-{n}"], [f"run-{n}"])
 
 
 def test_a_terms_words_are_hex_trigrams_of_its_lower_case_text() -> None:
@@ -114,19 +113,18 @@ def test_a_terms_words_are_hex_trigrams_of_its_lower_case_text() -> None:
 
 
 @pytest.mark.mysql
-def test_recovery_indexes_the_runs_it_closes() -> None:
+def test_recovery_indexes_the_runs_it_closes(mariadb_audit: AuditTarget) -> None:
     """A crashed writer's run leaves the pending set (which every search reads) and stays findable."""
-    require_server()
-    with mariadb_target() as target:
-        with target.open() as store:
-            record_run(store, "crashed", "锁等待超时 Crash", "孤儿服务-WQX", finish=False)
-            assert isinstance(target.location, MysqlLocation)
-            with root_connection(target.location.database) as conn, conn.cursor() as cursor:
-                cursor.execute("DELETE FROM run_leases")  # its writer is gone
-            assert store.recover() == ["crashed"]
-            assert store.query("SELECT run_id FROM runs WHERE fts_pending IS NOT NULL") == []
-            for term in ("孤儿服务-wqx", "锁等待超时 crash"):
-                assert found(store, term) == (["crashed"], ["crashed"]), term
+    target = mariadb_audit
+    with target.open() as store:
+        record_run(store, "crashed", "锁等待超时 Crash", "孤儿服务-WQX", finish=False)
+        assert isinstance(target.location, MysqlLocation)
+        with root_connection(target.location.database) as conn, conn.cursor() as cursor:
+            cursor.execute("DELETE FROM run_leases")  # its writer is gone
+        assert store.recover() == ["crashed"]
+        assert store.query("SELECT run_id FROM runs WHERE fts_pending IS NOT NULL") == []
+        for term in ("孤儿服务-wqx", "锁等待超时 crash"):
+            assert found(store, term) == (["crashed"], ["crashed"]), term
 
 
 def test_several_terms_read_the_candidates_of_the_rarest_not_the_longest(
@@ -179,39 +177,35 @@ COUNT_RUN_MATCHES = "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAIN
 @pytest.mark.mysql
 @pytest.mark.parametrize("earlier", ["step 2 words", "words already marked"])
 def test_migration_step_3_indexes_earlier_words_again_with_the_end_mark(
-    monkeypatch: pytest.MonkeyPatch, earlier: str
+    mariadb_audit: AuditTarget, monkeypatch: pytest.MonkeyPatch, earlier: str
 ) -> None:
     """A database indexed by step 2 (no end mark) cannot answer a term ending a query from the
     index; opening it with this version rewrites every finished run's query words, batch by batch.
     Words that were already right (runs finished by this version) survive the rewrite."""
-    require_server()
+    target = mariadb_audit
     monkeypatch.setattr(mysql_text_index, "_MARKED_BATCH_RUNS", 2)  # three batches, keyset-bounded
-    with mariadb_target() as target:
-        with target.open() as store:
-            for n in range(5):
-                record_run(store, f"run-{n}", f"第{n}次支付回调超时", f"服务-{n}", finish=True)
-        assert isinstance(target.location, MysqlLocation)
-        tail = "+" + "超时".encode().hex().upper() + "*"
-        with root_connection(target.location.database) as conn, conn.cursor() as cursor:
-            if earlier == "step 2 words":  # the same trigrams without the end mark's (ending "01")
-                cursor.execute("SELECT run_id, words FROM run_trigrams")
-                for run_id, words in cursor.fetchall():
-                    kept = " ".join(word for word in words.split() if not word.endswith("01"))
-                    cursor.execute("UPDATE run_trigrams SET words = %s WHERE run_id = %s", (kept, run_id))
-            cursor.execute("UPDATE audit_schema_version SET version = 2")
-            cursor.execute(COUNT_RUN_MATCHES, (tail,))
-            assert cursor.fetchone() == ((0,) if earlier == "step 2 words" else (5,))
-        with target.open() as store:
-            assert store.query("SELECT version FROM audit_schema_version") == [{"version": 3}]
-            for term in ("超时", "支付回调"):
-                runs = AuditBrowser(store).runs(text=term, limit=10).rows
-                assert sorted(row["run_id"] for row in runs) == [f"run-{n}" for n in range(5)], term
-        with root_connection(target.location.database) as conn, conn.cursor() as cursor:
-            cursor.execute(COUNT_RUN_MATCHES, (tail,))
-            assert cursor.fetchone() == (5,)
-
-
-COUNT_RUN_MATCHES = "SELECT COUNT(*) FROM run_trigrams WHERE MATCH (words) AGAINST (%s IN BOOLEAN MODE)"
+    with target.open() as store:
+        for n in range(5):
+            record_run(store, f"run-{n}", f"第{n}次支付回调超时", f"服务-{n}", finish=True)
+    assert isinstance(target.location, MysqlLocation)
+    tail = "+" + "超时".encode().hex().upper() + "*"
+    with root_connection(target.location.database) as conn, conn.cursor() as cursor:
+        if earlier == "step 2 words":  # the same trigrams without the end mark's (ending "01")
+            cursor.execute("SELECT run_id, words FROM run_trigrams")
+            for run_id, words in cursor.fetchall():
+                kept = " ".join(word for word in words.split() if not word.endswith("01"))
+                cursor.execute("UPDATE run_trigrams SET words = %s WHERE run_id = %s", (kept, run_id))
+        cursor.execute("UPDATE audit_schema_version SET version = 2")
+        cursor.execute(COUNT_RUN_MATCHES, (tail,))
+        assert cursor.fetchone() == ((0,) if earlier == "step 2 words" else (5,))
+    with target.open() as store:
+        assert store.query("SELECT version FROM audit_schema_version") == [{"version": 3}]
+        for term in ("超时", "支付回调"):
+            runs = AuditBrowser(store).runs(text=term, limit=10).rows
+            assert sorted(row["run_id"] for row in runs) == [f"run-{n}" for n in range(5)], term
+    with root_connection(target.location.database) as conn, conn.cursor() as cursor:
+        cursor.execute(COUNT_RUN_MATCHES, (tail,))
+        assert cursor.fetchone() == (5,)
 
 
 @pytest.mark.mysql
