@@ -61,6 +61,14 @@ _NO_SUCH_TABLE = 1146
 _BACKOFF_FIRST_S = 0.05
 _BACKOFF_MAX_S = 2.0
 _PRUNE_BATCH = 500
+# Maintenance statements wait this long for the server, as every statement did before writes got
+# their shorter read timeout (`MysqlAuditStore._patiently`).
+_PATIENT_TIMEOUT_S = 30.0
+# KILL of a thread that is gone (1094) or another account's (1095): nothing of ours to end.
+_NOT_OUR_THREAD = frozenset({1094, 1095})
+# Two estimates of the server's start this far apart are two server runs (uptime counts whole seconds).
+_SAME_SERVER_S = 2.0
+_REAP_POLL_S = 0.01
 # Write tokens only need to outlive the retries of their transaction.
 _TOKEN_RETENTION = "INTERVAL 1 DAY"
 _SESSION_SETUP = (
@@ -82,6 +90,26 @@ def _failure_kind(exc: BaseException) -> str | None:
         if errno in _CONNECTION_ERRNOS:
             return "connection"
     return None
+
+
+@dataclass(frozen=True)
+class _ServerThread:
+    """A connection's thread on the server, and when that server run started (this host's monotonic
+    clock minus the server's uptime), so a thread id is never taken for one of a later server run."""
+
+    thread_id: int
+    server_started: float
+
+    def __str__(self) -> str:
+        return str(self.thread_id)
+
+
+def _server_thread(conn: Any) -> _ServerThread:
+    with conn.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL STATUS LIKE 'Uptime'")
+        row = cursor.fetchone()
+    uptime = float(row[1]) if row else 0.0
+    return _ServerThread(int(conn.thread_id()), time.monotonic() - uptime)
 
 
 @dataclass
@@ -138,8 +166,13 @@ class MysqlAuditStore:
         lease_s: float = 30.0,
         retry_deadline_s: float = 30.0,
         connect_timeout_s: float = 5.0,
+        read_timeout_s: float | None = None,
     ) -> None:
         self._where = location
+        # A third of the deadline: a hung statement is noticed with room left to retry it twice.
+        self._read_timeout_s = retry_deadline_s / 3 if read_timeout_s is None else read_timeout_s
+        if not 0 < self._read_timeout_s < retry_deadline_s:
+            raise ValueError("read_timeout_s must be positive and shorter than retry_deadline_s")
         self._password = os.environ.get(location.password_env) if location.password_env else None
         if location.password_env and self._password is None:
             # Connecting without it would only earn the server's "Access denied".
@@ -152,6 +185,10 @@ class MysqlAuditStore:
         self._lock = threading.RLock()
         self._deferred: list[tuple[str, tuple[Any, ...], str | None]] = []
         self._conn: Any = None
+        self._conn_thread: _ServerThread | None = None
+        self._orphan: _ServerThread | None = None
+        self._patient = False
+        self._patient_timeout_s = max(_PATIENT_TIMEOUT_S, connect_timeout_s)
         self._tx: _Transaction | None = None
         self._reading = False
         self._closed = False
@@ -171,9 +208,14 @@ class MysqlAuditStore:
     def location(self) -> str:
         return self._where.describe()
 
-    def _connect(self) -> Any:
+    def _connect(self, read_timeout_s: float | None = None) -> Any:
         """Autocommit: a lone read needs no transaction of its own (nor a round trip to end one);
-        writes, recovery and snapshots open theirs with START TRANSACTION."""
+        writes, recovery and snapshots open theirs with START TRANSACTION.
+
+        Every read and write on the socket is bounded by `read_timeout_s`, shorter than the retry
+        deadline: a flow cut without a reset (a dropped NAT entry, a frozen VM) otherwise leaves a
+        COMMIT waiting until the deadline has passed, and it is never retried."""
+        timeout = self._read_timeout_s if read_timeout_s is None else read_timeout_s
         conn = pymysql.connect(
             host=self._where.host,
             port=self._where.port,
@@ -183,8 +225,8 @@ class MysqlAuditStore:
             charset="utf8mb4",
             autocommit=True,
             connect_timeout=self._connect_timeout_s,
-            read_timeout=max(30.0, self._connect_timeout_s),
-            write_timeout=max(30.0, self._connect_timeout_s),
+            read_timeout=timeout,
+            write_timeout=timeout,
             # An UPDATE reports the rows it matched, as SQLite does, not only those it changed.
             client_flag=CLIENT.FOUND_ROWS,
         )
@@ -197,16 +239,73 @@ class MysqlAuditStore:
         if self._closed:
             raise AuditStoreError(f"audit {self.location} is closed")
         if self._conn is None:
-            self._conn = self._connect()
+            conn = self._connect(self._patient_timeout_s if self._patient else None)
+            try:
+                thread = _server_thread(conn)
+                orphan, self._orphan = self._orphan, None
+                if orphan is not None:
+                    self._reap(conn, orphan, thread)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn, self._conn_thread = conn, thread
         return self._conn
 
-    def _drop_connection(self) -> None:
+    def _drop_connection(self, *, orphaned: bool = False) -> None:
+        """Close the connection. `orphaned`: it failed, and its thread may live on on the server with
+        an open transaction and its row locks; the next connection kills that thread first."""
         conn, self._conn = self._conn, None
+        thread, self._conn_thread = self._conn_thread, None
+        if orphaned and thread is not None:
+            self._orphan = thread
         if conn is not None:
             try:
                 conn.close()
             except Exception:
                 pass
+
+    def _reap(self, conn: Any, orphan: _ServerThread, current: _ServerThread) -> None:
+        """KILL this store's previous connection, by its thread id, and wait until the server has let
+        it go: its transaction is then rolled back or committed for good (the write token tells which)
+        and its locks are free, so the retry neither waits for them nor races a late COMMIT.
+
+        Only on the same server run: after a restart the thread is gone, and its id may be another
+        session's. A thread of another account (a reused id) is refused by the server and left alone."""
+        if abs(current.server_started - orphan.server_started) > _SAME_SERVER_S:
+            return
+        with conn.cursor() as cursor:
+            try:
+                cursor.execute(f"KILL CONNECTION {int(orphan.thread_id)}")
+            except pymysql.err.MySQLError as exc:
+                if exc.args and exc.args[0] in _NOT_OUR_THREAD:
+                    return
+                raise
+            give_up = time.monotonic() + self._connect_timeout_s
+            while True:
+                cursor.execute(
+                    "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s", (orphan.thread_id,)
+                )
+                if cursor.fetchone() is None:
+                    log.info("audit %s: killed connection %s, cut mid-transaction", self.location, orphan)
+                    return
+                if time.monotonic() >= give_up:
+                    log.warning("audit %s: connection %s outlived its KILL", self.location, orphan)
+                    return
+                time.sleep(_REAP_POLL_S)
+
+    @contextmanager
+    def _patiently(self) -> Iterator[None]:
+        """Maintenance (migration steps, prune batches, OPTIMIZE TABLE) may run one statement for
+        longer than a write's read timeout on a healthy server: it gets a connection of its own that
+        waits as long as the store always did."""
+        with self._lock:
+            self._drop_connection()
+            self._patient = True
+            try:
+                yield
+            finally:
+                self._patient = False
+                self._drop_connection()
 
     def _retrying(
         self,
@@ -228,7 +327,7 @@ class MysqlAuditStore:
                     raise AuditStoreError(f"audit {self.location} unavailable: {exc}") from exc
                 log.info("audit %s: %s, retrying", kind, exc)
                 if kind == "connection":
-                    self._drop_connection()
+                    self._drop_connection(orphaned=True)
                 else:
                     self._rollback_quietly()
                 if on_retry is not None:
@@ -242,7 +341,7 @@ class MysqlAuditStore:
         try:
             self._conn.rollback()
         except Exception:
-            self._drop_connection()
+            self._drop_connection(orphaned=True)
 
     # --- schema -------------------------------------------------------------------------------------
 
@@ -254,6 +353,10 @@ class MysqlAuditStore:
             self._refuse_foreign_objects(cursor)
             if self._schema_version_seen(cursor) == len(MIGRATIONS):
                 return
+        with self._patiently():
+            self._migrate_under_lock(self._connection())
+
+    def _migrate_under_lock(self, conn: Any) -> None:
         lock = migration_lock_name(self._where.database)
         with conn.cursor() as cursor:
             cursor.execute("SELECT GET_LOCK(%s, %s)", (lock, MIGRATION_LOCK_TIMEOUT_S))
@@ -488,6 +591,14 @@ class MysqlAuditStore:
             return self._retrying(self._recover_once)
 
     def _recover_once(self) -> list[str]:
+        """One recovery transaction that never waits for another connection's row locks.
+
+        A writer whose connection was cut mid-transaction leaves an orphan on the server that keeps its
+        locks until the server notices (up to `wait_timeout`); a locking read waiting for it would hold
+        every opener. So the candidates come from a plain read, and only rows nobody holds are locked
+        (SKIP LOCKED): a run whose row or lease row another transaction holds is being written (its
+        writer, or that writer's orphan) and is left for a later recovery.
+        """
         now = audit_timestamp(datetime.now(UTC))
         conn = self._connection()
         with conn.cursor() as cursor:
@@ -495,9 +606,8 @@ class MysqlAuditStore:
             cursor.execute(
                 "SELECT r.run_id FROM runs r LEFT JOIN run_leases l ON l.run_id = r.run_id"
                 " WHERE r.finished_at IS NULL AND (l.run_id IS NULL OR l.expires_at < UTC_TIMESTAMP(6))"
-                " FOR UPDATE"
             )
-            dead = [str(row[0]) for row in cursor.fetchall()]
+            dead = self._lock_dead_runs(cursor, [str(row[0]) for row in cursor.fetchall()])
             if dead:
                 marks = ", ".join(["%s"] * len(dead))
                 cursor.execute(
@@ -513,11 +623,49 @@ class MysqlAuditStore:
                 cursor.execute(f"DELETE FROM run_leases WHERE run_id IN ({marks})", tuple(dead))
                 # Closed, a run's text can change no more: its rows enter the text index, as at a finish.
                 index_runs(_CursorStatements(cursor), dead, has_fts=True, trigram_words=True)
+            # By key, after picking them without waiting: a range DELETE waits for the newest token,
+            # which an orphaned transaction may hold.
             cursor.execute(
-                f"DELETE FROM audit_write_tokens WHERE at < UTC_TIMESTAMP(6) - {_TOKEN_RETENTION} LIMIT 10000"
+                f"SELECT token FROM audit_write_tokens WHERE at < UTC_TIMESTAMP(6) - {_TOKEN_RETENTION}"
+                " LIMIT 10000 FOR UPDATE SKIP LOCKED"
             )
+            expired = [str(row[0]) for row in cursor.fetchall()]
+            if expired:
+                marks = ", ".join(["%s"] * len(expired))
+                cursor.execute(f"DELETE FROM audit_write_tokens WHERE token IN ({marks})", tuple(expired))
         conn.commit()
         return dead
+
+    @staticmethod
+    def _lock_dead_runs(cursor: Any, candidates: list[str]) -> list[str]:
+        """Of `candidates` (unfinished, lease expired or absent in a plain read), those whose run row and
+        lease row this transaction could lock and that are dead under the lock.
+
+        Not one locking join: SKIP LOCKED would drop a held lease row from the join, and the run would
+        look as if it had no lease at all. So a lease row is read twice: locked (skipping one in use)
+        and plainly (it exists); a lease that exists but could not be locked is in use, so its run lives.
+        """
+        if not candidates:
+            return []
+        marks = ", ".join(["%s"] * len(candidates))
+        cursor.execute(
+            f"SELECT run_id FROM runs WHERE run_id IN ({marks}) AND finished_at IS NULL"
+            " FOR UPDATE SKIP LOCKED",
+            tuple(candidates),
+        )
+        locked = [str(row[0]) for row in cursor.fetchall()]
+        if not locked:
+            return []
+        marks = ", ".join(["%s"] * len(locked))
+        cursor.execute(
+            f"SELECT run_id, expires_at < UTC_TIMESTAMP(6) FROM run_leases WHERE run_id IN ({marks})"
+            " FOR UPDATE SKIP LOCKED",
+            tuple(locked),
+        )
+        expired = {str(run_id): bool(gone) for run_id, gone in cursor.fetchall()}
+        cursor.execute(f"SELECT run_id FROM run_leases WHERE run_id IN ({marks})", tuple(locked))
+        leased = {str(row[0]) for row in cursor.fetchall()}
+        return [run_id for run_id in locked if run_id not in leased or expired.get(run_id, False)]
 
     def prune(self, older_than: timedelta) -> PruneReport:
         """Delete runs finished before now - `older_than`, in small transactions (see AuditStore.prune)."""
@@ -547,8 +695,9 @@ class MysqlAuditStore:
 
         with self._lock:
             self.flush()
-            while self._retrying(batch):
-                pass
+            with self._patiently():
+                while self._retrying(batch):
+                    pass
         return PruneReport(cutoff=cutoff, **counts)
 
     def vacuum(self) -> None:
@@ -561,7 +710,8 @@ class MysqlAuditStore:
                     cursor.execute("OPTIMIZE TABLE runs, model_rounds, invocations, protocol_events")
                     cursor.fetchall()
 
-            self._retrying(optimize)
+            with self._patiently():
+                self._retrying(optimize)
 
     def close(self) -> None:
         with self._lock:
