@@ -34,7 +34,7 @@ import pymysql
 import pymysql.cursors
 from pymysql.constants import CLIENT
 
-from audit.leases import RELEASE_SQL, TAKE_SQL, Heartbeat
+from audit.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
 from audit.location import MysqlLocation
 from audit.mysql_dialect import to_mysql
 from audit.mysql_schema import (
@@ -129,6 +129,16 @@ class _CursorStatements:
         return _Count(int(self.cursor.execute(to_mysql(sql), parameters)))
 
 
+@dataclass(frozen=True)
+class _Queued:
+    """A write waiting for the next transaction (`MysqlAuditStore.defer`), and the run it belongs to."""
+
+    sql: str
+    params: tuple[Any, ...]
+    must_match_one: str | None
+    run_id: str | None
+
+
 @dataclass
 class _Transaction:
     """One write transaction as it was executed, so it can be replayed after a lost connection."""
@@ -137,6 +147,7 @@ class _Transaction:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     statements: list[tuple[str, tuple[Any, ...], int]] = field(default_factory=list)
     on_commit: list[Callable[[], None]] = field(default_factory=list)
+    leases_kept: set[str] = field(default_factory=set)
     broken: bool = False
     commit_sent: bool = False
 
@@ -183,7 +194,10 @@ class MysqlAuditStore:
         self._connect_timeout_s = connect_timeout_s
         # The console may write from a run worker while the UI thread reads: one connection, one lock.
         self._lock = threading.RLock()
-        self._deferred: list[tuple[str, tuple[Any, ...], str | None]] = []
+        self._deferred: list[_Queued] = []
+        # Runs whose lease recovery elsewhere took: their queued rows are dropped, their writes refused.
+        self._lost: set[str] = set()
+        self._open_warnings: tuple[str, ...] = ()
         self._conn: Any = None
         self._conn_thread: _ServerThread | None = None
         self._orphan: _ServerThread | None = None
@@ -378,12 +392,26 @@ class MysqlAuditStore:
                 conn.commit()
 
     def _refuse_foreign_objects(self, cursor: Any) -> None:
-        found = foreign_objects(cursor)
+        checked = foreign_objects(cursor)
+        found = checked.found
         if found:
             raise AuditStoreError(
                 f"audit {self.location} holds what this program did not create ({', '.join(found[:5])}"
                 f"{f' and {len(found) - 5} more' if len(found) > 5 else ''}); refusing to use it"
             )
+        if "events" in checked.unseen:
+            warning = (
+                f"audit {self.location}: events in its database could not be checked (the account lacks the"
+                ' EVENT privilege there, see README "Grants"): an event another account planted would'
+                " go unseen"
+            )
+            log.warning("%s", warning)
+            self._open_warnings = (warning,)
+
+    @property
+    def open_warnings(self) -> tuple[str, ...]:
+        """What the check of the database's objects at open could not see (`foreign_objects`)."""
+        return self._open_warnings
 
     def _schema_version_seen(self, cursor: Any) -> int:
         """The stored version (0 before the first migration); a newer one is refused."""
@@ -409,10 +437,19 @@ class MysqlAuditStore:
 
     # --- writes -------------------------------------------------------------------------------------
 
-    def defer(self, sql: str, params: tuple[Any, ...], *, must_match_one: str | None = None) -> None:
-        """Queue a write for the next `write()` transaction (see AuditStore.defer)."""
+    def defer(
+        self,
+        sql: str,
+        params: tuple[Any, ...],
+        *,
+        must_match_one: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """Queue a write for the next `write()` transaction (see AuditStore.defer). A row of a leased
+        `run_id` rides only in a transaction that still holds the run's lease (`keep_lease`)."""
         with self._lock:
-            self._deferred.append((sql, params, must_match_one))
+            if run_id not in self._lost:
+                self._deferred.append(_Queued(sql, params, must_match_one, run_id))
 
     @property
     def deferred_writes(self) -> int:
@@ -437,9 +474,12 @@ class MysqlAuditStore:
             committed = False
             try:
                 self._retrying(lambda: self._begin(tx))
-                for sql, params, must_match_one in pending:
-                    if tx.execute(sql, params).rowcount != 1 and must_match_one is not None:
-                        raise AuditStoreError(must_match_one)
+                self._keep_queued_leases(tx, pending)
+                for queued in pending:
+                    if queued.run_id in self._lost:
+                        continue
+                    if tx.execute(queued.sql, queued.params).rowcount != 1 and queued.must_match_one:
+                        raise AuditStoreError(queued.must_match_one)
                 yield tx
                 self._retrying(lambda: self._commit(tx), on_retry=lambda: setattr(tx, "broken", True))
                 committed = True
@@ -449,8 +489,9 @@ class MysqlAuditStore:
                 self._tx = None
                 if not committed:
                     self._rollback_quietly()
-                    # The queued rows stay queued, ahead of anything queued since (see AuditStore.write).
-                    self._deferred[:0] = pending
+                    # The queued rows stay queued, ahead of anything queued since (see AuditStore.write),
+                    # except those of a run that lost its lease: that run is closed.
+                    self._deferred[:0] = [queued for queued in pending if queued.run_id not in self._lost]
             for callback in tx.on_commit:
                 callback()
 
@@ -501,6 +542,39 @@ class MysqlAuditStore:
         tx = self._require_tx()
         tx.execute(TAKE_SQL, (run_id, self._heartbeat.holder, self._heartbeat.lease_us))
         tx.on_commit.append(lambda: self._heartbeat.hold(run_id))
+
+    def keep_lease(self, run_id: str) -> None:
+        """Inside a transaction that writes rows of a run this process leased: renew the lease, which
+        locks its row until the commit, or raise `AuditLeaseLost` if recovery elsewhere took it."""
+        tx = self._require_tx()
+        if run_id in tx.leases_kept:
+            return
+        if run_id in self._lost or tx.execute(KEEP_SQL, self._lease_params(run_id)).rowcount != 1:
+            self._lose(run_id)
+            raise AuditLeaseLost(
+                f"audit {self.location}: run {run_id} lost its lease: another opener's recovery closed it"
+                " as interrupted while this process was away (paused or cut off for longer than lease_s)"
+            )
+        tx.leases_kept.add(run_id)
+
+    def _keep_queued_leases(self, tx: _Transaction, pending: list[_Queued]) -> None:
+        """Before queued rows are written: the lease of each leased run they belong to. A run that lost
+        it has its rows dropped (it is closed); the rows of the others are still written."""
+        for run_id in sorted({q.run_id for q in pending if q.run_id and self._heartbeat.holds(q.run_id)}):
+            try:
+                self.keep_lease(run_id)
+            except AuditLeaseLost:
+                pass  # the run's own next write (a tool's start, its finish) raises it to the run
+
+    def _lease_params(self, run_id: str) -> tuple[Any, ...]:
+        return (self._heartbeat.lease_us, run_id, self._heartbeat.holder)
+
+    def _lose(self, run_id: str) -> None:
+        if run_id not in self._lost:
+            log.warning("audit %s: run %s lost its lease; its queued rows are dropped", self.location, run_id)
+        self._lost.add(run_id)
+        self._heartbeat.release(run_id)
+        self._deferred = [queued for queued in self._deferred if queued.run_id != run_id]
 
     def release_lease(self, run_id: str) -> None:
         """Inside the transaction that records the run's end: a finished run needs no lease."""
