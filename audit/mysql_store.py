@@ -11,9 +11,15 @@ Synchronous PyMySQL, like the sink's synchronous calls. The guarantees are the f
   as the first time. Every transaction also inserts a random token; when the connection drops during
   COMMIT, the token on the server says whether the commit happened, so a committed transaction is
   never applied twice.
+- **A cut flow is noticed in time.** Every socket read is bounded by a third of the retry deadline, so
+  a COMMIT sent into a flow cut without a reset is given up with time left to retry it; the retry
+  first KILLs the old connection by its thread id (its orphaned transaction would keep its row locks
+  until the server noticed) and waits until the server let it go, so the token's answer is final.
 - **Typed failure.** When the server stays away past the retry deadline, the write raises
   `AuditStoreError`, which stops the run exactly as a broken SQLite file does.
-- **Leases, not pids** (`audit.leases`): recovery closes only runs whose writer stopped renewing.
+- **Leases, not pids** (`audit.leases`): recovery closes only runs whose writer stopped renewing, and
+  waits for no other connection's row locks (SKIP LOCKED); a writer that comes back after recovery
+  closed its run finds its lease gone at its next commit and stops.
 """
 
 from __future__ import annotations
