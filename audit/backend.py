@@ -55,8 +55,15 @@ class AuditBackend(Protocol):
         """One committed transaction, queued writes first; failures raise `AuditStoreError`."""
         ...
 
-    def defer(self, sql: str, params: tuple[Any, ...], *, must_match_one: str | None = None) -> None:
-        """Queue a write that rides in the next `write()` transaction."""
+    def defer(
+        self,
+        sql: str,
+        params: tuple[Any, ...],
+        *,
+        must_match_one: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """Queue a write that rides in the next `write()` transaction; `run_id`: the run it belongs to."""
         ...
 
     def flush(self) -> None: ...
@@ -75,8 +82,18 @@ class AuditBackend(Protocol):
         """Inside the transaction recording a run's start: mark it live for recovery on other hosts."""
         ...
 
+    def keep_lease(self, run_id: str) -> None:
+        """Inside a transaction writing a leased run's rows: the lease must still be this process's
+        (recovery elsewhere has not closed the run), else `AuditLeaseLost`; it is renewed."""
+        ...
+
     def release_lease(self, run_id: str) -> None:
         """Inside the transaction recording a run's end."""
+        ...
+
+    @property
+    def open_warnings(self) -> tuple[str, ...]:
+        """What opening the audit could not check, one line each, for the operator to read."""
         ...
 
     def prune(self, older_than: timedelta) -> PruneReport: ...

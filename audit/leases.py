@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from audit.store import AuditStoreError
+
 log = logging.getLogger(__name__)
 
 # PyMySQL placeholders: this runs on the heartbeat's own connection, not through a store transaction.
@@ -32,6 +34,16 @@ TAKE_SQL = (
     " ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at"
 )
 RELEASE_SQL = "DELETE FROM run_leases WHERE run_id = ?"
+# RENEW_SQL inside a store transaction (the audit's SQLite dialect): it must match the lease row.
+KEEP_SQL = (
+    "UPDATE run_leases SET expires_at = TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(6))"
+    " WHERE run_id = ? AND holder = ?"
+)
+
+
+class AuditLeaseLost(AuditStoreError):
+    """The run's lease is gone: recovery elsewhere closed the run while this writer was away, so the
+    run must stop rather than write into a run the audit already shows as interrupted."""
 
 
 def lease_holder() -> str:
@@ -75,6 +87,10 @@ class Heartbeat:
     def release(self, run_id: str) -> None:
         with self._lock:
             self._runs.discard(run_id)
+
+    def holds(self, run_id: str) -> bool:
+        with self._lock:
+            return run_id in self._runs
 
     def _beat(self) -> None:
         while not self._stop.wait(self._interval_s):

@@ -22,6 +22,7 @@ is completed by the next opener. Append-only: never edit a shipped step.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from audit.mysql_text_index import end_marked_words, trigram_tables
@@ -178,7 +179,20 @@ OWN_TABLES = frozenset(
 )
 
 
-def foreign_objects(cursor: Any) -> list[str]:
+# The server refuses SHOW EVENTS to an account without the EVENT privilege on the database.
+_ACCESS_DENIED = frozenset({1044, 1142, 1227})
+
+
+@dataclass(frozen=True)
+class ObjectCheck:
+    """What `foreign_objects` found that this program did not create, and which kinds of object the
+    account could not see at all (so could not check)."""
+
+    found: list[str]
+    unseen: list[str]
+
+
+def foreign_objects(cursor: Any) -> ObjectCheck:
     """What in the audit database this program did not create, described for an error message.
 
     Read before anything is written (README, "Grants"): a trigger fires on our writes with its
@@ -186,8 +200,10 @@ def foreign_objects(cursor: Any) -> list[str]:
     whatever it was given, a table we do not know means the URL names a database that is not (only)
     an audit, and a table on another engine than InnoDB loses the transactions the audit relies on.
     The server shows an account only the objects it has some privilege on; the audit account holds no
-    TRIGGER or EVENT grant, so planting those takes another account, and this check is the second
-    line behind the grants.
+    TRIGGER grant, so planting one takes another account, and this check is the second line behind
+    the grants. Tables, views and triggers are visible with the table grants the account needs; events
+    only with the EVENT privilege (information_schema.EVENTS is empty without it, and SHOW EVENTS is
+    refused, which is how their absence from view is told from their absence).
     """
     found: list[str] = []
     cursor.execute(
@@ -206,11 +222,14 @@ def foreign_objects(cursor: Any) -> list[str]:
         " WHERE TRIGGER_SCHEMA = DATABASE() ORDER BY TRIGGER_NAME"
     )
     found += [f"trigger {name!r} on {table!r}" for name, table in cursor.fetchall()]
-    cursor.execute(
-        "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = DATABASE() ORDER BY EVENT_NAME"
-    )
-    found += [f"event {name!r}" for (name,) in cursor.fetchall()]
-    return found
+    try:
+        cursor.execute("SHOW EVENTS")  # the current database's: (Db, Name, ...)
+    except Exception as exc:  # the driver's error type: this module takes any DB-API cursor
+        if not (exc.args and exc.args[0] in _ACCESS_DENIED):
+            raise
+        return ObjectCheck(found, unseen=["events"])
+    found += [f"event {row[1]!r}" for row in sorted(cursor.fetchall(), key=lambda row: str(row[1]))]
+    return ObjectCheck(found, unseen=[])
 
 
 VERSION_TABLE = (

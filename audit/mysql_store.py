@@ -11,9 +11,15 @@ Synchronous PyMySQL, like the sink's synchronous calls. The guarantees are the f
   as the first time. Every transaction also inserts a random token; when the connection drops during
   COMMIT, the token on the server says whether the commit happened, so a committed transaction is
   never applied twice.
+- **A cut flow is noticed in time.** Every socket read is bounded by a third of the retry deadline, so
+  a COMMIT sent into a flow cut without a reset is given up with time left to retry it; the retry
+  first KILLs the old connection by its thread id (its orphaned transaction would keep its row locks
+  until the server noticed) and waits until the server let it go, so the token's answer is final.
 - **Typed failure.** When the server stays away past the retry deadline, the write raises
   `AuditStoreError`, which stops the run exactly as a broken SQLite file does.
-- **Leases, not pids** (`audit.leases`): recovery closes only runs whose writer stopped renewing.
+- **Leases, not pids** (`audit.leases`): recovery closes only runs whose writer stopped renewing, and
+  waits for no other connection's row locks (SKIP LOCKED); a writer that comes back after recovery
+  closed its run finds its lease gone at its next commit and stops.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import pymysql
 import pymysql.cursors
 from pymysql.constants import CLIENT
 
-from audit.leases import RELEASE_SQL, TAKE_SQL, Heartbeat
+from audit.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
 from audit.location import MysqlLocation
 from audit.mysql_dialect import to_mysql
 from audit.mysql_schema import (
@@ -61,6 +67,14 @@ _NO_SUCH_TABLE = 1146
 _BACKOFF_FIRST_S = 0.05
 _BACKOFF_MAX_S = 2.0
 _PRUNE_BATCH = 500
+# Maintenance statements wait this long for the server, as every statement did before writes got
+# their shorter read timeout (`MysqlAuditStore._patiently`).
+_PATIENT_TIMEOUT_S = 30.0
+# KILL of a thread that is gone (1094) or another account's (1095): nothing of ours to end.
+_NOT_OUR_THREAD = frozenset({1094, 1095})
+# Two estimates of the server's start this far apart are two server runs (uptime counts whole seconds).
+_SAME_SERVER_S = 2.0
+_REAP_POLL_S = 0.01
 # Write tokens only need to outlive the retries of their transaction.
 _TOKEN_RETENTION = "INTERVAL 1 DAY"
 _SESSION_SETUP = (
@@ -84,6 +98,26 @@ def _failure_kind(exc: BaseException) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _ServerThread:
+    """A connection's thread on the server, and when that server run started (this host's monotonic
+    clock minus the server's uptime), so a thread id is never taken for one of a later server run."""
+
+    thread_id: int
+    server_started: float
+
+    def __str__(self) -> str:
+        return str(self.thread_id)
+
+
+def _server_thread(conn: Any) -> _ServerThread:
+    with conn.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL STATUS LIKE 'Uptime'")
+        row = cursor.fetchone()
+    uptime = float(row[1]) if row else 0.0
+    return _ServerThread(int(conn.thread_id()), time.monotonic() - uptime)
+
+
 @dataclass
 class _Count:
     """What the sink reads back from a statement: how many rows it matched."""
@@ -101,6 +135,16 @@ class _CursorStatements:
         return _Count(int(self.cursor.execute(to_mysql(sql), parameters)))
 
 
+@dataclass(frozen=True)
+class _Queued:
+    """A write waiting for the next transaction (`MysqlAuditStore.defer`), and the run it belongs to."""
+
+    sql: str
+    params: tuple[Any, ...]
+    must_match_one: str | None
+    run_id: str | None
+
+
 @dataclass
 class _Transaction:
     """One write transaction as it was executed, so it can be replayed after a lost connection."""
@@ -109,6 +153,7 @@ class _Transaction:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     statements: list[tuple[str, tuple[Any, ...], int]] = field(default_factory=list)
     on_commit: list[Callable[[], None]] = field(default_factory=list)
+    leases_kept: set[str] = field(default_factory=set)
     broken: bool = False
     commit_sent: bool = False
 
@@ -138,8 +183,13 @@ class MysqlAuditStore:
         lease_s: float = 30.0,
         retry_deadline_s: float = 30.0,
         connect_timeout_s: float = 5.0,
+        read_timeout_s: float | None = None,
     ) -> None:
         self._where = location
+        # A third of the deadline: a hung statement is noticed with room left to retry it twice.
+        self._read_timeout_s = retry_deadline_s / 3 if read_timeout_s is None else read_timeout_s
+        if not 0 < self._read_timeout_s < retry_deadline_s:
+            raise ValueError("read_timeout_s must be positive and shorter than retry_deadline_s")
         self._password = os.environ.get(location.password_env) if location.password_env else None
         if location.password_env and self._password is None:
             # Connecting without it would only earn the server's "Access denied".
@@ -150,8 +200,15 @@ class MysqlAuditStore:
         self._connect_timeout_s = connect_timeout_s
         # The console may write from a run worker while the UI thread reads: one connection, one lock.
         self._lock = threading.RLock()
-        self._deferred: list[tuple[str, tuple[Any, ...], str | None]] = []
+        self._deferred: list[_Queued] = []
+        # Runs whose lease recovery elsewhere took: their queued rows are dropped, their writes refused.
+        self._lost: set[str] = set()
+        self._open_warnings: tuple[str, ...] = ()
         self._conn: Any = None
+        self._conn_thread: _ServerThread | None = None
+        self._orphan: _ServerThread | None = None
+        self._patient = False
+        self._patient_timeout_s = max(_PATIENT_TIMEOUT_S, connect_timeout_s)
         self._tx: _Transaction | None = None
         self._reading = False
         self._closed = False
@@ -171,9 +228,14 @@ class MysqlAuditStore:
     def location(self) -> str:
         return self._where.describe()
 
-    def _connect(self) -> Any:
+    def _connect(self, read_timeout_s: float | None = None) -> Any:
         """Autocommit: a lone read needs no transaction of its own (nor a round trip to end one);
-        writes, recovery and snapshots open theirs with START TRANSACTION."""
+        writes, recovery and snapshots open theirs with START TRANSACTION.
+
+        Every read and write on the socket is bounded by `read_timeout_s`, shorter than the retry
+        deadline: a flow cut without a reset (a dropped NAT entry, a frozen VM) otherwise leaves a
+        COMMIT waiting until the deadline has passed, and it is never retried."""
+        timeout = self._read_timeout_s if read_timeout_s is None else read_timeout_s
         conn = pymysql.connect(
             host=self._where.host,
             port=self._where.port,
@@ -183,8 +245,8 @@ class MysqlAuditStore:
             charset="utf8mb4",
             autocommit=True,
             connect_timeout=self._connect_timeout_s,
-            read_timeout=max(30.0, self._connect_timeout_s),
-            write_timeout=max(30.0, self._connect_timeout_s),
+            read_timeout=timeout,
+            write_timeout=timeout,
             # An UPDATE reports the rows it matched, as SQLite does, not only those it changed.
             client_flag=CLIENT.FOUND_ROWS,
         )
@@ -197,16 +259,73 @@ class MysqlAuditStore:
         if self._closed:
             raise AuditStoreError(f"audit {self.location} is closed")
         if self._conn is None:
-            self._conn = self._connect()
+            conn = self._connect(self._patient_timeout_s if self._patient else None)
+            try:
+                thread = _server_thread(conn)
+                orphan, self._orphan = self._orphan, None
+                if orphan is not None:
+                    self._reap(conn, orphan, thread)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn, self._conn_thread = conn, thread
         return self._conn
 
-    def _drop_connection(self) -> None:
+    def _drop_connection(self, *, orphaned: bool = False) -> None:
+        """Close the connection. `orphaned`: it failed, and its thread may live on on the server with
+        an open transaction and its row locks; the next connection kills that thread first."""
         conn, self._conn = self._conn, None
+        thread, self._conn_thread = self._conn_thread, None
+        if orphaned and thread is not None:
+            self._orphan = thread
         if conn is not None:
             try:
                 conn.close()
             except Exception:
                 pass
+
+    def _reap(self, conn: Any, orphan: _ServerThread, current: _ServerThread) -> None:
+        """KILL this store's previous connection, by its thread id, and wait until the server has let
+        it go: its transaction is then rolled back or committed for good (the write token tells which)
+        and its locks are free, so the retry neither waits for them nor races a late COMMIT.
+
+        Only on the same server run: after a restart the thread is gone, and its id may be another
+        session's. A thread of another account (a reused id) is refused by the server and left alone."""
+        if abs(current.server_started - orphan.server_started) > _SAME_SERVER_S:
+            return
+        with conn.cursor() as cursor:
+            try:
+                cursor.execute(f"KILL CONNECTION {int(orphan.thread_id)}")
+            except pymysql.err.MySQLError as exc:
+                if exc.args and exc.args[0] in _NOT_OUR_THREAD:
+                    return
+                raise
+            give_up = time.monotonic() + self._connect_timeout_s
+            while True:
+                cursor.execute(
+                    "SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = %s", (orphan.thread_id,)
+                )
+                if cursor.fetchone() is None:
+                    log.info("audit %s: killed connection %s, cut mid-transaction", self.location, orphan)
+                    return
+                if time.monotonic() >= give_up:
+                    log.warning("audit %s: connection %s outlived its KILL", self.location, orphan)
+                    return
+                time.sleep(_REAP_POLL_S)
+
+    @contextmanager
+    def _patiently(self) -> Iterator[None]:
+        """Maintenance (migration steps, prune batches, OPTIMIZE TABLE) may run one statement for
+        longer than a write's read timeout on a healthy server: it gets a connection of its own that
+        waits as long as the store always did."""
+        with self._lock:
+            self._drop_connection()
+            self._patient = True
+            try:
+                yield
+            finally:
+                self._patient = False
+                self._drop_connection()
 
     def _retrying(
         self,
@@ -228,7 +347,7 @@ class MysqlAuditStore:
                     raise AuditStoreError(f"audit {self.location} unavailable: {exc}") from exc
                 log.info("audit %s: %s, retrying", kind, exc)
                 if kind == "connection":
-                    self._drop_connection()
+                    self._drop_connection(orphaned=True)
                 else:
                     self._rollback_quietly()
                 if on_retry is not None:
@@ -242,7 +361,7 @@ class MysqlAuditStore:
         try:
             self._conn.rollback()
         except Exception:
-            self._drop_connection()
+            self._drop_connection(orphaned=True)
 
     # --- schema -------------------------------------------------------------------------------------
 
@@ -254,6 +373,10 @@ class MysqlAuditStore:
             self._refuse_foreign_objects(cursor)
             if self._schema_version_seen(cursor) == len(MIGRATIONS):
                 return
+        with self._patiently():
+            self._migrate_under_lock(self._connection())
+
+    def _migrate_under_lock(self, conn: Any) -> None:
         lock = migration_lock_name(self._where.database)
         with conn.cursor() as cursor:
             cursor.execute("SELECT GET_LOCK(%s, %s)", (lock, MIGRATION_LOCK_TIMEOUT_S))
@@ -275,12 +398,26 @@ class MysqlAuditStore:
                 conn.commit()
 
     def _refuse_foreign_objects(self, cursor: Any) -> None:
-        found = foreign_objects(cursor)
+        checked = foreign_objects(cursor)
+        found = checked.found
         if found:
             raise AuditStoreError(
                 f"audit {self.location} holds what this program did not create ({', '.join(found[:5])}"
                 f"{f' and {len(found) - 5} more' if len(found) > 5 else ''}); refusing to use it"
             )
+        if "events" in checked.unseen:
+            warning = (
+                f"audit {self.location}: events in its database could not be checked (the account lacks the"
+                ' EVENT privilege there, see README "Grants"): an event another account planted would'
+                " go unseen"
+            )
+            log.warning("%s", warning)
+            self._open_warnings = (warning,)
+
+    @property
+    def open_warnings(self) -> tuple[str, ...]:
+        """What the check of the database's objects at open could not see (`foreign_objects`)."""
+        return self._open_warnings
 
     def _schema_version_seen(self, cursor: Any) -> int:
         """The stored version (0 before the first migration); a newer one is refused."""
@@ -306,10 +443,19 @@ class MysqlAuditStore:
 
     # --- writes -------------------------------------------------------------------------------------
 
-    def defer(self, sql: str, params: tuple[Any, ...], *, must_match_one: str | None = None) -> None:
-        """Queue a write for the next `write()` transaction (see AuditStore.defer)."""
+    def defer(
+        self,
+        sql: str,
+        params: tuple[Any, ...],
+        *,
+        must_match_one: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
+        """Queue a write for the next `write()` transaction (see AuditStore.defer). A row of a leased
+        `run_id` rides only in a transaction that still holds the run's lease (`keep_lease`)."""
         with self._lock:
-            self._deferred.append((sql, params, must_match_one))
+            if run_id not in self._lost:
+                self._deferred.append(_Queued(sql, params, must_match_one, run_id))
 
     @property
     def deferred_writes(self) -> int:
@@ -334,9 +480,12 @@ class MysqlAuditStore:
             committed = False
             try:
                 self._retrying(lambda: self._begin(tx))
-                for sql, params, must_match_one in pending:
-                    if tx.execute(sql, params).rowcount != 1 and must_match_one is not None:
-                        raise AuditStoreError(must_match_one)
+                self._keep_queued_leases(tx, pending)
+                for queued in pending:
+                    if queued.run_id in self._lost:
+                        continue
+                    if tx.execute(queued.sql, queued.params).rowcount != 1 and queued.must_match_one:
+                        raise AuditStoreError(queued.must_match_one)
                 yield tx
                 self._retrying(lambda: self._commit(tx), on_retry=lambda: setattr(tx, "broken", True))
                 committed = True
@@ -346,8 +495,9 @@ class MysqlAuditStore:
                 self._tx = None
                 if not committed:
                     self._rollback_quietly()
-                    # The queued rows stay queued, ahead of anything queued since (see AuditStore.write).
-                    self._deferred[:0] = pending
+                    # The queued rows stay queued, ahead of anything queued since (see AuditStore.write),
+                    # except those of a run that lost its lease: that run is closed.
+                    self._deferred[:0] = [queued for queued in pending if queued.run_id not in self._lost]
             for callback in tx.on_commit:
                 callback()
 
@@ -398,6 +548,39 @@ class MysqlAuditStore:
         tx = self._require_tx()
         tx.execute(TAKE_SQL, (run_id, self._heartbeat.holder, self._heartbeat.lease_us))
         tx.on_commit.append(lambda: self._heartbeat.hold(run_id))
+
+    def keep_lease(self, run_id: str) -> None:
+        """Inside a transaction that writes rows of a run this process leased: renew the lease, which
+        locks its row until the commit, or raise `AuditLeaseLost` if recovery elsewhere took it."""
+        tx = self._require_tx()
+        if run_id in tx.leases_kept:
+            return
+        if run_id in self._lost or tx.execute(KEEP_SQL, self._lease_params(run_id)).rowcount != 1:
+            self._lose(run_id)
+            raise AuditLeaseLost(
+                f"audit {self.location}: run {run_id} lost its lease: another opener's recovery closed it"
+                " as interrupted while this process was away (paused or cut off for longer than lease_s)"
+            )
+        tx.leases_kept.add(run_id)
+
+    def _keep_queued_leases(self, tx: _Transaction, pending: list[_Queued]) -> None:
+        """Before queued rows are written: the lease of each leased run they belong to. A run that lost
+        it has its rows dropped (it is closed); the rows of the others are still written."""
+        for run_id in sorted({q.run_id for q in pending if q.run_id and self._heartbeat.holds(q.run_id)}):
+            try:
+                self.keep_lease(run_id)
+            except AuditLeaseLost:
+                pass  # the run's own next write (a tool's start, its finish) raises it to the run
+
+    def _lease_params(self, run_id: str) -> tuple[Any, ...]:
+        return (self._heartbeat.lease_us, run_id, self._heartbeat.holder)
+
+    def _lose(self, run_id: str) -> None:
+        if run_id not in self._lost:
+            log.warning("audit %s: run %s lost its lease; its queued rows are dropped", self.location, run_id)
+        self._lost.add(run_id)
+        self._heartbeat.release(run_id)
+        self._deferred = [queued for queued in self._deferred if queued.run_id != run_id]
 
     def release_lease(self, run_id: str) -> None:
         """Inside the transaction that records the run's end: a finished run needs no lease."""
@@ -488,6 +671,14 @@ class MysqlAuditStore:
             return self._retrying(self._recover_once)
 
     def _recover_once(self) -> list[str]:
+        """One recovery transaction that never waits for another connection's row locks.
+
+        A writer whose connection was cut mid-transaction leaves an orphan on the server that keeps its
+        locks until the server notices (up to `wait_timeout`); a locking read waiting for it would hold
+        every opener. So the candidates come from a plain read, and only rows nobody holds are locked
+        (SKIP LOCKED): a run whose row or lease row another transaction holds is being written (its
+        writer, or that writer's orphan) and is left for a later recovery.
+        """
         now = audit_timestamp(datetime.now(UTC))
         conn = self._connection()
         with conn.cursor() as cursor:
@@ -495,9 +686,8 @@ class MysqlAuditStore:
             cursor.execute(
                 "SELECT r.run_id FROM runs r LEFT JOIN run_leases l ON l.run_id = r.run_id"
                 " WHERE r.finished_at IS NULL AND (l.run_id IS NULL OR l.expires_at < UTC_TIMESTAMP(6))"
-                " FOR UPDATE"
             )
-            dead = [str(row[0]) for row in cursor.fetchall()]
+            dead = self._lock_dead_runs(cursor, [str(row[0]) for row in cursor.fetchall()])
             if dead:
                 marks = ", ".join(["%s"] * len(dead))
                 cursor.execute(
@@ -513,11 +703,49 @@ class MysqlAuditStore:
                 cursor.execute(f"DELETE FROM run_leases WHERE run_id IN ({marks})", tuple(dead))
                 # Closed, a run's text can change no more: its rows enter the text index, as at a finish.
                 index_runs(_CursorStatements(cursor), dead, has_fts=True, trigram_words=True)
+            # By key, after picking them without waiting: a range DELETE waits for the newest token,
+            # which an orphaned transaction may hold.
             cursor.execute(
-                f"DELETE FROM audit_write_tokens WHERE at < UTC_TIMESTAMP(6) - {_TOKEN_RETENTION} LIMIT 10000"
+                f"SELECT token FROM audit_write_tokens WHERE at < UTC_TIMESTAMP(6) - {_TOKEN_RETENTION}"
+                " LIMIT 10000 FOR UPDATE SKIP LOCKED"
             )
+            expired = [str(row[0]) for row in cursor.fetchall()]
+            if expired:
+                marks = ", ".join(["%s"] * len(expired))
+                cursor.execute(f"DELETE FROM audit_write_tokens WHERE token IN ({marks})", tuple(expired))
         conn.commit()
         return dead
+
+    @staticmethod
+    def _lock_dead_runs(cursor: Any, candidates: list[str]) -> list[str]:
+        """Of `candidates` (unfinished, lease expired or absent in a plain read), those whose run row and
+        lease row this transaction could lock and that are dead under the lock.
+
+        Not one locking join: SKIP LOCKED would drop a held lease row from the join, and the run would
+        look as if it had no lease at all. So a lease row is read twice: locked (skipping one in use)
+        and plainly (it exists); a lease that exists but could not be locked is in use, so its run lives.
+        """
+        if not candidates:
+            return []
+        marks = ", ".join(["%s"] * len(candidates))
+        cursor.execute(
+            f"SELECT run_id FROM runs WHERE run_id IN ({marks}) AND finished_at IS NULL"
+            " FOR UPDATE SKIP LOCKED",
+            tuple(candidates),
+        )
+        locked = [str(row[0]) for row in cursor.fetchall()]
+        if not locked:
+            return []
+        marks = ", ".join(["%s"] * len(locked))
+        cursor.execute(
+            f"SELECT run_id, expires_at < UTC_TIMESTAMP(6) FROM run_leases WHERE run_id IN ({marks})"
+            " FOR UPDATE SKIP LOCKED",
+            tuple(locked),
+        )
+        expired = {str(run_id): bool(gone) for run_id, gone in cursor.fetchall()}
+        cursor.execute(f"SELECT run_id FROM run_leases WHERE run_id IN ({marks})", tuple(locked))
+        leased = {str(row[0]) for row in cursor.fetchall()}
+        return [run_id for run_id in locked if run_id not in leased or expired.get(run_id, False)]
 
     def prune(self, older_than: timedelta) -> PruneReport:
         """Delete runs finished before now - `older_than`, in small transactions (see AuditStore.prune)."""
@@ -547,8 +775,9 @@ class MysqlAuditStore:
 
         with self._lock:
             self.flush()
-            while self._retrying(batch):
-                pass
+            with self._patiently():
+                while self._retrying(batch):
+                    pass
         return PruneReport(cutoff=cutoff, **counts)
 
     def vacuum(self) -> None:
@@ -561,7 +790,8 @@ class MysqlAuditStore:
                     cursor.execute("OPTIMIZE TABLE runs, model_rounds, invocations, protocol_events")
                     cursor.fetchall()
 
-            self._retrying(optimize)
+            with self._patiently():
+                self._retrying(optimize)
 
     def close(self) -> None:
         with self._lock:

@@ -124,6 +124,9 @@ class AuditSink:
         # Invocations this sink committed as STARTED and has not seen finish: their finish can be queued,
         # because the row it must match is known to exist. Any other finish is checked at once.
         self._open: set[tuple[str, str]] = set()
+        # Runs whose start (and lease) this sink committed and whose finish it has not: every commit
+        # that writes their rows renews the lease first, so a run recovery closed meanwhile stops.
+        self._leased: set[str] = set()
 
     def __call__(self, event: RunEvent | Mapping[str, Any]) -> None:
         """Record one event: a typed event from the emitter, or an event's JSON object (validated first)."""
@@ -137,7 +140,9 @@ class AuditSink:
             case RunStarted():
                 self._run_started(typed)
             case ModelRoundStarted():
-                self._store.defer(_ROUND_STARTED, (typed.run_id, typed.round, typed.at, typed.seq))
+                self._store.defer(
+                    _ROUND_STARTED, (typed.run_id, typed.round, typed.at, typed.seq), run_id=typed.run_id
+                )
             case ModelRoundFinished():
                 self._model_round_finished(typed)
             case ToolStarted():
@@ -159,6 +164,12 @@ class AuditSink:
         with self._store.write() as db:
             db.conn.execute(_INSERT_RUN, params)
             self._store.hold_lease(event.run_id)
+        self._leased.add(event.run_id)
+
+    def _keep_lease(self, run_id: str) -> None:
+        """Inside a commit that writes this run's rows: refuse it if the run's lease was lost."""
+        if run_id in self._leased:
+            self._store.keep_lease(run_id)
 
     def _model_round_finished(self, event: ModelRoundFinished) -> None:
         params = (
@@ -173,7 +184,7 @@ class AuditSink:
             bool(event.usage_estimated),
             event.seq,
         )
-        self._store.defer(_ROUND_FINISHED, params)
+        self._store.defer(_ROUND_FINISHED, params, run_id=event.run_id)
 
     def _tool_started(self, event: ToolStarted) -> None:
         params = (
@@ -189,6 +200,7 @@ class AuditSink:
             event.seq,
         )
         with self._store.write() as db:  # the durable commit: the queued rows ride in it
+            self._keep_lease(event.run_id)  # before the tool runs: a closed run runs nothing more
             db.conn.execute(_TOOL_STARTED, params)
         self._open.add((event.run_id, event.tool_call_id))
 
@@ -210,9 +222,10 @@ class AuditSink:
         key = (event.run_id, event.tool_call_id)
         if key in self._open:
             self._open.discard(key)
-            self._store.defer(_TOOL_FINISHED, params, must_match_one=unmatched)
+            self._store.defer(_TOOL_FINISHED, params, must_match_one=unmatched, run_id=event.run_id)
             return
         with self._store.write() as db:
+            self._keep_lease(event.run_id)
             if db.conn.execute(_TOOL_FINISHED, params).rowcount != 1:
                 raise AuditStoreError(unmatched)
 
@@ -223,13 +236,14 @@ class AuditSink:
                 params = (detail["evaluation"], event.run_id, detail["evaluated_tool_call_id"])
             except KeyError as exc:
                 raise AuditStoreError(f"malformed {event.code} event: missing detail {exc}") from None
-            self._store.defer(_EVALUATION, params)
+            self._store.defer(_EVALUATION, params, run_id=event.run_id)
             return
         if event.code not in AUDITED_PROTOCOL_CODES:
             return  # operator-only codes: nothing to write
         self._store.defer(
             _PROTOCOL_EVENT,
             (event.run_id, event.tool_call_id, event.code, _json(detail), event.at, event.seq),
+            run_id=event.run_id,
         )
 
     def _run_finished(self, event: RunFinished) -> None:
@@ -253,6 +267,9 @@ class AuditSink:
         )
         self._open = {key for key in self._open if key[0] != event.run_id}
         with self._store.write() as db:  # durable, with every row still queued for the run
+            # A run recovery closed stays as recovery left it (interrupted, indexed): the finish is
+            # refused, and the run ends with the audit error rather than a result the audit contradicts.
+            self._keep_lease(event.run_id)
             db.conn.execute(_RUN_FINISHED, params)
             rejected = event.rejected_input
             if rejected is not None:  # no run_started carried these: the run was refused before it began
@@ -267,3 +284,4 @@ class AuditSink:
                 trigram_words=self._store.has_trigram_words,
             )
             self._store.release_lease(event.run_id)
+        self._leased.discard(event.run_id)

@@ -472,8 +472,16 @@ class AuditStore:
     def hold_lease(self, run_id: str) -> None:
         """Nothing to hold: a file's recovery tells live runs by their process (audit.liveness)."""
 
+    def keep_lease(self, run_id: str) -> None:
+        """Nothing to keep: the file's recovery never closes the run of a live process, paused or not."""
+
     def release_lease(self, run_id: str) -> None:
         """Nothing to release (see `hold_lease`)."""
+
+    @property
+    def open_warnings(self) -> tuple[str, ...]:
+        """Nothing the file's checks at open could not see (`AuditBackend.open_warnings`)."""
+        return ()
 
     @property
     def location(self) -> str:
@@ -502,14 +510,22 @@ class AuditStore:
                 migration(self.db)
                 self.db.execute(f"PRAGMA user_version = {target}")
 
-    def defer(self, sql: str, params: tuple[Any, ...], *, must_match_one: str | None = None) -> None:
+    def defer(
+        self,
+        sql: str,
+        params: tuple[Any, ...],
+        *,
+        must_match_one: str | None = None,
+        run_id: str | None = None,
+    ) -> None:
         """Queue a write that needs no commit of its own: it rides in the next `write()` transaction.
 
         Run events that prove nothing on their own (round rows, finishes, protocol rows) are written
         this way, so a run commits once per tool call instead of once per event. Every read and
         `close()` applies the queue first, so this connection never reads around it. If
         `must_match_one` is given, the statement must change exactly one row, else the commit fails
-        with that message.
+        with that message. `run_id` names the run the row belongs to; a file has no leases
+        (`keep_lease`), so it is not needed here.
         """
         with self._lock:
             self._deferred.append((sql, params, must_match_one))

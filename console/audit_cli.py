@@ -207,6 +207,8 @@ def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         if isinstance(location, SqliteLocation) and not location.path.is_file():
             raise _AuditCommandError(f"no audit database at {location.path}")
         with open_audit_store(location) as store:
+            for line in store.open_warnings:
+                _error(f"warning: {line}")
             return _dispatch(args, AuditBrowser(store), store, out)
     except _AuditCommandError as exc:
         _error(str(exc))

@@ -103,6 +103,8 @@ def run_copy_command(args: argparse.Namespace, out: TextIO) -> int:
             open_audit_store(target) as writer,
             _Progress(sys.stderr) as bar,
         ):
+            for line in (*reader.open_warnings, *writer.open_warnings):
+                print(f"diagnose audit: warning: {neutralize(line, newlines=False)}", file=sys.stderr)
             report = copy_audit(reader, writer, bar)
     except (ConfigError, AuditLocationError, AuditStoreError) as exc:
         print(f"diagnose audit: {neutralize(str(exc), newlines=False)}", file=sys.stderr)

@@ -236,6 +236,12 @@ def error(message: str) -> None:
         pass  # stderr is gone too: the exit code is all that is left
 
 
+def warning(message: str) -> None:
+    """`diagnose: warning: <message>` on stderr, as `error` prints: something the operator should know
+    that does not stop the command."""
+    error(f"warning: {message}")
+
+
 class StdoutClosed(Exception):
     """The reader of stdout went away (`| head -c1`): stop quietly, keeping the run's exit code."""
 
@@ -428,6 +434,8 @@ async def _run(args: argparse.Namespace) -> int:
     _scenario_from_folder(args)
     env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)
     redact_logs(env.redactor)
+    for line in env.audit.open_warnings:
+        warning(line)
     query = _read_query(args, env.scenario)
     previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
 

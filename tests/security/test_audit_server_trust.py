@@ -3,12 +3,15 @@
 The server-side twin of test_audit_file_trust: a trigger, a view, an event, a table the tool did not
 create or one of its tables moved off InnoDB is refused with a message that names it, and a database
 that holds something else (a URL pointing at the wrong database) gets no audit table. A password
-variable that is not set is named before any connection is tried. Real MariaDB, no mock.
+variable that is not set is named before any connection is tried. Events are visible only to an
+account holding EVENT on the database: without it, opening says plainly that events could not be
+checked. Real MariaDB, no mock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +19,7 @@ from audit import AuditStoreError
 from audit.location import MysqlLocation
 from audit.mysql_schema import OWN_TABLES
 from audit.mysql_store import MysqlAuditStore
+from console.cli import main
 from tests.support.audit_backends import AuditTarget, audit_account
 from tests.support.mysql import closed_port, root_connection
 
@@ -114,3 +118,65 @@ def test_an_unset_password_variable_is_named_before_any_connection(monkeypatch: 
     location = MysqlLocation("127.0.0.1", closed_port(), "auditor", "team_audit", "TEAM_AUDIT_PW_UNSET")
     with pytest.raises(AuditStoreError, match="password variable TEAM_AUDIT_PW_UNSET is not set"):
         MysqlAuditStore(location)
+
+
+# README, "Grants", without the EVENT line: the server lists this account no event of its database.
+WITHOUT_EVENT = "SELECT, INSERT, UPDATE, DELETE"
+EVENT_PLANTED = "CREATE EVENT wipe_audit ON SCHEDULE EVERY 1 DAY DISABLE DO DELETE FROM runs"
+
+
+def _account_location(migrated: MysqlLocation, user: str, variable: str) -> MysqlLocation:
+    return MysqlLocation(migrated.host, migrated.port, user, migrated.database, variable)
+
+
+def test_events_the_account_cannot_see_are_reported_on_open_not_passed_over(
+    migrated: MysqlLocation,
+    mariadb_audit: AuditTarget,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before, an event planted in the audit database went unseen and nothing said the check was blind
+    to events. Now opening says so: one line on stderr for every command, and in the log."""
+    _server(migrated.database, EVENT_PLANTED)
+    with audit_account(mariadb_audit, "Trust-Check-Pw-72", WITHOUT_EVENT) as user:
+        monkeypatch.setenv("TRUST_CHECK_PW", "Trust-Check-Pw-72")
+        account = _account_location(migrated, user, "TRUST_CHECK_PW")
+        config = tmp_path / "audit.toml"
+        config.write_text(
+            f'[audit]\nurl = "{account.describe()}"\npassword_env = "TRUST_CHECK_PW"\n', encoding="utf-8"
+        )
+        said = []
+        for argv in (
+            ["audit", "runs", "--config", str(config)],
+            ["run", "--scenario", "evidence-backed-diagnosis", "--json", "--config", str(config)],
+        ):
+            code = main(argv)
+            err = capsys.readouterr().err
+            assert code == 0, err
+            said.append(err.splitlines())
+        warning = (
+            f"audit {account.describe()}: events in its database could not be checked (the account lacks"
+            ' the EVENT privilege there, see README "Grants"): an event another account planted would go'
+            " unseen"
+        )
+        assert said == [[f"diagnose audit: warning: {warning}"], [f"diagnose: warning: {warning}"]]
+        logged = "".join(path.read_text(encoding="utf-8") for path in (tmp_path / "state").rglob("*.log"))
+        assert logged.count(f"WARNING audit.mysql_store: {warning}") == 2
+        with MysqlAuditStore(account) as store:
+            assert store.open_warnings == (warning,)
+
+
+def test_with_the_event_grant_the_audit_account_sees_a_planted_event_and_refuses_it(
+    migrated: MysqlLocation, mariadb_audit: AuditTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README's grants (EVENT included): the check sees what root planted, and opening says nothing
+    about events when there are none."""
+    with audit_account(mariadb_audit, "Trust-Check-Pw-73") as user:
+        monkeypatch.setenv("TRUST_CHECK_PW", "Trust-Check-Pw-73")
+        account = _account_location(migrated, user, "TRUST_CHECK_PW")
+        with MysqlAuditStore(account) as store:
+            assert store.open_warnings == ()
+        _server(migrated.database, EVENT_PLANTED)
+        with pytest.raises(AuditStoreError, match=r"event 'wipe_audit'.*refusing to use it"):
+            MysqlAuditStore(account)
