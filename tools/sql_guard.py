@@ -27,6 +27,7 @@ from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
 from tools.redaction import names_secret
+from tools.sql_secret_reads import secret_read
 
 PolicyReason = Literal[
     "TOO_LONG",
@@ -44,6 +45,7 @@ PolicyReason = Literal[
     "NO_DATABASE",
     "SYSTEM_SCHEMA",
     "SCHEMA_NOT_ALLOWED",
+    "SECRET_COLUMN",
 ]
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -583,6 +585,10 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[str, ...]:
             if not isinstance(node.this, exp.Identifier):
                 raise SqlPolicyError("UNSUPPORTED_STATEMENT", "table reference")
             schemas.add(policy.schema(node.db or policy.database).lower())
+    # Last, so a statement that breaks another rule too keeps that rule's reason (`mysql.user` reads are
+    # SYSTEM_SCHEMA whatever they select).
+    if (secret := secret_read(root)) is not None:
+        raise SqlPolicyError("SECRET_COLUMN", secret)
     return tuple(sorted(schemas))
 
 
