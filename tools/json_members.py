@@ -26,6 +26,8 @@ _MEMBER_KEY = re.compile(r'"((?:[^"\\]|\\.){0,256}+)"\s*+:\s*+')
 _STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"?')
 _SCALAR = re.compile(r"[^\s,}\]]*+")
 _HIDDEN = json.dumps(REDACTED)
+# The end of a string cut inside an escape (`\\`, `\\u00`): dropped before decoding what came before.
+_TRAILING_ESCAPE = re.compile(r"(\\+)(u[0-9a-fA-F]{0,3})?\Z")
 _MAX_NESTED_TEXT = 3
 
 
@@ -99,15 +101,37 @@ def _value_end(text: str, start: int) -> int:
 
 def _string_hidden(token: str, depth: int) -> str:
     """A JSON string whose content is itself JSON text, with that text's secret members hidden; it is
-    re-encoded only when something was hidden, so ordinary strings keep their exact spelling."""
+    re-encoded only when something was hidden, so ordinary strings keep their exact spelling. A string
+    cut before its closing quote is decoded as far as it goes and stays open."""
     stripped = token.strip()
+    closed = len(stripped) > 1 and _STRING.fullmatch(stripped) is not None and stripped.endswith('"')
+    if closed and not _ends_escaped(stripped):
+        whole = stripped
+    else:
+        closed, whole = False, _without_partial_escape(stripped) + '"'
     try:
-        value = json.loads(stripped)
-    except ValueError:  # cut before it closed: nothing decodable to search
+        value = json.loads(whole)
+    except ValueError:
         return token
     if not isinstance(value, str):
         return token
     hidden = hide_secret_members(value, _depth=depth + 1)
     if hidden == value:
         return token
-    return token.replace(stripped, json.dumps(hidden, ensure_ascii=False), 1)
+    encoded = json.dumps(hidden, ensure_ascii=False)
+    return token.replace(stripped, encoded if closed else encoded[:-1], 1)
+
+
+def _without_partial_escape(text: str) -> str:
+    """An odd run of backslashes at the end (maybe with a `u` and up to three hex digits) is an escape
+    the cut interrupted; an even run is escaped backslashes, which are complete."""
+    trailing = _TRAILING_ESCAPE.search(text)
+    if trailing is None or len(trailing.group(1)) % 2 == 0:
+        return text
+    return text[: trailing.end(1) - 1]
+
+
+def _ends_escaped(string: str) -> bool:
+    """`"abc\"` is not closed: its last quote is escaped (an odd run of backslashes before it)."""
+    backslashes = len(string[:-1]) - len(string[:-1].rstrip("\\"))
+    return backslashes % 2 == 1

@@ -8,8 +8,9 @@ refuses any statement whose tree names one, wherever it sits, before anything re
 
 "Secret-named" is `tools.redaction.names_secret`, the one definition every redaction step uses, so
 `password_expired` and `token_count` (facts ABOUT a secret) stay readable. Where a name can be read
-under another spelling the check fails closed: an identifier is also judged with its accents and
-compatibility forms folded away (`pàssword`, `ｐａｓｓｗｏｒｄ`), and a JSON path key holding an escape is
+under another spelling the check fails closed: a column name is also judged in every casing the server
+would resolve (`PASSWORDHASH` for `passwordHash`) and with accents and compatibility forms folded away
+(`pàssword`, `ｐａｓｓｗｏｒｄ`); a JSON path key (matched exactly by the server) holding an escape is
 refused outright, because which key the server then reads depends on its JSON path parser.
 
 A `*` hands the statement columns the guard cannot see. Where they keep their own names (the
@@ -36,7 +37,7 @@ def secret_read(root: exp.Expr) -> str | None:
             if identifier_names_secret(node.name):
                 return f"column {node.name}"
         elif isinstance(node, exp.JSONPathKey) and isinstance(node.this, str):
-            if "\\" in node.this or identifier_names_secret(node.this):
+            if "\\" in node.this or names_secret(node.this):  # JSON keys match exactly
                 return f"JSON key {node.this}"
         elif isinstance(node, exp.Join):
             if node.method == "NATURAL":
@@ -52,13 +53,23 @@ def secret_read(root: exp.Expr) -> str | None:
 
 
 def identifier_names_secret(name: str) -> bool:
-    """`names_secret`, also after folding accents and compatibility forms, which a server's identifier
-    collation may ignore: refusing a look-alike costs the model a rename, missing one leaks a value."""
-    if names_secret(name):
-        return True
+    """Whether some spelling the server would resolve `name` to names a secret.
+
+    Column names are case-insensitive, so `PASSWORDHASH` reads a column `passwordHash` although the
+    head-noun rule splits words at case changes: the lower-case name is also judged split once at every
+    position (one case change, the spelling a camel-case secret loses). Accents and compatibility forms
+    are folded too, which a server's identifier collation may ignore. Refusing a look-alike costs the
+    model a rename; missing one leaks a value.
+    """
     decomposed = unicodedata.normalize("NFKD", name)
     folded = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return folded != name and names_secret(folded)
+    for spelling in dict.fromkeys((name, folded)):
+        if names_secret(spelling):
+            return True
+        lowered = spelling.lower()
+        if any(names_secret(f"{lowered[:cut]}_{lowered[cut:]}") for cut in range(len(lowered) + 1)):
+            return True
+    return False
 
 
 def _renames_columns(table: exp.Table) -> bool:
