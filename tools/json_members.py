@@ -22,7 +22,8 @@ import re
 
 from tools.redaction import REDACTED, names_secret
 
-_MEMBER_KEY = re.compile(r'"((?:[^"\\]|\\.){0,256}+)"\s*+:\s*+')
+_MEMBER_KEY = re.compile(r'"((?:[^"\\]++|\\.)*+)"\s*+:\s*+')
+_QUOTE_COLON = re.compile(r'"\s*+:')
 _STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"?')
 _SCALAR = re.compile(r"[^\s,}\]]*+")
 _HIDDEN = json.dumps(REDACTED)
@@ -32,8 +33,9 @@ _MAX_NESTED_TEXT = 3
 
 
 def may_hold_members(text: str) -> bool:
-    """The cheap test: only text with a `":` can hold a member (a nested document's `\\":` too)."""
-    return '":' in text or '" :' in text or '"\t:' in text or '"\n:' in text or '"\r:' in text
+    """The cheap test: only text with a quote followed by a colon can hold a member (a nested
+    document's `\\":` too); most text has no quote at all."""
+    return '"' in text and _QUOTE_COLON.search(text) is not None
 
 
 def hide_secret_members(text: str, *, _depth: int = 0) -> str:
@@ -41,7 +43,7 @@ def hide_secret_members(text: str, *, _depth: int = 0) -> str:
     if not may_hold_members(text):
         return text
     stripped = text.strip()
-    if stripped.startswith('"') and _STRING.fullmatch(stripped):
+    if stripped.startswith('"') and _depth < _MAX_NESTED_TEXT and _STRING.fullmatch(stripped):
         return _string_hidden(text, _depth)  # the JSON string JSON_EXTRACT returns for a nested document
     out: list[str] = []
     position = 0
@@ -52,8 +54,9 @@ def hide_secret_members(text: str, *, _depth: int = 0) -> str:
         out.append(text[position:start])
         if names_secret(_key_name(key.group(1))) and value not in ("", "null"):
             out.append(_HIDDEN)  # an unset secret (null) hides nothing
-        elif value.startswith('"') and _depth < _MAX_NESTED_TEXT:
-            out.append(_string_hidden(value, _depth))
+        elif value.startswith('"'):  # only a string with escaped quotes can hold JSON text
+            nested = '\\"' in value and _depth < _MAX_NESTED_TEXT
+            out.append(_string_hidden(value, _depth) if nested else value)
         else:
             end = start  # search inside the value: a nested object's members are members too
         position = end
@@ -62,6 +65,8 @@ def hide_secret_members(text: str, *, _depth: int = 0) -> str:
 
 
 def _key_name(raw: str) -> str:
+    if "\\" not in raw:
+        return raw
     try:
         name = json.loads(f'"{raw}"')
     except ValueError:  # a bad escape: judge the characters as written

@@ -571,21 +571,23 @@ class MysqlAdapter:
 def _json_members_hidden(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """A column's text values with the secret-named members of any JSON in them hidden, before they are
     cut to `cell_chars`: the guard cannot see which keys a document holds (see `tools.json_members`)."""
-    if not any(may_hold_members(_text_of(value)) for value in values):
-        return values  # most columns: one cheap test per cell
+    if not any(may_hold_members(text) for text in map(_text_of, values)):
+        return values  # most columns: a type test and a substring test per cell
     return tuple(_members_hidden(value) for value in values)
 
 
 def _text_of(value: Any) -> str:
     if type(value) is str:
         return value
-    return value.prefix if isinstance(value, _Cut) and isinstance(value.prefix, str) else ""
+    if type(value) is _Cut and isinstance(value.prefix, str):
+        return value.prefix
+    return ""
 
 
 def _members_hidden(value: Any) -> Any:
     if type(value) is str:
         return hide_secret_members(value)
-    if isinstance(value, _Cut) and isinstance(value.prefix, str):
+    if type(value) is _Cut and isinstance(value.prefix, str):
         return _Cut(hide_secret_members(value.prefix))
     return value
 
