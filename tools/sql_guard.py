@@ -9,6 +9,10 @@ qualified, the outer LIMIT clamped) and re-verified; SHOW/DESCRIBE are rebuilt f
 matched by a strict grammar of our own, because sqlglot rewrites SHOW statements
 (`SHOW GRANTS` becomes `SHOW GRANTS FOR`, `SHOW FULL COLUMNS FROM db.t` becomes `... FROM t FROM db`).
 
+A statement that reads a secret-named column or JSON key anywhere in its tree (not only in its result
+columns: a join condition, WHERE, a CTE, a window, a function argument) is refused as `SECRET_COLUMN`,
+and so is a `*` placed where its columns could be compared or renamed unnamed (`tools.sql_secret_reads`).
+
 Every rejection is a `SqlPolicyError` with a stable `reason`; the adapter reports it as
 `POLICY_REJECTED` and never contacts the server.
 """
@@ -472,6 +476,8 @@ def _secret_results(root: exp.Query) -> tuple[tuple[int, ...], frozenset[str]]:
     The redaction step hides a column by its name; an alias (`SELECT password AS p`), a CTE or a derived
     table would rename it out of sight. So every projection that reads a secret-named column, or a
     column a CTE or subquery derived from one, makes its output name a secret too, to a fixed point.
+    `SECRET_COLUMN` now refuses such statements before this runs; it stays as a second line, so the
+    adapter still hides them should that rule ever be relaxed.
     """
     derived: set[str] = set()
 
