@@ -3,6 +3,7 @@ dispatch done once per column (no server needed: the adapter's projection of fet
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -66,10 +67,15 @@ def test_decimals_become_numbers_only_when_exact() -> None:
     assert [type(c) for c in cells] == [float, int, int, str]
 
 
-def test_a_column_selecting_a_secret_is_hidden_whatever_its_values() -> None:
-    sql = "SELECT id, password AS p FROM users"
-    result = project([(1, "hunter2"), (2, None), (3, 42)], columns=["id", "p"], sql=sql)
-    assert result.data["rows"] == [[1, REDACTED], [2, None], [3, REDACTED]]
+def test_a_column_the_guard_marks_secret_is_hidden_whatever_its_values() -> None:
+    """Defence in depth: the guard refuses a statement that reads a secret column (SECRET_COLUMN), and the
+    projection still hides any column it marks, by position or by name."""
+    guarded = guard_sql("SELECT id, note FROM orders", database="shop", allowed_schemas=["shop"], max_rows=9)
+    marked = [replace(guarded, secret_columns=(1,)), replace(guarded, secret_names=frozenset({"p"}))]
+    for statement in marked:
+        rows = _Rows(["id", "p"], [(1, "hunter2"), (2, None), (3, 42)])
+        result = adapter()._project(rows, statement)
+        assert result.data["rows"] == [[1, REDACTED], [2, None], [3, REDACTED]]
 
 
 def test_too_many_columns_and_rows_are_cut_and_flagged() -> None:

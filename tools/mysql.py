@@ -45,6 +45,7 @@ from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.definitions import QueryMysqlInput
+from tools.json_members import hide_secret_members, may_hold_members
 from tools.redaction import REDACTED
 from tools.sql_guard import BUILT_STRING_BYTES, SYSTEM_SCHEMAS, GuardedStatement, SqlPolicyError, guard_sql
 
@@ -514,7 +515,7 @@ class MysqlAdapter:
             if index in secret:
                 converted.append([None if value is None else REDACTED for value in values])
                 continue
-            column, cut = self._column(values)
+            column, cut = self._column(_json_members_hidden(values))
             converted.append(column)
             truncated = truncated or cut
         if not converted:
@@ -565,6 +566,30 @@ class MysqlAdapter:
         if isinstance(value, set | frozenset):
             return self._cut(",".join(sorted(str(item) for item in value)))
         return self._cut(str(value))
+
+
+def _json_members_hidden(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A column's text values with the secret-named members of any JSON in them hidden, before they are
+    cut to `cell_chars`: the guard cannot see which keys a document holds (see `tools.json_members`)."""
+    if not any(may_hold_members(text) for text in map(_text_of, values)):
+        return values  # most columns: a type test and a substring test per cell
+    return tuple(_members_hidden(value) for value in values)
+
+
+def _text_of(value: Any) -> str:
+    if type(value) is str:
+        return value
+    if type(value) is _Cut and isinstance(value.prefix, str):
+        return value.prefix
+    return ""
+
+
+def _members_hidden(value: Any) -> Any:
+    if type(value) is str:
+        return hide_secret_members(value)
+    if type(value) is _Cut and isinstance(value.prefix, str):
+        return _Cut(hide_secret_members(value.prefix))
+    return value
 
 
 # Cell types a projection keeps as they are (JSON numbers and booleans) or writes as ISO 8601 text.

@@ -9,6 +9,10 @@ qualified, the outer LIMIT clamped) and re-verified; SHOW/DESCRIBE are rebuilt f
 matched by a strict grammar of our own, because sqlglot rewrites SHOW statements
 (`SHOW GRANTS` becomes `SHOW GRANTS FOR`, `SHOW FULL COLUMNS FROM db.t` becomes `... FROM t FROM db`).
 
+A statement that reads a secret-named column or JSON key anywhere in its tree (not only in its result
+columns: a join condition, WHERE, a CTE, a window, a function argument) is refused as `SECRET_COLUMN`,
+and so is a `*` placed where its columns could be compared or renamed unnamed (`tools.sql_secret_reads`).
+
 Every rejection is a `SqlPolicyError` with a stable `reason`; the adapter reports it as
 `POLICY_REJECTED` and never contacts the server.
 """
@@ -27,6 +31,7 @@ from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
 from tools.redaction import names_secret
+from tools.sql_secret_reads import secret_read
 
 PolicyReason = Literal[
     "TOO_LONG",
@@ -44,6 +49,7 @@ PolicyReason = Literal[
     "NO_DATABASE",
     "SYSTEM_SCHEMA",
     "SCHEMA_NOT_ALLOWED",
+    "SECRET_COLUMN",
 ]
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -470,6 +476,8 @@ def _secret_results(root: exp.Query) -> tuple[tuple[int, ...], frozenset[str]]:
     The redaction step hides a column by its name; an alias (`SELECT password AS p`), a CTE or a derived
     table would rename it out of sight. So every projection that reads a secret-named column, or a
     column a CTE or subquery derived from one, makes its output name a secret too, to a fixed point.
+    `SECRET_COLUMN` now refuses such statements before this runs; it stays as a second line, so the
+    adapter still hides them should that rule ever be relaxed.
     """
     derived: set[str] = set()
 
@@ -583,6 +591,10 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[str, ...]:
             if not isinstance(node.this, exp.Identifier):
                 raise SqlPolicyError("UNSUPPORTED_STATEMENT", "table reference")
             schemas.add(policy.schema(node.db or policy.database).lower())
+    # Last, so a statement that breaks another rule too keeps that rule's reason (`mysql.user` reads are
+    # SYSTEM_SCHEMA whatever they select).
+    if (secret := secret_read(root)) is not None:
+        raise SqlPolicyError("SECRET_COLUMN", secret)
     return tuple(sorted(schemas))
 
 

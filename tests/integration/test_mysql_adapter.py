@@ -254,7 +254,7 @@ async def test_access_denied_is_a_policy_rejection_without_server_text(mysql_env
     try:
         found = await adapter.execute(mysql_request("SELECT COUNT(*) AS n FROM canary"))
         assert found.data["rows"] == [[2]]
-        for denied, sql in ((adapter, f"SELECT secret FROM {mysql_env.ops}.canary"), (wrong, "SELECT 1")):
+        for denied, sql in ((adapter, f"SELECT id FROM {mysql_env.ops}.canary"), (wrong, "SELECT 1")):
             with pytest.raises(ToolError) as err:
                 await denied.execute(mysql_request(sql))
             assert (err.value.code, err.value.reason) == ("POLICY_REJECTED", "ACCESS_DENIED")

@@ -69,7 +69,7 @@ def _scenario(shop: str, other: str) -> dict[str, Any]:
                         "arguments": {
                             "previous_observation": {"tool_call_id": "l1", "evaluation": "GAINED"},
                             "input": {
-                                "sql": "SELECT name, password, note FROM credentials_demo",
+                                "sql": "SELECT * FROM credentials_demo",
                                 "database": shop,
                             },
                         },

@@ -16,6 +16,7 @@ import pytest
 
 import tools
 from tests.support.mysql import MysqlTestEnv, mysql_request
+from tools.adapter import ToolError
 from tools.redaction import NOOP, REDACTED, Redactor
 
 R = REDACTED
@@ -180,12 +181,14 @@ def test_the_new_rules_cost_linear_time(unit: str) -> None:
         "WITH c AS (SELECT id, secret AS s FROM canary) SELECT id, s AS shown FROM c ORDER BY id",
     ],
 )
-async def test_a_secret_column_renamed_with_as_stays_hidden(mysql_env: MysqlTestEnv, sql: str) -> None:
+async def test_a_secret_column_renamed_with_as_is_refused(mysql_env: MysqlTestEnv, sql: str) -> None:
+    """It used to run with the renamed column hidden; reading a secret column anywhere is now refused
+    before the server (tests/security/test_sql_secret_reads.py)."""
     adapter = mysql_env.adapter()
     try:
-        result = await adapter.execute(mysql_request(sql))
+        with pytest.raises(ToolError) as refused:
+            await adapter.execute(mysql_request(sql))
     finally:
         await adapter.aclose()
-    assert [row[0] for row in result.data["rows"]] == [1, 2]
-    assert [row[1] for row in result.data["rows"]] == [REDACTED, REDACTED]
-    assert "do-not-touch" not in json.dumps(result.data)
+    assert (refused.value.code, refused.value.reason) == ("POLICY_REJECTED", "SECRET_COLUMN")
+    assert adapter.pool_stats()["opened"] == 0

@@ -208,6 +208,16 @@ HOSTILE: list[tuple[str, str]] = [
     ("SELECT JSON_EXTRACT(note, '$**.a') FROM orders", "COSTLY_EXPRESSION"),
     ("SELECT id FROM orders WHERE note LIKE CONCAT('%', note, '%')", "COSTLY_EXPRESSION"),
     ("SELECT id FROM orders WHERE note LIKE '%" + "a" * 64 + "b%'", "COSTLY_EXPRESSION"),
+    # a secret-named column or JSON key read anywhere, not only selected: an oracle or a renamed copy
+    # (tests/security/test_sql_secret_reads.py has one per clause kind)
+    ("SELECT id FROM users WHERE password = 'hunter2'", "SECRET_COLUMN"),
+    (
+        "SELECT u.id, n.n FROM users AS u JOIN numbers AS n ON SUBSTRING(u.password, n.n, 1) = 'a'",
+        "SECRET_COLUMN",
+    ),
+    ("SELECT JSON_EXTRACT(payload, '$.password') FROM ops.deploys", "SECRET_COLUMN"),
+    ("SELECT x FROM (SELECT * FROM users) AS d(a, b, x)", "SECRET_COLUMN"),
+    ("EXPLAIN SELECT id FROM users ORDER BY api_token", "SECRET_COLUMN"),
 ]
 
 LEGIT: list[str] = [
