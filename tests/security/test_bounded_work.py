@@ -1,5 +1,11 @@
 """Issue 20, items 10 and 11: the work one model reply, one run or one log query can cause is bounded.
 
+query_logs over a big file: memory does not grow with the file (the scan keeps the best `limit`
+entries and a sparse index, never the lines; a line past the line cap is never held whole), and the
+scan stops reading when its call ends, by the tool's time limit or the run's cancellation: it runs in
+a thread, which cannot be killed, so it checks a stop flag between blocks. Proved by counting the
+lines parsed and by `tracemalloc` peaks, never by timing.
+
 Calls per reply and per run: the harness takes up at most `[budget] max_tool_calls_per_round` calls of
 one reply and `max_tool_calls_per_run` over the run. Every later call is answered NOT_EXECUTED with the
 control `{"code": "TOO_MANY_CALLS"}` (no count, cap or allowance: the model is never told budgets), and
@@ -9,7 +15,9 @@ cap and the refused calls for the operator.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +44,11 @@ from tests.support.spec_scenarios import (
     text_round,
     tools_round,
 )
+from tools import logs_file
 from tools.adapter import AdapterResult, ToolRequest
+from tools.boundary import ToolBoundary
+from tools.definitions import QueryLogsInput
+from tools.logs_file import LogFileAdapter
 from tools.mysql import MysqlAdapter
 
 TOO_MANY_CALLS = {"code": "TOO_MANY_CALLS"}
@@ -245,3 +257,166 @@ def test_diagnose_run_applies_a_scenario_files_cap_and_audits_it(
         assert [r["code"] for r in store.list_protocol_events(run_id)].count("TOO_MANY_CALLS") == 1
     finally:
         store.close()
+
+
+# ------------------------------------------------------------------ item 10: query_logs over a big file
+LOG_REQUEST = {"service": "payment-service", "start": "2026-11-30T00:00:00Z", "end": "2026-11-30T06:00:00Z"}
+
+
+def write_log(path: Path, lines: int, *, message_bytes: int = 40, tail_service: str | None = None) -> Path:
+    """`lines` time-sorted lines of two services (the last ten of `tail_service`, if given)."""
+    pad = "m" * message_bytes
+    with path.open("w", encoding="utf-8") as handle:
+        for start in range(0, lines, 10_000):
+            chunk = []
+            for n in range(start, min(start + 10_000, lines)):
+                second = n * 21_600 // lines  # spread over the six hours of LOG_REQUEST
+                hms = f"{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+                ts = f"2026-11-30T{hms}.{n % 1000:03d}Z"
+                service = (
+                    tail_service
+                    if tail_service and n >= lines - 10
+                    else ("payment-service", "api-gateway")[n % 2]
+                )
+                level = "ERROR" if n % 7 == 0 else "INFO"
+                chunk.append(
+                    f'{{"ts":"{ts}","service":"{service}","level":"{level}","message":"{pad} {n}"}}\n'
+                )
+            handle.write("".join(chunk))
+    return path
+
+
+def logs_request(**fields: Any) -> ToolRequest:
+    return ToolRequest(
+        "run-1", "session-1", "call-1", "query_logs", QueryLogsInput(**{**LOG_REQUEST, **fields})
+    )
+
+
+@dataclass
+class ParseCount:
+    """How many log lines have been parsed so far, by any thread (the adapter's line parser, counted)."""
+
+    lines: int = 0
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> ParseCount:
+    count = ParseCount()
+    parse = logs_file._parse_line
+
+    def counting(raw: bytes) -> Any:
+        count.lines += 1
+        return parse(raw)
+
+    monkeypatch.setattr(logs_file, "_parse_line", counting)
+    return count
+
+
+async def until(condition: Any) -> None:
+    """Yield to the loop until `condition()` holds (a bounded number of times, never a time limit)."""
+    for _ in range(100_000):
+        if condition():
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("the condition never held")
+
+
+async def still_after_a_while(count: ParseCount) -> int:
+    """The count now, checked again after half a second, ample time for a scan still running to show."""
+    now = count.lines
+    await asyncio.sleep(0.5)
+    assert count.lines == now, "the scan kept reading after its call had ended"
+    return now
+
+
+BIG_LOG_LINES = 300_000  # a few seconds of parsing: far more than a scan gets before it is stopped
+
+
+@pytest.fixture(scope="module")
+def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_log(tmp_path_factory.mktemp("logs") / "big.ndjson", BIG_LOG_LINES)
+
+
+async def test_a_scan_stops_reading_when_the_tool_times_out(big_log: Path, parsed: ParseCount) -> None:
+    boundary = ToolBoundary({"query_logs": LogFileAdapter(big_log)}, timeout_s=0.05)
+
+    outcome = await boundary.invoke(logs_request())
+
+    assert (outcome.status, outcome.error_code) == ("ERROR", "TIMEOUT")
+    assert await still_after_a_while(parsed) < BIG_LOG_LINES
+
+
+async def test_a_scan_stops_reading_when_the_run_is_cancelled(big_log: Path, parsed: ParseCount) -> None:
+    call = asyncio.create_task(LogFileAdapter(big_log).execute(logs_request()))
+    await until(lambda: parsed.lines >= 5_000)
+
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+
+    assert await still_after_a_while(parsed) < BIG_LOG_LINES
+
+
+async def test_a_stopped_scan_leaves_its_index_to_the_next_call(tmp_path: Path, parsed: ParseCount) -> None:
+    """Nothing read before the stop is read again, bar one block: a file too big for one call's time
+    limit is answered by the next calls."""
+    lines = 60_000
+    path = write_log(tmp_path / "big.ndjson", lines, tail_service="rare-service")
+    adapter = LogFileAdapter(path, block_bytes=16 * 1024)
+    first = asyncio.create_task(adapter.execute(logs_request(service="rare-service")))
+    await until(lambda: parsed.lines >= 10_000)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    before = await still_after_a_while(parsed)
+
+    result = await adapter.execute(logs_request(service="rare-service", limit=200))
+
+    block_lines = 16 * 1024 // 60 + 1  # lines are longer than 60 bytes: a block holds fewer than this
+    assert before < lines <= parsed.lines <= lines + block_lines  # both calls together
+    assert result == await LogFileAdapter(path).execute(logs_request(service="rare-service", limit=200))
+    assert result.data["returned"] == 10
+
+
+@pytest.mark.parametrize("mib", [20, pytest.param(200, marks=pytest.mark.long)], ids=lambda mib: f"{mib}MiB")
+async def test_memory_does_not_grow_with_the_log_file(tmp_path: Path, mib: int) -> None:
+    """The whole file is scanned (a window over all of it, every level), yet the adapter holds only
+    the best `limit` entries and a sparse index: before, every line was parsed and kept."""
+    message_bytes = 1000
+    path = write_log(
+        tmp_path / "big.ndjson", mib * 1024 * 1024 // (message_bytes + 90), message_bytes=message_bytes
+    )
+    adapter = LogFileAdapter(path)
+    tracemalloc.start()
+    try:
+        result = await adapter.execute(logs_request(limit=200))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert result.data["returned"] == 200 and result.data["truncated"] is True
+    assert peak < 4 * 1024 * 1024, f"{peak / 1024 / 1024:.1f} MiB"
+
+
+async def test_a_huge_line_is_never_held_whole(tmp_path: Path) -> None:
+    """A 64 MiB line (past the 16 MiB line cap) is counted as unparseable and never read whole: the peak
+    stays near twice the cap (the reader joins the capped line's chunks), not the line's size."""
+    path = tmp_path / "app.ndjson"
+    good = '{"ts":"2026-11-30T02:00:00Z","service":"payment-service","level":"ERROR","message":"before"}\n'
+    huge = '{"ts":"2026-11-30T02:01:00Z","service":"payment-service","level":"ERROR","message":"'
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(good + huge)
+        for _ in range(64):
+            handle.write("x" * 1024 * 1024)
+        handle.write('"}\n' + good.replace("before", "after"))
+    adapter = LogFileAdapter(path)
+    tracemalloc.start()
+    try:
+        result = await adapter.execute(logs_request())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert [entry["message"] for entry in result.data["entries"]] == ["after", "before"]
+    assert adapter.skipped_lines == 1
+    assert peak < 40 * 1024 * 1024, f"{peak / 1024 / 1024:.1f} MiB"
