@@ -6,7 +6,9 @@ The Agent owns the ReAct loop; the harness only sits at its hook points:
 - `handle_tool_round` (before_tool): answers EVERY pending call of the round itself, in call order,
   so Haystack executes nothing. First it checks cancellation, the deadline and the token budget
   again (the round's usage has just been recorded): if the round spent one, none of its calls runs.
-  Otherwise unknown tools, protocol violations and duplicates get control observations; authorized
+  Otherwise it takes up at most `[budget] max_tool_calls_per_round` calls of the reply (and
+  `max_tool_calls_per_run` over the run); the rest are answered TOO_MANY_CALLS unread. Of the calls
+  taken up, unknown tools, protocol violations and duplicates get control observations; authorized
   calls run once through the ToolBoundary with the exact tool call ID.
 - `close_model_round` (before_tool / on_exit): records the round's usage (as measured by
   GuardedChatGenerator: reported, or estimated and marked so).
@@ -50,9 +52,12 @@ from tools.vocabulary import (
     ProtocolCode,
     StopCause,
     StopReason,
+    ToolCallCap,
 )
 
 STOP_REQUIRED = {"code": ProtocolCode.STOP_REQUIRED}
+# No count, cap or remaining allowance: the observation contract keeps budgets away from the model.
+TOO_MANY_CALLS = {"code": ProtocolCode.TOO_MANY_CALLS}
 
 
 class DiagnosisHarnessCore:
@@ -83,6 +88,8 @@ class DiagnosisHarnessCore:
         self._round_found: CheckRecord | None = None
         # Observations answered without running anything, carried off the wire on the next budget event.
         self._unexecuted: dict[str, Observation] = {}
+        # Tool calls taken up in this run (`max_tool_calls_per_run`); refused ones do not count.
+        self._calls_taken = 0
 
     # ------------------------------------------------------------------ model rounds
     def before_model_call(self, state: State) -> None:
@@ -166,17 +173,28 @@ class DiagnosisHarnessCore:
         self._round_evaluation = None
         self._round_found = None
         replies: list[ChatMessage] = []
+        taken_this_round = 0
+        over_cap: list[str] = []
+        cap: ToolCallCap | None = None
         for call in calls:
             assert call.id is not None
             if self.stop_reason is not None or self.ledger.stop_required:
                 obs = self._not_executed(call, STOP_REQUIRED)
+            elif (cap := cap or self._cap_reached(taken_this_round)) is not None:
+                # Refused unread: not even its envelope is looked at, so it counts toward nothing.
+                over_cap.append(call.id)
+                obs = self._not_executed(call, TOO_MANY_CALLS)
             else:
+                taken_this_round += 1
+                self._calls_taken += 1
                 obs = await self._process_call(call)
             if self.stop_reason is None:
                 text = obs.to_model_text()
                 if not self.ctx.budget.try_charge_bytes(utf8_len(text)):
                     self._stop(state, StopReason.RUN_BYTES_EXHAUSTED)
             replies.append(_reply(call, obs))
+        if cap is not None:
+            self._protocol(ProtocolCode.TOO_MANY_CALLS, None, self._cap_detail(cap, over_cap))
         if self._round_found is not None:
             # Exactly the observation that said `evaluation_required: true` (even if the round then
             # required a stop: the flag the model saw and the pending observation never disagree).
@@ -185,6 +203,22 @@ class DiagnosisHarnessCore:
             self.ledger.stop_announced = True
         state.set("messages", replies)
         self._emit_budget()
+
+    def _cap_reached(self, taken_this_round: int) -> ToolCallCap | None:
+        """The cap that forbids taking up one more call of this reply, if any; the run's is named first,
+        as it refuses every later reply too."""
+        limits = self.ctx.budget.limits
+        if self._calls_taken >= limits.max_tool_calls_per_run:
+            return ToolCallCap.RUN
+        if taken_this_round >= limits.max_tool_calls_per_round:
+            return ToolCallCap.ROUND
+        return None
+
+    def _cap_detail(self, cap: ToolCallCap, refused: list[str]) -> dict[str, Any]:
+        """For the operator only: which cap, its limit, and the calls it refused."""
+        limits = self.ctx.budget.limits
+        limit = limits.max_tool_calls_per_run if cap == ToolCallCap.RUN else limits.max_tool_calls_per_round
+        return {"cap": cap, "limit": limit, "tool_call_ids": refused}
 
     def _spent_during_round(self) -> StopReason | None:
         """Cancellation or a budget the round that just returned has spent (checked before its calls)."""

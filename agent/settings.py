@@ -66,6 +66,11 @@ class BudgetSettings(Section):
     # One tool observation's projection, in UTF-8 bytes of its JSON: longer result lists are cut
     # (marked `truncated`), so a three-tool run fits the context of a small local model.
     max_observation_bytes: int = Field(default=4_096, ge=512)
+    # Tool calls the harness takes up: from one model reply, and over the whole run. Later calls are
+    # answered TOO_MANY_CALLS and never run, so one reply asking for sixty slow statements cannot keep a
+    # backend busy until the deadline. Every built-in scenario asks for one call per reply, three per run.
+    max_tool_calls_per_round: int = Field(default=8, ge=1)
+    max_tool_calls_per_run: int = Field(default=40, ge=1)
 
 
 class ProtocolSettings(Section):

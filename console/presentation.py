@@ -17,6 +17,7 @@ from tools.vocabulary import (
     Outcome,
     StopCause,
     StopReason,
+    ToolCallCap,
 )
 
 
@@ -113,6 +114,11 @@ EVALUATION_STYLE: dict[str, str] = {Evaluation.GAINED: "green", Evaluation.NO_GA
 STOP_CAUSE_NOTE: dict[str, str] = {  # the timeline note: "<note>: the next round is the last"
     StopCause.BUDGET: "one model call left",
     StopCause.SATURATION: "saturated",
+}
+# --- which tool-call cap refused a reply's calls (TOO_MANY_CALLS) -------------------------------------------
+TOOL_CALL_CAP_NOTE: dict[str, str] = {  # the timeline note: "<note> of N calls reached; not executed: ..."
+    ToolCallCap.ROUND: "the per-reply cap",
+    ToolCallCap.RUN: "the per-run cap",
 }
 STOP_CAUSE_TEXT: dict[str, str] = {  # the protocol panel: "STOP_REQUIRED  yes · <text>"
     StopCause.BUDGET: "one model call left",

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from tools import logs_file
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.definitions import QueryLogsInput
 from tools.logs_file import LogFileAdapter, bundled_logs_path
@@ -272,3 +277,284 @@ async def test_projection_cannot_corrupt_the_cache(demo: LogFileAdapter) -> None
     again = await query(demo, service="payment-service", contains="deploy started")
 
     assert again.data["entries"][0]["labels"]["version"] == "v2.14.0"
+
+
+async def test_a_deeply_nested_line_is_skipped_not_fatal(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "app.ndjson", "[" * 100_000 + "]" * 100_000, line("2026-11-30T02:00:00Z"))
+    adapter = LogFileAdapter(path)
+
+    result = await query(adapter, service="svc")
+
+    assert result.data["returned"] == 1 and adapter.skipped_lines == 1
+
+
+async def test_a_file_replaced_by_another_of_the_same_size_and_time_is_read_again(tmp_path: Path) -> None:
+    """Log rotation renames a new file into place: the inode tells it apart, even when size and
+    modification time are equal."""
+    path = write_lines(tmp_path / "app.ndjson", line("2026-11-30T02:00:00Z", message="old"))
+    adapter = LogFileAdapter(path)
+    assert [e["message"] for e in (await query(adapter, service="svc")).data["entries"]] == ["old"]
+    stat = path.stat()
+    rotated = write_lines(tmp_path / "next.tmp", line("2026-11-30T02:00:00Z", message="new"))
+    os.utime(rotated, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    rotated.replace(path)
+
+    assert [e["message"] for e in (await query(adapter, service="svc")).data["entries"]] == ["new"]
+
+
+async def test_a_line_past_the_line_cap_is_counted_and_skipped(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "app.ndjson",
+        line("2026-11-30T02:00:00Z", message="m" * 200),
+        line("2026-11-30T02:01:00Z", message="short"),
+    )
+    adapter = LogFileAdapter(path, max_line_bytes=150)
+
+    result = await query(adapter, service="svc")
+
+    assert [entry["message"] for entry in result.data["entries"]] == ["short"]
+    assert adapter.skipped_lines == 1
+
+
+async def test_a_repeated_query_parses_only_the_blocks_its_window_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A time-ordered file: the second query over one hour of a day reads a few blocks, not the file."""
+    day = [line(f"2026-11-30T{n // 60:02d}:{n % 60:02d}:00Z", level="ERROR") for n in range(24 * 60)]
+    path = write_lines(tmp_path / "app.ndjson", *day)
+    adapter = LogFileAdapter(path, block_bytes=2048)
+    parsed: list[bytes] = []
+    parse = logs_file._parse_line
+
+    def counting(raw: bytes) -> Any:
+        parsed.append(raw)
+        return parse(raw)
+
+    monkeypatch.setattr(logs_file, "_parse_line", counting)
+    hour = {"service": "svc", "start": "2026-11-30T10:00:00Z", "end": "2026-11-30T11:00:00Z", "limit": 200}
+
+    cold = await query(adapter, **hour)
+    cold_parsed = len(parsed)
+    warm = await query(adapter, **hour)
+
+    assert cold == warm and warm.data["returned"] == 61
+    assert cold_parsed == len(day)
+    per_block = 2048 // len(day[0]) + 1
+    assert len(parsed) - cold_parsed <= 61 + 2 * per_block  # the hour's lines and two partial blocks
+
+
+# ------------------------------------------------------------------ streaming scan and sparse index
+def reference_answer(
+    paths: list[Path],
+    params: QueryLogsInput,
+    *,
+    max_window_minutes: int,
+    max_lines: int,
+    message_chars: int,
+    max_line_bytes: int,
+) -> tuple[AdapterResult, int]:
+    """The answer and the skipped-line count by the rule, computed the plain way: parse every line of
+    every file, keep every match, sort. What the streaming scan must return, however it reads."""
+    start, end = reference_instant(params.start), reference_instant(params.end)
+    assert start is not None and end is not None
+    if end < start:
+        raise ToolError("INVALID_INPUT", "WINDOW_INVERTED")
+    start = max(start, end - timedelta(minutes=max_window_minutes))
+    matches: list[tuple[datetime, dict[str, Any]]] = []
+    skipped = 0
+    for path in paths:
+        pieces = path.read_bytes().split(b"\n")
+        # A line keeps its newline, as file iteration gives it: it matters to a UTF-16 line's decoding.
+        for raw in [piece + b"\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else []):
+            if not raw.strip():
+                continue
+            parsed = reference_parse(raw) if len(raw.removesuffix(b"\n")) <= max_line_bytes else None
+            if parsed is None:
+                skipped += 1
+                continue
+            at, record, level = parsed
+            if (
+                record["service"] == params.service
+                and start <= at <= end
+                and (params.level is None or level == params.level)
+                and (params.contains is None or params.contains in record["message"])
+            ):
+                labels = [(k, v) for k, v in record.items() if k not in ("ts", "service", "level", "message")]
+                matches.append(
+                    (
+                        at,
+                        {
+                            "ts": record["ts"],
+                            "service": record["service"],
+                            "level": level,
+                            "message": record["message"][:message_chars],
+                            "labels": {k[:100]: reference_label(v) for k, v in labels[:8]},
+                        },
+                    )
+                )
+    matches.reverse()  # among equal instants the later line comes first
+    matches.sort(key=lambda match: match[0], reverse=True)
+    limit = min(params.limit, max_lines)
+    data = {
+        "entries": [entry for _, entry in matches[:limit]],
+        "returned": min(limit, len(matches)),
+        "truncated": len(matches) > limit,
+        "window": {"start": reference_utc(start), "end": reference_utc(end)},
+    }
+    return AdapterResult("FOUND" if matches else "EMPTY", data), skipped
+
+
+def reference_parse(raw: bytes) -> tuple[datetime, dict[str, Any], str] | None:
+    try:
+        record = json.loads(raw.removeprefix(b"\xef\xbb\xbf"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict) or not all(
+        isinstance(record.get(key), str) for key in ("ts", "service", "level", "message")
+    ):
+        return None
+    at = reference_instant(record["ts"])
+    if at is None:
+        return None
+    level = record["level"].upper()
+    return at, record, "WARN" if level == "WARNING" else level
+
+
+def reference_instant(value: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def reference_label(value: Any) -> str:
+    return (
+        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    )[:100]
+
+
+def reference_utc(moment: datetime) -> str:
+    utc = moment.astimezone(UTC).replace(tzinfo=None)
+    if utc.microsecond == 0:
+        return utc.isoformat(timespec="seconds") + "Z"
+    return utc.isoformat(timespec="milliseconds" if utc.microsecond % 1000 == 0 else "microseconds") + "Z"
+
+
+INSTANTS = [
+    "2026-11-30T02:00:00Z",
+    "2026-11-30T10:00:00+08:00",  # the same instant as the one above
+    "2026-11-30T02:00:00.000001Z",
+    "2026-11-30T02:30:00.5Z",
+    "2026-11-30T03:00:00Z",
+    "2026-11-30T03:00:00.123456789+00:00",  # nanoseconds: cut to microseconds when parsed
+    "2026-11-30T05:00:00Z",
+]
+SERVICES = ["svc", "pay", "payé", 'q"uote', "bäck\\slash"]
+WORDS = ["Pool", "pool", "timeout", "支付", "a\\b", '"q"', "é"]
+
+
+@st.composite
+def log_lines(draw: st.DrawFn) -> bytes:
+    """One line as appenders write them: valid records spelled many ways, and what they break into."""
+    record: dict[str, Any] = {
+        "ts": draw(st.sampled_from([*INSTANTS, "2026-11-30T02:00:00", "yesterday"])),
+        "service": draw(st.sampled_from(SERVICES)),
+        "level": draw(st.sampled_from(["INFO", "ERROR", "warning", "Warn", "DEBUG"])),
+        "message": " ".join(draw(st.lists(st.sampled_from(WORDS), max_size=4))),
+    }
+    for key in draw(st.lists(st.sampled_from(["trace_id", "version", "k" * 120, "n"]), max_size=3)):
+        record[key] = draw(st.one_of(st.text(max_size=5), st.integers(), st.none(), st.booleans()))
+    if draw(st.booleans()):
+        record = dict(reversed(list(record.items())))  # key order is free
+    text = json.dumps(
+        record, ensure_ascii=draw(st.booleans()), separators=draw(st.sampled_from([None, (",", ":")]))
+    )
+    shape = draw(
+        st.sampled_from(
+            ["plain"] * 6
+            + ["bom", "indent", "cut", "text", "array", "deep", "utf16", "escaped", "blank", "long"]
+        )
+    )
+    if shape == "bom":
+        return b"\xef\xbb\xbf" + text.encode()
+    if shape == "indent":
+        return b"  " + text.encode() + b"\r"
+    if shape == "cut":
+        return text.encode()[: draw(st.integers(1, len(text) - 1))]
+    if shape == "text":
+        return b"2026-11-30 02:00:00 ERROR svc Pool exhausted"
+    if shape == "array":
+        return b"[1, 2]"
+    if shape == "deep":
+        return b"[" * 5000 + b"]" * 5000  # deeper than the parser recurses
+    if shape == "utf16":
+        return json.dumps({**record, "service": "svc"}).encode("utf-16-le")  # json.loads reads UTF-16 too
+    if shape == "escaped":
+        return text.replace('"svc"', '"\\u0073vc"').encode()  # the service only through an escape
+    if shape == "blank":
+        return b"   "
+    if shape == "long":
+        return json.dumps({**record, "message": "x" * 400}).encode()  # past the test's line cap
+    return text.encode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    files=st.lists(st.lists(log_lines(), max_size=25), min_size=1, max_size=3),
+    appended=st.lists(log_lines(), max_size=6),
+    queries=st.lists(
+        st.fixed_dictionaries(
+            {
+                "service": st.sampled_from(SERVICES),
+                "start": st.sampled_from(INSTANTS),
+                "end": st.sampled_from(INSTANTS),
+                "level": st.sampled_from([None, "ERROR", "WARN", "INFO"]),
+                "contains": st.sampled_from([None, *WORDS]),
+                "limit": st.integers(1, 6),
+            }
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    block_bytes=st.sampled_from([1, 80, 300, 4096]),
+    final_newline=st.booleans(),
+    max_window_minutes=st.sampled_from([30, 360]),
+    max_lines=st.integers(1, 6),
+)
+async def test_streamed_answers_equal_parsing_everything(
+    tmp_path_factory: pytest.TempPathFactory,
+    files: list[list[bytes]],
+    appended: list[bytes],
+    queries: list[dict[str, Any]],
+    block_bytes: int,
+    final_newline: bool,
+    max_window_minutes: int,
+    max_lines: int,
+) -> None:
+    """Cold and warm (indexed) answers, before and after an append, equal the plain rule's answers."""
+    folder = tmp_path_factory.mktemp("logs")
+    paths = [folder / f"{index}.{'ndjson' if index % 2 else 'jsonl'}" for index in range(len(files))]
+    for path, lines in zip(paths, files, strict=True):
+        path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline else b""))
+    options = {"max_window_minutes": max_window_minutes, "max_lines": max_lines, "message_chars": 20}
+    adapter = LogFileAdapter(folder, block_bytes=block_bytes, max_line_bytes=300, **options)
+
+    async def check(fields: dict[str, Any]) -> None:
+        params = QueryLogsInput(**fields)
+        try:
+            expected, skipped = reference_answer(paths, params, max_line_bytes=300, **options)
+        except ToolError as error:
+            with pytest.raises(ToolError) as raised:
+                await query(adapter, **fields)
+            assert (raised.value.code, raised.value.reason) == (error.code, error.reason)
+            return
+        assert await query(adapter, **fields) == expected
+        assert adapter.skipped_lines == skipped
+
+    for fields in queries + queries:  # the second pass answers from the index
+        await check(fields)
+    with paths[-1].open("ab") as handle:  # an appender adds lines: a new version of the file
+        handle.write(b"\n" + b"\n".join(appended))
+    for fields in queries:
+        await check(fields)

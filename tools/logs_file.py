@@ -1,25 +1,41 @@
 """query_logs over local NDJSON files: the demo log and any `[logs] source = "file"` configuration.
 
 Log files written by real appenders contain truncated writes and foreign lines; those are counted and
-skipped so one bad line never hides the rest. Files are parsed once per (path, mtime, size).
+skipped so one bad line never hides the rest. A log file may be gigabytes, so a query streams it and
+keeps only the `limit` newest matches plus a sparse index of each file (`tools.log_index`), never the
+lines: memory does not grow with the file, and a repeated query reads only the blocks that may hold a
+match. The scan runs in a worker thread, which cannot be killed, so it checks a stop flag between
+blocks: when the tool times out or the run is cancelled, reading stops within one block.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import importlib.resources
 import json
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NamedTuple
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.definitions import QueryLogsInput
+from tools.log_index import (
+    BLOCK_BYTES,
+    MAX_LINE_BYTES,
+    BlockBuilder,
+    FileIdentity,
+    FileIndex,
+    instant_us,
+    read_lines,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +45,12 @@ MAX_LABEL_CHARS = 100
 _CORE_KEYS = frozenset({"ts", "service", "level", "message"})
 # Appenders disagree on spelling; the tool contract only knows these four levels.
 _LEVEL_ALIASES = {"WARNING": "WARN"}
+_BOM = b"\xef\xbb\xbf"
+_decode_json = json.JSONDecoder().decode  # json.loads' own decoder: the same defaults
+# A cancelled call waits this long at most for its scan to notice the stop flag (one block, normally
+# milliseconds); a scan stuck in the file system is then left to stop on its own.
+STOP_GRACE_S = 2.0
+_LOCK_POLL_S = 0.05
 
 
 def bundled_logs_path() -> Path:
@@ -36,53 +58,146 @@ def bundled_logs_path() -> Path:
     return Path(str(importlib.resources.files("tools") / "data" / "logs" / "demo.ndjson"))
 
 
-@dataclass(frozen=True)
-class _Entry:
-    at: datetime
+class _Line(NamedTuple):
+    record: dict[str, Any]
     ts: str
+    at_us: int
     service: str
     level: str
     message: str
-    labels: dict[str, str]
 
 
-@dataclass(frozen=True)
-class _ParsedFile:
-    mtime_ns: int
-    size: int
-    entries: tuple[_Entry, ...]
-    skipped: int
+class _Stopped(Exception):
+    """The call that started the scan was cancelled or timed out: its answer is no longer wanted."""
+
+
+class _Query(NamedTuple):
+    service: str
+    start_us: int
+    end_us: int
+    level: str | None
+    contains: str | None
+    # The UTF-8 bytes a line must hold to match, when it has no JSON escape (see `may_match`).
+    service_needle: bytes
+    contains_needle: bytes | None
+
+    @classmethod
+    def of(cls, params: QueryLogsInput, start: datetime, end: datetime) -> _Query:
+        contains = params.contains
+        return cls(
+            service=params.service,
+            start_us=instant_us(start),
+            end_us=instant_us(end),
+            level=params.level,
+            contains=contains,
+            service_needle=b'"' + _utf8(params.service) + b'"',
+            contains_needle=None if contains is None else _utf8(contains),
+        )
+
+    def may_match(self, raw: bytes) -> bool:
+        """False only for a line that cannot match, told from its bytes before any JSON parsing.
+
+        A line that starts with `{` and a non-NUL byte is decoded as UTF-8, and without a backslash
+        none of its strings has an escape, so each string's bytes are exactly its UTF-8 text: the
+        service must then appear as `"<service>"` and `contains` as itself. Anything else is parsed.
+        """
+        if raw[:1] != b"{" or raw[1:2] == b"\x00" or b"\\" in raw:
+            return True
+        if self.service_needle not in raw:
+            return False
+        return self.contains_needle is None or self.contains_needle in raw
+
+    def matches(self, line: _Line) -> bool:
+        return (
+            line.service == self.service
+            and self.start_us <= line.at_us <= self.end_us
+            and (self.level is None or line.level == self.level)
+            and (self.contains is None or self.contains in line.message)
+        )
+
+
+class _Newest:
+    """The `limit` newest matches so far, and how many matched in all.
+
+    Keys are (instant, file number, byte offset): among equal instants the later line wins, as it was
+    written later. Only a match that makes the cut is projected.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._heap: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
+        self.matched = 0
+
+    def offer(self, key: tuple[int, int, int], project: Callable[[], dict[str, Any]]) -> None:
+        self.matched += 1
+        if len(self._heap) < self._limit:
+            heapq.heappush(self._heap, (key, project()))
+        elif key > self._heap[0][0]:
+            heapq.heapreplace(self._heap, (key, project()))
+
+    def newest_first(self) -> list[dict[str, Any]]:
+        return [entry for _, entry in sorted(self._heap, key=lambda item: item[0], reverse=True)]
+
+
+class _Scan(NamedTuple):
+    """One call's scan: what it looks for, what it has found, and the flag that stops it."""
+
+    query: _Query
+    newest: _Newest
+    stop: threading.Event
+
+    def check(self) -> None:
+        if self.stop.is_set():
+            raise _Stopped
 
 
 class LogFileAdapter:
     """Answers query_logs from one NDJSON file or a folder of `*.ndjson` / `*.jsonl` files."""
 
     def __init__(
-        self, path: Path, max_window_minutes: int = 360, max_lines: int = 200, message_chars: int = 500
+        self,
+        path: Path,
+        max_window_minutes: int = 360,
+        max_lines: int = 200,
+        message_chars: int = 500,
+        *,
+        block_bytes: int = BLOCK_BYTES,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self._path = path
         self._max_window = timedelta(minutes=max_window_minutes)
         self._max_lines = max_lines
         self._message_chars = message_chars
-        self._cache: dict[Path, _ParsedFile] = {}
+        self._block_bytes = block_bytes
+        self._max_line_bytes = max_line_bytes
+        self._indexes: dict[Path, FileIndex] = {}
+        # One scan at a time: scans extend the indexes in place.
         self._lock = threading.Lock()
 
     @property
     def skipped_lines(self) -> int:
         """Unparseable lines in the files last searched: for operators, never shown to the model."""
-        return sum(parsed.skipped for parsed in self._cache.values())
+        return sum(index.skipped for index in self._indexes.values())
 
     async def execute(self, request: ToolRequest) -> AdapterResult:
-        """Read and filter off the event loop so a large file never freezes the console.
+        """Scan off the event loop so a large file never freezes the console.
 
-        If the awaiting task is cancelled the worker thread still finishes, but its only side effect is
-        swapping in a fully built cache under a lock, so no state is ever half-updated.
+        A thread cannot be killed, so cancellation (the tool's time limit, or the run's) sets the
+        scan's stop flag and waits for the scan to notice it: once this call has ended, nothing reads
+        the files on its behalf. Blocks indexed before the stop are kept for the next call.
         """
         params = request.input
         assert isinstance(params, QueryLogsInput)
-        return await asyncio.to_thread(self._query, params)
+        stop = threading.Event()
+        scan = asyncio.ensure_future(asyncio.to_thread(self._query, params, stop))
+        try:
+            return await asyncio.shield(scan)
+        except asyncio.CancelledError:
+            stop.set()
+            await _wait_for_stop(scan)
+            raise
 
-    def _query(self, params: QueryLogsInput) -> AdapterResult:
+    def _query(self, params: QueryLogsInput, stop: threading.Event) -> AdapterResult:
         start, end = _parse_ts(params.start), _parse_ts(params.end)
         if start is None or end is None:
             raise ToolError("INVALID_INPUT")
@@ -90,50 +205,96 @@ class LogFileAdapter:
             raise ToolError("INVALID_INPUT", "WINDOW_INVERTED")
         start = max(start, end - self._max_window)
         limit = min(params.limit, self._max_lines)
-
-        matches = [
-            entry
-            for entry in self._entries()
-            if entry.service == params.service
-            and start <= entry.at <= end
-            and (params.level is None or entry.level == params.level)
-            and (params.contains is None or params.contains in entry.message)
-        ]
-        # Stable sort: among equal timestamps the later line stays first, as it was written later.
-        matches.reverse()
-        matches.sort(key=lambda entry: entry.at, reverse=True)
+        scan = _Scan(_Query.of(params, start, end), _Newest(limit), stop)
+        with self._locked(scan):
+            files = self._files()
+            for number, path in enumerate(files):
+                self._search(number, path, scan)
+            self._indexes = {path: self._indexes[path] for path in files}
+        newest = scan.newest
         data = {
-            "entries": [self._project(entry) for entry in matches[:limit]],
-            "returned": min(limit, len(matches)),
-            "truncated": len(matches) > limit,
+            "entries": newest.newest_first(),
+            "returned": min(limit, newest.matched),
+            "truncated": newest.matched > limit,
             "window": {"start": _format_utc(start), "end": _format_utc(end)},
         }
-        return AdapterResult("FOUND" if matches else "EMPTY", data)
+        return AdapterResult("FOUND" if newest.matched else "EMPTY", data)
 
-    def _project(self, entry: _Entry) -> dict[str, Any]:
+    @contextmanager
+    def _locked(self, scan: _Scan) -> Iterator[None]:
+        while not self._lock.acquire(timeout=_LOCK_POLL_S):
+            scan.check()
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _search(self, number: int, path: Path, scan: _Scan) -> None:
+        """Offer every match of one file: from its indexed blocks, then from the rest while indexing it."""
+        try:
+            with path.open("rb") as handle:
+                # The identity of what was opened, so a file rotated meanwhile is never misread.
+                identity = FileIdentity.of(os.fstat(handle.fileno()))
+                index = self._indexes.get(path)
+                if index is None or index.identity != identity:
+                    index = self._indexes[path] = FileIndex(identity, self._block_bytes)
+                self._search_indexed(handle, number, index, scan)
+                if not index.complete:
+                    self._search_and_index(handle, number, path, index, scan)
+        except OSError as exc:
+            raise ToolError("UNAVAILABLE") from exc
+
+    def _search_indexed(self, handle: BinaryIO, number: int, index: FileIndex, scan: _Scan) -> None:
+        """Read the indexed blocks that may hold a match, parsing only lines that may match."""
+        query = scan.query
+        for block in index.candidates(query.start_us, query.end_us, query.service):
+            scan.check()
+            for offset, raw in read_lines(handle, block.start, block.end, self._max_line_bytes):
+                if raw is None or not query.may_match(raw):
+                    continue
+                line = _parse_line(raw)
+                if line is not None and query.matches(line):
+                    scan.newest.offer((line.at_us, number, offset), partial(self._project, line))
+
+    def _search_and_index(
+        self, handle: BinaryIO, number: int, path: Path, index: FileIndex, scan: _Scan
+    ) -> None:
+        """Read the file past its index, line by line: index every line, offer the matches. A stop
+        lands between blocks, each block indexed before it is kept."""
+        block = BlockBuilder(index.indexed_to)
+        for offset, raw in read_lines(handle, index.indexed_to, index.identity.size, self._max_line_bytes):
+            if offset - block.start >= index.block_bytes:
+                index.add(block, offset)
+                scan.check()
+                block = BlockBuilder(offset)
+            if raw is None:
+                block.skipped += 1
+                continue
+            if raw.isspace():
+                continue
+            line = _parse_line(raw)
+            if line is None:
+                block.skipped += 1
+                continue
+            block.add(line.at_us, line.service)
+            if scan.query.matches(line):
+                scan.newest.offer((line.at_us, number, offset), partial(self._project, line))
+        index.add(block, min(handle.tell(), index.identity.size))
+        index.complete = True
+        if index.skipped:
+            logger.warning("skipped %d unparseable log lines in %s", index.skipped, path)
+
+    def _project(self, line: _Line) -> dict[str, Any]:
+        extra = ((key, value) for key, value in line.record.items() if key not in _CORE_KEYS)
         return {
-            "ts": entry.ts,
-            "service": entry.service,
-            "level": entry.level,
-            "message": entry.message[: self._message_chars],
-            "labels": dict(entry.labels),  # a copy: callers may redact the projection in place
+            "ts": line.ts,
+            "service": line.service,
+            "level": line.level,
+            "message": line.message[: self._message_chars],
+            "labels": {
+                key[:MAX_LABEL_CHARS]: _label_value(value) for key, value in islice(extra, MAX_LABELS)
+            },
         }
-
-    def _entries(self) -> list[_Entry]:
-        """All parsed entries in file order, re-parsing only files whose mtime or size changed."""
-        with self._lock:
-            fresh: dict[Path, _ParsedFile] = {}
-            for path in self._files():
-                try:
-                    stat = path.stat()
-                    cached = self._cache.get(path)
-                    if cached is None or (cached.mtime_ns, cached.size) != (stat.st_mtime_ns, stat.st_size):
-                        cached = _parse_file(path, stat)
-                except OSError as exc:
-                    raise ToolError("UNAVAILABLE") from exc
-                fresh[path] = cached
-            self._cache = fresh
-        return [entry for parsed in fresh.values() for entry in parsed.entries]
 
     def _files(self) -> list[Path]:
         try:
@@ -147,31 +308,36 @@ class LogFileAdapter:
         raise ToolError("UNAVAILABLE")
 
 
-def _parse_file(path: Path, stat: os.stat_result) -> _ParsedFile:
-    entries: list[_Entry] = []
-    skipped = 0
-    with path.open("rb") as handle:
-        for raw in handle:
-            if not raw.strip():
-                continue
-            entry = _parse_line(raw)
-            if entry is None:
-                skipped += 1
-            else:
-                entries.append(entry)
-    if skipped:
-        logger.warning("skipped %d unparseable log lines in %s", skipped, path)
-    return _ParsedFile(mtime_ns=stat.st_mtime_ns, size=stat.st_size, entries=tuple(entries), skipped=skipped)
+async def _wait_for_stop(scan: asyncio.Future[AdapterResult]) -> None:
+    """Give the scan time to notice its stop flag; its result or `_Stopped` is dropped either way."""
+    done, _ = await asyncio.wait({scan}, timeout=STOP_GRACE_S)
+    if not done:
+        logger.warning("a log scan did not stop within %.0f s of its cancellation", STOP_GRACE_S)
+    scan.add_done_callback(_drop_outcome)
 
 
-def _parse_line(raw: bytes) -> _Entry | None:
+def _drop_outcome(scan: asyncio.Future[AdapterResult]) -> None:
+    if not scan.cancelled():
+        scan.exception()  # retrieved, so asyncio does not report it as never retrieved
+
+
+def _parse_line(raw: bytes) -> _Line | None:
     try:
-        record = json.loads(raw.removeprefix(b"\xef\xbb\xbf"))
-    except ValueError:  # also covers UnicodeDecodeError
+        if raw[:1] == b"{" and raw[1:2] != b"\x00":
+            # What json.loads does with these bytes (it would detect UTF-8), minus its per-call detour.
+            record = _decode_json(raw.decode("utf-8", "surrogatepass"))
+        else:
+            record = json.loads(raw.removeprefix(_BOM))
+    except (ValueError, RecursionError):  # ValueError covers UnicodeDecodeError; RecursionError: deep nesting
         return None
     if not isinstance(record, dict):
         return None
-    ts, service, level, message = (record.get(key) for key in ("ts", "service", "level", "message"))
+    ts, service, level, message = (
+        record.get("ts"),
+        record.get("service"),
+        record.get("level"),
+        record.get("message"),
+    )
     if not (
         isinstance(ts, str)
         and isinstance(service, str)
@@ -182,12 +348,13 @@ def _parse_line(raw: bytes) -> _Entry | None:
     at = _parse_ts(ts)
     if at is None:
         return None
-    extra = ((key, value) for key, value in record.items() if key not in _CORE_KEYS)
-    labels = {key[:MAX_LABEL_CHARS]: _label_value(value) for key, value in islice(extra, MAX_LABELS)}
     level = level.upper()
-    return _Entry(
-        at=at, ts=ts, service=service, level=_LEVEL_ALIASES.get(level, level), message=message, labels=labels
-    )
+    return _Line(record, ts, instant_us(at), service, _LEVEL_ALIASES.get(level, level), message)
+
+
+def _utf8(text: str) -> bytes:
+    # surrogatepass: JSON decodes bytes the same way, so a lone surrogate still compares exactly.
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _label_value(value: Any) -> str:

@@ -72,7 +72,7 @@ class Evaluation(StrEnum):
 class ProtocolCode(StrEnum):
     """The `code` of a `protocol_changed` event.
 
-    The first six are audited protocol events (and, except SATURATED and COLLECTION_STOPPED, control
+    The first seven are audited protocol events (and, except SATURATED and COLLECTION_STOPPED, control
     codes the model can receive); EVALUATION_RECORDED and INVALID_INPUT are operator-only notes.
     """
 
@@ -82,6 +82,7 @@ class ProtocolCode(StrEnum):
     STOP_REQUIRED = "STOP_REQUIRED"
     COLLECTION_STOPPED = "COLLECTION_STOPPED"
     SATURATED = "SATURATED"
+    TOO_MANY_CALLS = "TOO_MANY_CALLS"
     EVALUATION_RECORDED = "EVALUATION_RECORDED"
     INVALID_INPUT = "INVALID_INPUT"
 
@@ -95,8 +96,17 @@ AUDITED_PROTOCOL_CODES: frozenset[ProtocolCode] = frozenset(
         ProtocolCode.STOP_REQUIRED,
         ProtocolCode.COLLECTION_STOPPED,
         ProtocolCode.SATURATED,
+        ProtocolCode.TOO_MANY_CALLS,
     }
 )
+
+
+class ToolCallCap(StrEnum):
+    """Which cap a reply's calls ran into (`TOO_MANY_CALLS` detail `cap`): `[budget]
+    max_tool_calls_per_round` or `max_tool_calls_per_run`."""
+
+    ROUND = "ROUND"
+    RUN = "RUN"
 
 
 # How run listings name a run that crash recovery closed: nobody saw it end, so it has no Outcome.

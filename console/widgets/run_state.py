@@ -35,6 +35,7 @@ CALL_CONTROL_CODES = frozenset(
         ProtocolCode.DUPLICATE_CALL,
         ProtocolCode.UNKNOWN_TOOL,
         ProtocolCode.STOP_REQUIRED,
+        ProtocolCode.TOO_MANY_CALLS,
         ProtocolCode.INVALID_INPUT,
     }
 )
@@ -378,11 +379,9 @@ class RunState:
         elif code == ProtocolCode.COLLECTION_STOPPED:
             self.collection_stopped = True
             self._changes.protocol = True
-            for stopped in detail.get("tool_call_ids") or []:
-                row = self._call(str(stopped))
-                row.status = EvidenceStatus.NOT_EXECUTED
-                row.codes.append(ProtocolCode.STOP_REQUIRED)
-                row.events.append(event)
+            self._not_executed(event, detail, ProtocolCode.STOP_REQUIRED)
+        elif code == ProtocolCode.TOO_MANY_CALLS:
+            self._not_executed(event, detail, ProtocolCode.TOO_MANY_CALLS)
         elif code == ProtocolCode.INVALID_INPUT and tool_call_id is not None:
             row = self._call(str(tool_call_id))
             row.status = EvidenceStatus.ERROR
@@ -395,6 +394,14 @@ class RunState:
             row.events.append(event)
         else:
             self._note(event)
+
+    def _not_executed(self, event: ProtocolChanged, detail: Mapping[str, Any], control: ProtocolCode) -> None:
+        """A run-level note naming the calls it answered with `control` instead of running them."""
+        for tool_call_id in detail.get("tool_call_ids") or []:
+            row = self._call(str(tool_call_id))
+            row.status = EvidenceStatus.NOT_EXECUTED
+            row.codes.append(control)
+            row.events.append(event)
 
     def _note(self, event: ProtocolChanged) -> None:
         self.notes.append(event)

@@ -28,6 +28,7 @@ from console.presentation import (
     STATUS_STYLE,
     STATUS_TEXT,
     STOP_CAUSE_NOTE,
+    TOOL_CALL_CAP_NOTE,
     exit_code,
 )
 from console.safe_text import neutralize
@@ -131,6 +132,11 @@ def note_label(event: ProtocolChanged) -> Text:
     elif code == ProtocolCode.COLLECTION_STOPPED:
         ids = neutralize(", ".join(str(i) for i in detail.get("tool_call_ids") or []), newlines=False)
         label.append(f"  final round asked for tools; not executed: {ids}", style="dim")
+    elif code == ProtocolCode.TOO_MANY_CALLS:
+        ids = neutralize(", ".join(str(i) for i in detail.get("tool_call_ids") or []), newlines=False)
+        cap = TOOL_CALL_CAP_NOTE.get(str(detail.get("cap")), "a cap")
+        limit = neutralize(str(detail.get("limit")), newlines=False)
+        label.append(f"  {cap} of {limit} calls reached; not executed: {ids}", style="dim")
     return label
 
 

@@ -121,6 +121,7 @@ class HarnessSide:
                     "max_total_tokens": 10_000_000,
                     "deadline_s": 600,
                     "max_run_bytes": 100_000_000,
+                    "max_tool_calls_per_run": tool_rounds,  # one call per round: none is refused
                 },
                 "protocol": {"max_consecutive_no_gain": 100, "max_protocol_violations": 100},
             },

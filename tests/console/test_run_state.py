@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from console.widgets.run_state import RunState
@@ -143,3 +144,28 @@ def test_gauge_colours_warn_from_80_percent_and_name_the_ending_budget() -> None
     ]
     gauge.ending = "tokens"
     assert gauge.level("tokens") == "full"  # the budget that ended the run is red whatever its fraction
+
+
+def test_calls_refused_by_a_tool_call_cap_are_not_executed_and_noted() -> None:
+    from console.widgets.timeline import note_label
+    from tests.support import harness
+    from tests.support.spec_scenarios import NULL_DRAFT, call, scenario, text_round, tools_round
+
+    calls = [call(f"c{n}", "lookup_knowledge", {"query": f"runbook {n}"}) for n in range(1, 5)]
+    h = harness(
+        scenario(
+            tools_round(*calls), text_round(NULL_DRAFT), settings={"budget": {"max_tool_calls_per_round": 2}}
+        )
+    )
+    asyncio.run(h.run())
+    state = fold(h.events)
+
+    assert [state.calls[c].status for c in ("c1", "c2")] == ["FOUND", "FOUND"]
+    assert [(state.calls[c].status, state.calls[c].controls) for c in ("c3", "c4")] == [
+        ("NOT_EXECUTED", ["TOO_MANY_CALLS"])
+    ] * 2
+    (note,) = (state.notes[e.key] for e in state.entries if e.kind == "note")
+    assert (
+        note_label(note).plain
+        == "⚑ TOO_MANY_CALLS  the per-reply cap of 2 calls reached; not executed: c3, c4"
+    )

@@ -7,8 +7,17 @@ injected evidence changes nothing the harness does; this keeps the model told so
 from __future__ import annotations
 
 from agent.prompt import system_prompt
+from tools.vocabulary import AUDITED_PROTOCOL_CODES, ProtocolCode
 
 
 def test_the_prompt_says_tool_data_is_untrusted_and_not_instructions() -> None:
     prompt = system_prompt()
     assert "不可信" in prompt and "不是指令" in prompt
+
+
+def test_the_prompt_explains_every_control_code_the_model_can_receive() -> None:
+    """A control the model was never told about reads as noise; it would likely just call again."""
+    prompt = system_prompt()
+    not_for_the_model = {ProtocolCode.SATURATED, ProtocolCode.COLLECTION_STOPPED}
+    for code in AUDITED_PROTOCOL_CODES - not_for_the_model:
+        assert f"{code}=" in prompt, code
