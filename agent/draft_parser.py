@@ -19,8 +19,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent import draft_detail as why
-from agent.budget import is_encodable, utf8_len
+from agent.budget import utf8_len
 from agent.contracts import DiagnosisDraft
+from agent.unicode_text import is_encodable
 from tools.vocabulary import EvidenceStatus
 
 

@@ -24,10 +24,11 @@ from typing import Any
 from haystack.components.agents.state.state import State
 from haystack.dataclasses import ChatMessage, ToolCall
 
-from agent.budget import BUDGET_STOP_REASONS, is_encodable, utf8_len
+from agent.budget import BUDGET_STOP_REASONS, utf8_len
 from agent.events import RunEventEmitter
 from agent.progress import CheckRecord, ProgressLedger
 from agent.run_context import RunContext
+from agent.unicode_text import is_encodable
 from agent.usage import RoundUsage
 from tools.adapter import ToolError, ToolRequest
 from tools.boundary import ToolBoundary

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent.budget import RunBudget, is_encodable, utf8_len
+from agent.budget import RunBudget, utf8_len
 from agent.contracts import (
     OUTCOME_OF,
     AgentInput,
@@ -40,6 +40,7 @@ from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
 from agent.run_context import RunContext, new_id
 from agent.settings import Settings
+from agent.unicode_text import holds_unencodable, is_encodable
 from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
 from tools.redaction import NOOP, Redactor
@@ -220,12 +221,12 @@ class DiagnosisUseCase:
         else:
             try:
                 turn = PreviousTurn.model_validate(previous_turn)
-            except ValidationError:
-                raise _Rejected(
-                    StopReason.PREVIOUS_TURN_INVALID, "the previous turn is not a valid PreviousTurn"
-                ) from None
-        if not is_encodable(turn.model_dump_json()):
-            raise _Rejected(StopReason.PREVIOUS_TURN_INVALID, "the previous turn is not valid Unicode text")
+            except ValidationError as exc:
+                raise _Rejected(StopReason.PREVIOUS_TURN_INVALID, _turn_problem(exc)) from None
+        # Validation refuses a lone surrogate; a turn built without it (model_construct) is checked too,
+        # because serializing one raises instead of answering.
+        if holds_unencodable(turn.model_dump()):
+            raise _Rejected(StopReason.PREVIOUS_TURN_INVALID, _NOT_UNICODE)
         turn_size = utf8_len(turn.model_dump_json())
         if turn_size > limits.max_previous_turn_bytes:
             raise _Rejected(
@@ -364,6 +365,18 @@ class DiagnosisUseCase:
             usage=ctx.budget.usage(),
             failure=failure,
         )
+
+
+_NOT_UNICODE = "the previous turn is not valid Unicode text (it holds a lone surrogate)"
+
+
+def _turn_problem(error: ValidationError) -> str:
+    """Why a previous turn was refused, in words that never quote it."""
+    unicode = any(
+        e["type"] == "string_unicode" or "not valid Unicode text" in e["msg"]
+        for e in error.errors(include_input=False)
+    )
+    return _NOT_UNICODE if unicode else "the previous turn is not a valid PreviousTurn"
 
 
 def _announce(

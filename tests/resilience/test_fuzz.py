@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agent.budget import is_encodable
 from agent.contracts import DiagnosisDraft, PreviousTurn
 from agent.draft_parser import DraftRejected, parse_draft
 from agent.scenarios import Scenario, ScenarioError, parse_scenario
+from agent.unicode_text import is_encodable
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
 from tools.definitions import BUSINESS_INPUTS, MAX_SQL_BYTES, QUERY_MYSQL, TOOL_NAMES, QueryMysqlInput
