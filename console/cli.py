@@ -156,6 +156,9 @@ def _log_to_file() -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
+    # Warnings too: a library warns about a model reply's odd fields (pydantic about a usage count
+    # that is text), which must not reach the terminal as it is.
+    logging.captureWarnings(True)
 
 
 class DeferredRedaction(logging.Filter):
