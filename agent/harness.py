@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any, TypeGuard
 
 from haystack.components.agents.state.state import State
@@ -63,11 +64,15 @@ class DiagnosisHarnessCore:
         ledger: ProgressLedger,
         boundary: ToolBoundary,
         emitter: RunEventEmitter,
+        holds_secret: Callable[[str], bool] = lambda _: False,
     ) -> None:
         self.ctx = ctx
         self.ledger = ledger
         self.boundary = boundary
         self.emitter = emitter
+        # Tool call IDs are kept exact, never redacted (`agent.event_redaction`): one holding a configured
+        # secret value is therefore not usable at all (`Redactor.holds_secret`).
+        self._holds_secret = holds_secret
         self.stop_reason: StopReason | None = None
         self.round = 0
         self.round_in_flight = False
@@ -130,7 +135,7 @@ class DiagnosisHarnessCore:
             completion_tokens=usage.completion_tokens,
             usage_estimated=usage.estimated,
             # A reply cut at the token limit reaches here unadmitted: only usable IDs are recorded.
-            tool_call_ids=[c.id for c in calls if _usable_id(c.id)],
+            tool_call_ids=[c.id for c in calls if self._usable_id(c.id)],
             has_text=bool(message is not None and message.text),
         )
         self._emit_budget()
@@ -203,8 +208,9 @@ class DiagnosisHarnessCore:
         - IDs: every call gets a usable ID, unique in the run. ID-less calls get `call-r<round>-<n>`
           (suffixed `-2`, `-3`… if the model already uses that ID), so the model, the adapter and the
           audit agree on it. A model-chosen ID that is not usable (`_usable_id`) is replaced the same
-          way and its call is answered INVALID_PROGRESS_PROTOCOL: no unbounded ID reaches an
-          observation, an event or the audit, and the transcript stays consistent for the provider.
+          way and its call is answered INVALID_PROGRESS_PROTOCOL: no unbounded ID, and no ID holding
+          a configured secret, reaches an observation, an event, the audit or the provider again, and
+          the transcript stays consistent for the provider.
         - Text UTF-8 cannot carry (lone surrogates: `unicode_text`) in a tool name, the arguments or
           the reply's text is replaced by U+FFFD in the transcript, which is sent back to the provider
           next round and echoed in observations. The call is judged on what the model sent: such a
@@ -214,12 +220,12 @@ class DiagnosisHarnessCore:
         assistant = messages[-1]
         calls = assistant.tool_calls
         # The run's IDs are consulted, never copied: this round's work stays O(its own calls).
-        round_ids = {c.id for c in calls if _usable_id(c.id)}
+        round_ids = {c.id for c in calls if self._usable_id(c.id)}
         self._unreadable_input = set()
         fixed: list[ToolCall] = []
         for position, call in enumerate(calls, start=1):
             call_id = call.id
-            if not _usable_id(call_id):
+            if not self._usable_id(call_id):
                 assigned = base = f"call-r{self.round}-{position}"
                 suffix = 2
                 while assigned in round_ids or assigned in self._call_ids:
@@ -248,6 +254,11 @@ class DiagnosisHarnessCore:
         )
         messages[-1] = rebuilt
         return rebuilt
+
+    def _usable_id(self, tool_call_id: Any) -> TypeGuard[str]:
+        """An ID the run can keep exactly and echo anywhere: bounded text (`_plain_id`) holding no
+        configured secret value."""
+        return _plain_id(tool_call_id) and not self._holds_secret(tool_call_id)
 
     async def _process_call(self, call: ToolCall) -> Observation:
         assert call.id is not None
@@ -461,10 +472,14 @@ def _echoed_name(tool_name: str) -> str:
     return tool_name[:MAX_ECHOED_TOOL_NAME_CHARS] + "…"
 
 
-def _usable_id(tool_call_id: Any) -> TypeGuard[str]:
+def _plain_id(tool_call_id: Any) -> TypeGuard[str]:
+    """Text of 1 to MAX_TOOL_CALL_ID_CHARS characters that UTF-8 can carry, not ending in a space: the
+    team audit's key compares with trailing spaces ignored (MariaDB's PAD SPACE collations), so `c-1`
+    and `c-1 ` would be one invocation there."""
     return (
         isinstance(tool_call_id, str)
         and 0 < len(tool_call_id) <= MAX_TOOL_CALL_ID_CHARS
+        and not tool_call_id.endswith(" ")
         and is_encodable(tool_call_id)
     )
 

@@ -160,7 +160,9 @@ class DiagnosisUseCase:
             return result
 
         ledger = ProgressLedger(self.settings.protocol)
-        core = DiagnosisHarnessCore(ctx, ledger, self.boundary, emitter)
+        core = DiagnosisHarnessCore(
+            ctx, ledger, self.boundary, emitter, holds_secret=self.redactor.holds_secret
+        )
         emitter.emit(
             RunStarted,
             query=query,

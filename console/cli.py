@@ -457,14 +457,18 @@ async def _run(args: argparse.Namespace) -> int:
         if events is not None and events.stream is not sys.stdout:
             events.close()
 
+    # Redacted like the events, with the tool call IDs (citations, checks) exact.
+    from agent.event_redaction import redact_result
+
     if args.json:
         text = neutralize(
-            json.dumps(env.redactor.value(result.to_json_dict()), ensure_ascii=False, indent=2), form="json"
+            json.dumps(redact_result(env.redactor, result.to_json_dict()), ensure_ascii=False, indent=2),
+            form="json",
         )
     else:
         from console.render_text import render_result
 
-        text = env.redactor.text(render_result(result, model_label=env.model_label))
+        text = render_result(result, model_label=env.model_label, redact=env.redactor.text)
     if events is not None and events.stream is sys.stdout:
         if events.failure is not None:
             _silence_stdout()  # stdout itself is closed: nothing more can be shown
