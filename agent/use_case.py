@@ -34,6 +34,7 @@ from agent.draft_schema import final_round_kwargs
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
+from agent.input_files import OversizedInput
 from agent.model_call import GuardedChatGenerator, ModelCallError
 from agent.models import server_enforces_draft_schema
 from agent.progress import ProgressLedger
@@ -127,8 +128,12 @@ class DiagnosisUseCase:
             self._current.cancel()
 
     async def execute(
-        self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None = None
+        self,
+        query: str | OversizedInput,
+        previous_turn: PreviousTurn | dict[str, Any] | OversizedInput | None = None,
     ) -> ExecutionResult:
+        """One run. An input its file held past the read cap (`OversizedInput`) is rejected as too
+        large, as an inline input over its limit is."""
         run_id = self._run_id_factory()
         emitter = RunEventEmitter(
             run_id, self.session_id, self.sinks, self.required_sinks, redactor=self.redactor
@@ -136,8 +141,8 @@ class DiagnosisUseCase:
         budget = RunBudget(self.settings.budget)
         ctx = RunContext(self.session_id, run_id, budget)
         try:
-            turn = self._validate_input(query, previous_turn)
-            user_text = agent_input_text(query, turn)
+            text, turn = self._validate_input(query, previous_turn)
+            user_text = agent_input_text(text, turn)
             if utf8_len(user_text) > self.settings.budget.max_input_bytes or not budget.try_charge_bytes(
                 utf8_len(user_text)
             ):
@@ -149,7 +154,7 @@ class DiagnosisUseCase:
             rejected_input = RejectedInput(
                 # Redacted before it is cut: a secret across the cut would no longer match whole.
                 query=bounded_query(
-                    self.redactor.text(query) if isinstance(query, str) else query,
+                    self.redactor.text(shown) if isinstance(shown := _shown(query), str) else shown,
                     self.settings.budget.max_query_bytes,
                 ),
                 model=self.model_label,
@@ -165,7 +170,7 @@ class DiagnosisUseCase:
         )
         emitter.emit(
             RunStarted,
-            query=query,
+            query=text,
             previous_turn=turn.model_dump(mode="json") if turn else None,
             model=self.model_label,
             limits=self._limits(),
@@ -202,9 +207,16 @@ class DiagnosisUseCase:
         )
 
     def _validate_input(
-        self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None
-    ) -> PreviousTurn | None:
+        self,
+        query: str | OversizedInput,
+        previous_turn: PreviousTurn | dict[str, Any] | OversizedInput | None,
+    ) -> tuple[str, PreviousTurn | None]:
         limits = self.settings.budget
+        if isinstance(query, OversizedInput):
+            raise _Rejected(
+                StopReason.QUERY_TOO_LARGE,
+                f"the query is more than {query.cap} bytes; the limit is {limits.max_query_bytes}",
+            )
         if not isinstance(query, str) or not query.strip():
             raise _Rejected(StopReason.QUERY_BLANK, "the query is blank")
         if not is_encodable(query):
@@ -217,7 +229,13 @@ class DiagnosisUseCase:
                 f"the query is {size} UTF-8 bytes; the limit is {limits.max_query_bytes}",
             )
         if previous_turn is None:
-            return None
+            return query, None
+        if isinstance(previous_turn, OversizedInput):
+            raise _Rejected(
+                StopReason.PREVIOUS_TURN_TOO_LARGE,
+                f"the previous turn is more than {previous_turn.cap} bytes; "
+                f"the limit is {limits.max_previous_turn_bytes}",
+            )
         if isinstance(previous_turn, PreviousTurn):
             turn = previous_turn
         else:
@@ -236,7 +254,7 @@ class DiagnosisUseCase:
                 f"the previous turn is {turn_size} UTF-8 bytes; "
                 f"the limit is {limits.max_previous_turn_bytes}",
             )
-        return turn
+        return query, turn
 
     def _build_agent(self, core: DiagnosisHarnessCore) -> Any:
         from haystack.components.agents import Agent
@@ -392,6 +410,11 @@ def _announce(
         result=result.to_json_dict(),
         rejected_input=rejected_input,
     )
+
+
+def _shown(query: Any) -> Any:
+    """What a rejected run's query was, for the audit: an oversized file's beginning stands for it."""
+    return query.head if isinstance(query, OversizedInput) else query
 
 
 def bounded_query(query: Any, max_bytes: int) -> str | None:
