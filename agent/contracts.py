@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from agent.unicode_text import unencodable_path
+from tools.unicode_text import unencodable_path
 
 # The result vocabulary is shared by every layer, so it lives in tools.vocabulary; it is re-exported
 # here because it is part of the execution result's contract.

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from agent import draft_detail as why
 from agent.budget import utf8_len
 from agent.contracts import DiagnosisDraft
-from agent.unicode_text import holds_unencodable, is_encodable
+from tools.unicode_text import holds_unencodable, is_encodable
 from tools.vocabulary import EvidenceStatus
 
 

@@ -29,7 +29,6 @@ from agent.budget import BUDGET_STOP_REASONS, utf8_len
 from agent.events import RunEventEmitter
 from agent.progress import CheckRecord, ProgressLedger
 from agent.run_context import RunContext
-from agent.unicode_text import encodable, encodable_value, holds_unencodable, is_encodable
 from agent.usage import RoundUsage
 from tools.adapter import ToolError, ToolRequest
 from tools.boundary import ToolBoundary
@@ -44,6 +43,7 @@ from tools.run_events import (
     ToolFinished,
     ToolStarted,
 )
+from tools.unicode_text import encodable, encodable_value, holds_unencodable, is_encodable
 from tools.vocabulary import (
     ErrorCode,
     Evaluation,

@@ -41,7 +41,6 @@ from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
 from agent.run_context import RunContext, new_id
 from agent.settings import Settings
-from agent.unicode_text import holds_unencodable, is_encodable
 from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
 from tools.redaction import NOOP, Redactor
@@ -53,6 +52,7 @@ from tools.run_events import (
     RunLimits,
     RunStarted,
 )
+from tools.unicode_text import holds_unencodable, is_encodable
 from tools.vocabulary import EvidenceStatus
 from tools.wire_schema import wire_schema
 

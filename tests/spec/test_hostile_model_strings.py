@@ -9,7 +9,8 @@ with a typed outcome and its exit code, one `run_finished` as the last event, a 
 and nothing on stderr: never an exception from JSON encoding, SQLite, logging or the terminal.
 
 Through scripted scenario files (JSON, so surrogates travel as escapes) and through the real OpenAI
-client against the local stub. Default variants run a few dozen examples; the `long` ones, hundreds.
+client against the local stub. Evidence a source returns is held to the same rule. Default variants
+run a dozen or two examples each; the `long` ones, hundreds.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from audit import AuditSink, AuditStore
+from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
 from tests.support.hostile_text import hostile_strings, small_hostile_strings
 from tests.support.openai_server import completion, fake_openai
 from tests.support.resilience import (
@@ -34,6 +37,8 @@ from tests.support.resilience import (
     run_cli_process,
     write_config,
 )
+from tests.support.spec_scenarios import found
+from tools.unicode_text import encodable
 from tools.vocabulary import EXIT_CODE_OF, OUTCOME_OF, Outcome, StopReason
 
 QUERY = "payment-service 2026-11-30 02:10Z 起支付超时，请诊断。"
@@ -52,8 +57,8 @@ NULL_DRAFT: dict[str, Any] = {
     "recommendations": [],
     "limitations": {"checked_scope": ["本次运行"], "missing_info": ["可用的证据"]},
 }
-SCRIPTED = settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-STUB = settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+SCRIPTED = settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+STUB = settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 LONG = settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 # pydantic warns when the OpenAI client serializes a usage count that is text; `diagnose` sends
 # warnings to its log (checked in a process of its own below), pytest would only collect them here.
@@ -334,3 +339,75 @@ def test_a_provider_reply_whose_odd_fields_make_libraries_complain_leaves_stderr
     assert_audit_consistent(audit, [run.result["run_id"]])
     log = (tmp_path / "state" / "diagnosis-console" / "diagnose.log").read_text(encoding="utf-8")
     assert "\\ud800" in log  # the malformed arguments, escaped
+
+
+# --- evidence: what a source returns is shown, whatever it holds -----------------------------------------
+
+
+def test_a_log_line_whose_json_escape_decodes_to_a_surrogate_is_evidence_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    line = {
+        "ts": "2026-11-30T02:10:00Z",
+        "service": "payment-service",
+        "level": "ERROR",
+        "message": "bad \ud800 row",
+    }
+    (logs / "app.ndjson").write_text(json.dumps(line) + "\n", encoding="utf-8")  # the escape, as written
+    config = write_config(tmp_path / "config.toml", {"logs": {"source": "file", "path": logs}})
+    window = {"start": "2026-11-30T02:00:00Z", "end": "2026-11-30T03:00:00Z"}
+    rounds = _then_draft(
+        {"tool_calls": [_call("c1", "query_logs", {"service": "payment-service", **window})]}
+    )
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"name": "logs", "query": QUERY, "rounds": rounds}), encoding="utf-8")
+    audit, events = tmp_path / "audit.db", tmp_path / "events.ndjson"
+
+    run = run_cli(
+        capsys,
+        "run",
+        "--scenario",
+        scenario,
+        "--config",
+        config,
+        "--json",
+        "--audit-db",
+        audit,
+        "--events",
+        events,
+    )
+
+    result = _check_typed_run(run, events, audit)
+    assert (result["outcome"], result["stop_reason"]) == ("DRAFT", "COMPLETED")
+    finished = [e for e in read_events(events) if e["type"] == "tool_finished"]
+    assert [e["status"] for e in finished] == ["FOUND"]
+    assert finished[0]["projection"]["entries"][0]["message"] == "bad \ufffd row"
+
+
+@SCRIPTED
+@given(values=st.lists(small_hostile_strings, min_size=1, max_size=3))
+async def test_any_evidence_string_reaches_the_model_and_the_audit_as_text(
+    values: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Whatever text a source answers with (any adapter: this one answers what it is given), the run
+    ends typed and the audit holds it; text that is not Unicode arrives as U+FFFD."""
+    documents = [{"title": v, "source": "x.md", "snippet": v, "score": 1.0} for v in values]
+    kb = RecordingAdapter(answer=found({"documents": documents, "returned": len(documents)}))
+    folder = tmp_path_factory.mktemp("evidence")
+    store = AuditStore(folder / "audit.db")
+    rounds = _then_draft({"tool_calls": [_call("c1", "lookup_knowledge", KB)]})
+    h = harness({"name": "evidence", "query": QUERY, "rounds": rounds}, adapters={"lookup_knowledge": kb})
+    h.use_case.required_sinks.append(AuditSink(store))
+    try:
+        result = await h.run()
+        assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
+        (message,) = tool_messages_seen_by_model(h.generator, 1)
+        assert message.tool_call_result is not None and isinstance(message.tool_call_result.result, str)
+        seen = json.loads(message.tool_call_result.result)
+        assert [d["snippet"] for d in seen["data"]["documents"]] == [encodable(v) for v in values]
+        (row,) = store.list_invocations(result.run_id)
+        assert row["status"] == "FOUND" and json.loads(row["projection_json"]) == seen["data"]
+    finally:
+        store.close()

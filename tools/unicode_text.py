@@ -8,7 +8,8 @@ checked where it enters, and its fate is decided there: an input that holds one 
 call that holds one is answered with a control observation, a Draft that holds one is refused. Only
 the transcript sent back to the provider is repaired (`encodable`), because the model's own reply
 must travel again for the run to go on, and a call is judged on what the model sent, never on the
-repaired copy.
+repaired copy. Evidence a source returns is repaired too (the tool boundary), since it is data to
+show, not a statement anyone made.
 """
 
 from __future__ import annotations
@@ -49,7 +50,19 @@ def unencodable_path(value: Any, path: str = "") -> str | None:
 
 
 def holds_unencodable(value: Any) -> bool:
-    return unencodable_path(value) is not None
+    """True when a string of a JSON-like value (dict keys included) cannot be encoded.
+
+    Runs on every projection: one pass that builds no paths (`unencodable_path` says where)."""
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(
+            (isinstance(key, str) and _SURROGATE.search(key) is not None) or holds_unencodable(item)
+            for key, item in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return any(holds_unencodable(item) for item in value)
+    return False
 
 
 def encodable(text: str) -> str:
