@@ -42,14 +42,6 @@ def utf8_len(text: str) -> int:
     return len(text.encode("utf-8"))
 
 
-def is_encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 @dataclass
 class RunBudget:
     limits: BudgetSettings

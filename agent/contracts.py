@@ -19,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from tools.unicode_text import unencodable_path
+
 # The result vocabulary is shared by every layer, so it lives in tools.vocabulary; it is re-exported
 # here because it is part of the execution result's contract.
 from tools.vocabulary import EXIT_CODE_OF, Evaluation, EvidenceStatus, Outcome, SaturationReason, StopReason
@@ -50,6 +52,15 @@ class PreviousTurn(Contract):
     query: NonBlank
     conclusion: str | None
     limitations: Limitations
+
+    @model_validator(mode="after")
+    def _unicode_text(self) -> PreviousTurn:
+        """The turn is sent to the model, shown and audited, all as UTF-8: a lone surrogate (what a
+        JSON `\\ud800` escape decodes to) is no text any of them can carry."""
+        where = unencodable_path(self.model_dump())
+        if where is not None:
+            raise ValueError(f"previous_turn.{where} is not valid Unicode text (it holds a lone surrogate)")
+        return self
 
 
 class AgentInput(Contract):

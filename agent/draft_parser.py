@@ -19,8 +19,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent import draft_detail as why
-from agent.budget import is_encodable, utf8_len
+from agent.budget import utf8_len
 from agent.contracts import DiagnosisDraft
+from tools.unicode_text import holds_unencodable, is_encodable
 from tools.vocabulary import EvidenceStatus
 
 
@@ -74,6 +75,9 @@ def parse_draft(
         raise DraftRejected("MALFORMED_JSON", "the JSON is nested too deeply") from None
     if not isinstance(raw, dict):
         raise DraftRejected("NOT_A_JSON_OBJECT", "the JSON value is not an object")
+    if holds_unencodable(raw):
+        # A `\ud800` escape is valid JSON but decodes to a lone surrogate: no text to show or store.
+        raise DraftRejected("INVALID_ENCODING", "a JSON string escape decodes to a lone surrogate")
     try:
         draft = DiagnosisDraft.model_validate(raw)
     except ValidationError as exc:

@@ -15,8 +15,9 @@ import itertools
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Concatenate, ParamSpec, TypeVar, cast
 
+from agent.event_redaction import redact_event_fields
 from tools.redaction import NOOP, Redactor
 from tools.run_events import EventSink, RunEvent
 
@@ -62,8 +63,9 @@ class RunEventEmitter:
         """Build one event of class `kind` from its own fields (the envelope is filled in here) and
         deliver it. The fields are type-checked against the class; they are not validated again."""
         # One redaction step for every event: the console, --events and the audit all read this object.
+        # Tool call IDs stay exact: they are identifiers, not content (agent.event_redaction).
         build = cast("Callable[..., E]", kind)
-        redacted: dict[str, Any] = self._redactor.value(fields)
+        redacted = redact_event_fields(self._redactor, fields)
         event = build(self.run_id, self.session_id, next(self._seq), self._clock(), *args, **redacted)
         for sink in self._required:
             try:

@@ -21,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeGuard
 
 from haystack.components.agents.state.state import State
 from haystack.dataclasses import ChatMessage, ToolCall
 
-from agent.budget import BUDGET_STOP_REASONS, is_encodable, utf8_len
+from agent.budget import BUDGET_STOP_REASONS, utf8_len
 from agent.events import RunEventEmitter
 from agent.progress import CheckRecord, ProgressLedger
 from agent.run_context import RunContext
@@ -34,7 +35,7 @@ from agent.usage import RoundUsage
 from tools.adapter import ToolError, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.canonical import input_key
-from tools.definitions import ENVELOPE_KEYS, MAX_TOOL_CALL_ID_CHARS
+from tools.definitions import ENVELOPE_KEYS, MAX_ECHOED_TOOL_NAME_CHARS, MAX_TOOL_CALL_ID_CHARS
 from tools.observation import Observation
 from tools.run_events import (
     BudgetChanged,
@@ -44,6 +45,7 @@ from tools.run_events import (
     ToolFinished,
     ToolStarted,
 )
+from tools.unicode_text import encodable, encodable_value, holds_unencodable, is_encodable
 from tools.vocabulary import (
     ErrorCode,
     Evaluation,
@@ -67,11 +69,15 @@ class DiagnosisHarnessCore:
         ledger: ProgressLedger,
         boundary: ToolBoundary,
         emitter: RunEventEmitter,
+        holds_secret: Callable[[str], bool] = lambda _: False,
     ) -> None:
         self.ctx = ctx
         self.ledger = ledger
         self.boundary = boundary
         self.emitter = emitter
+        # Tool call IDs are kept exact, never redacted (`agent.event_redaction`): one holding a configured
+        # secret value is therefore not usable at all (`Redactor.holds_secret`).
+        self._holds_secret = holds_secret
         self.stop_reason: StopReason | None = None
         self.round = 0
         self.round_in_flight = False
@@ -82,6 +88,9 @@ class DiagnosisHarnessCore:
         self._call_ids: set[str] = set()
         # Assigned IDs that replaced an unusable model-chosen one: those calls are answered, never run.
         self._replaced_ids: set[str] = set()
+        # This round's calls (by identity) whose arguments held text that is not Unicode: answered
+        # INVALID_INPUT, never run.
+        self._unreadable_input: set[int] = set()
         # Per tool round: the evaluation that consumed the pending observation, and the round's first
         # FOUND (the one observation that says `evaluation_required` and becomes the next pending one).
         self._round_evaluation: dict[str, Any] | None = None
@@ -132,7 +141,8 @@ class DiagnosisHarnessCore:
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             usage_estimated=usage.estimated,
-            tool_call_ids=[c.id for c in calls if c.id is not None],
+            # A reply cut at the token limit reaches here unadmitted: only usable IDs are recorded.
+            tool_call_ids=[c.id for c in calls if self._usable_id(c.id)],
             has_text=bool(message is not None and message.text),
         )
         self._emit_budget()
@@ -151,7 +161,7 @@ class DiagnosisHarnessCore:
     # ------------------------------------------------------------------ tool rounds
     async def handle_tool_round(self, state: State) -> None:
         messages: list[ChatMessage] = state.data["messages"]
-        assistant = self._assign_call_ids(messages)
+        assistant = self._admit_round(messages)
         self.close_model_round(assistant)
         calls = list(assistant.tool_calls)
         if not calls:
@@ -226,40 +236,63 @@ class DiagnosisHarnessCore:
             return StopReason.CANCELLED
         return self.ctx.budget.exhausted_after_round()
 
-    def _assign_call_ids(self, messages: list[ChatMessage]) -> ChatMessage:
-        """Give every call of the round a usable ID before anything runs, unique in the run.
+    def _admit_round(self, messages: list[ChatMessage]) -> ChatMessage:
+        """Make the round's reply one the run can keep and send again, before anything runs.
 
-        ID-less calls get `call-r<round>-<n>` (suffixed `-2`, `-3`… if the model already uses that
-        ID), so the model, the adapter and the audit agree on it. A model-chosen ID that is not usable
-        (longer than MAX_TOOL_CALL_ID_CHARS, not a string, not UTF-8 text) is replaced the same way and
-        its call is answered INVALID_PROGRESS_PROTOCOL: no unbounded ID reaches an observation, an
-        event or the audit, and the transcript stays consistent for the provider.
+        - IDs: every call gets a usable ID, unique in the run. ID-less calls get `call-r<round>-<n>`
+          (suffixed `-2`, `-3`… if the model already uses that ID), so the model, the adapter and the
+          audit agree on it. A model-chosen ID that is not usable (`_usable_id`) is replaced the same
+          way and its call is answered INVALID_PROGRESS_PROTOCOL: no unbounded ID, and no ID holding
+          a configured secret, reaches an observation, an event, the audit or the provider again, and
+          the transcript stays consistent for the provider.
+        - Text UTF-8 cannot carry (lone surrogates: `unicode_text`) in a tool name, the arguments or
+          the reply's text is replaced by U+FFFD in the transcript, which is sent back to the provider
+          next round and echoed in observations. The call is judged on what the model sent: such a
+          name is no registered tool (UNKNOWN_TOOL), such arguments are INVALID_INPUT
+          (`_unreadable_input`), never the repaired copy.
         """
         assistant = messages[-1]
         calls = assistant.tool_calls
         # The run's IDs are consulted, never copied: this round's work stays O(its own calls).
-        round_ids = {c.id for c in calls if _usable_id(c.id)}
+        round_ids = {c.id for c in calls if self._usable_id(c.id)}
+        self._unreadable_input = set()
         fixed: list[ToolCall] = []
         for position, call in enumerate(calls, start=1):
-            if _usable_id(call.id):
+            call_id = call.id
+            if not self._usable_id(call_id):
+                assigned = base = f"call-r{self.round}-{position}"
+                suffix = 2
+                while assigned in round_ids or assigned in self._call_ids:
+                    assigned, suffix = f"{base}-{suffix}", suffix + 1
+                round_ids.add(assigned)
+                if call.id:
+                    self._replaced_ids.add(assigned)
+                call_id = assigned
+            name, arguments = encodable(call.tool_name), call.arguments
+            unreadable = holds_unencodable(arguments)
+            if call_id is call.id and name is call.tool_name and not unreadable:
                 fixed.append(call)
                 continue
-            assigned = base = f"call-r{self.round}-{position}"
-            suffix = 2
-            while assigned in round_ids or assigned in self._call_ids:
-                assigned, suffix = f"{base}-{suffix}", suffix + 1
-            round_ids.add(assigned)
-            if call.id:
-                self._replaced_ids.add(assigned)
-            fixed.append(ToolCall(tool_name=call.tool_name, arguments=call.arguments, id=assigned))
+            admitted = ToolCall(
+                tool_name=name, arguments=encodable_value(arguments) if unreadable else arguments, id=call_id
+            )
+            if unreadable:
+                self._unreadable_input.add(id(admitted))
+            fixed.append(admitted)
         self._call_ids.update(c.id for c in fixed if c.id is not None)
-        if all(new is old for new, old in zip(fixed, calls, strict=True)):
+        text = encodable(assistant.text) if assistant.text is not None else None
+        if text is assistant.text and all(new is old for new, old in zip(fixed, calls, strict=True)):
             return assistant
         rebuilt = ChatMessage.from_assistant(
-            text=assistant.text, meta=assistant.meta, tool_calls=fixed, reasoning=assistant.reasoning
+            text=text, meta=assistant.meta, tool_calls=fixed, reasoning=assistant.reasoning
         )
         messages[-1] = rebuilt
         return rebuilt
+
+    def _usable_id(self, tool_call_id: Any) -> TypeGuard[str]:
+        """An ID the run can keep exactly and echo anywhere: bounded text (`_plain_id`) holding no
+        configured secret value."""
+        return _plain_id(tool_call_id) and not self._holds_secret(tool_call_id)
 
     async def _process_call(self, call: ToolCall) -> Observation:
         assert call.id is not None
@@ -296,7 +329,11 @@ class DiagnosisHarnessCore:
                 call, {"invalid_field": "previous_observation", "expected_tool_call_id": None}
             )
 
-        if "input" not in envelope or not set(envelope) <= ENVELOPE_KEYS:
+        if (
+            id(call) in self._unreadable_input
+            or "input" not in envelope
+            or not set(envelope) <= ENVELOPE_KEYS
+        ):
             return self._invalid_input(call)
         try:
             business = self.boundary.validate_input(call.tool_name, envelope["input"])
@@ -415,7 +452,7 @@ class DiagnosisHarnessCore:
         assert call.id is not None
         obs = self._unexecuted[call.id] = Observation(
             tool_call_id=call.id,
-            tool=call.tool_name,
+            tool=_echoed_name(call.tool_name),
             evidence_status=EvidenceStatus.NOT_EXECUTED,
             control=control,
         )
@@ -462,10 +499,21 @@ def _reply(call: ToolCall, observation: Observation) -> ChatMessage:
     return ChatMessage.from_tool(tool_result=observation.to_model_text(), origin=call)
 
 
-def _usable_id(tool_call_id: Any) -> bool:
+def _echoed_name(tool_name: str) -> str:
+    """The tool name an observation repeats: any name the model sent, bounded."""
+    if len(tool_name) <= MAX_ECHOED_TOOL_NAME_CHARS:
+        return tool_name
+    return tool_name[:MAX_ECHOED_TOOL_NAME_CHARS] + "…"
+
+
+def _plain_id(tool_call_id: Any) -> TypeGuard[str]:
+    """Text of 1 to MAX_TOOL_CALL_ID_CHARS characters that UTF-8 can carry, not ending in a space: the
+    team audit's key compares with trailing spaces ignored (MariaDB's PAD SPACE collations), so `c-1`
+    and `c-1 ` would be one invocation there."""
     return (
         isinstance(tool_call_id, str)
         and 0 < len(tool_call_id) <= MAX_TOOL_CALL_ID_CHARS
+        and not tool_call_id.endswith(" ")
         and is_encodable(tool_call_id)
     )
 

@@ -4,13 +4,15 @@ Every read is bounded: at most the limit plus one byte, so "too large" is told a
 the limit" without reading a multi-gigabyte file or `/dev/zero` to its end. Only regular files are
 read: a FIFO would block until someone writes to it, a device may never end. The file is opened
 without blocking and checked through its descriptor, so it cannot be swapped between check and read.
-Every failure is one `InputFileError` whose message names the file and the problem.
+Every failure is one `InputFileError` whose message names the file and the problem; past the limit it
+is an `InputTooLarge` holding the bytes read, so a caller can still say what the input began with.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -19,6 +21,33 @@ MIB = 1024 * 1024
 
 class InputFileError(Exception):
     """An input file cannot be used; the message says which file and why (never a traceback)."""
+
+
+class InputTooLarge(InputFileError):
+    """The input is larger than the limit. `head` is what was read: its first `limit + 1` bytes."""
+
+    def __init__(self, message: str, *, head: bytes, limit: int) -> None:
+        super().__init__(message)
+        self.head = head
+        self.limit = limit
+
+
+@dataclass(frozen=True)
+class OversizedInput:
+    """A query or previous turn whose file holds more than `cap` bytes, the most an input file is read.
+
+    The use case rejects it as too large (QUERY_TOO_LARGE, PREVIOUS_TURN_TOO_LARGE) like an inline
+    input over its limit, and audits the query's beginning (`head`): the rest of the file is never
+    read, so a file of any size costs at most `cap + 1` bytes of memory.
+    """
+
+    cap: int
+    head: str = ""
+
+    @classmethod
+    def of(cls, error: InputTooLarge) -> OversizedInput:
+        # Cut anywhere, possibly inside a character, and perhaps not UTF-8 at all: shown, never used.
+        return cls(cap=error.limit, head=error.head.decode("utf-8", errors="replace"))
 
 
 def read_input_file(path: Path | str, *, what: str, limit: int) -> bytes:
@@ -51,7 +80,7 @@ def read_bounded(stream: BinaryIO, *, what: str, limit: int) -> bytes:
         remaining -= len(chunk)
     data = b"".join(chunks)
     if len(data) > limit:
-        raise InputFileError(f"{what} is larger than {_size(limit)}")
+        raise InputTooLarge(f"{what} is larger than {_size(limit)}", head=data, limit=limit)
     return data
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from agent.contracts import PreviousTurn
 from agent.input_files import InputFileError, parse_yaml_mapping, read_input_text
@@ -33,8 +34,18 @@ class _Strict(BaseModel):
 
 class ScriptedToolCall(_Strict):
     id: str | None = None
-    name: str = Field(min_length=1)
+    # Any text a model could send, lone surrogates included (a JSON `\ud800` escape), so a scenario
+    # can show what the harness does with it. A length constraint would refuse those (pydantic checks
+    # it on UTF-8), so only an empty name is refused, here.
+    name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _not_empty(cls, name: str) -> str:
+        if not name:
+            raise PydanticCustomError("string_too_short", "String should have at least 1 character")
+        return name
 
 
 class ScriptedUsage(_Strict):

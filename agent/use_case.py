@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent.budget import RunBudget, is_encodable, utf8_len
+from agent.budget import RunBudget, utf8_len
 from agent.contracts import (
     OUTCOME_OF,
     AgentInput,
@@ -34,6 +34,7 @@ from agent.draft_schema import final_round_kwargs
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
+from agent.input_files import OversizedInput
 from agent.model_call import GuardedChatGenerator, ModelCallError
 from agent.models import server_enforces_draft_schema
 from agent.progress import ProgressLedger
@@ -51,6 +52,7 @@ from tools.run_events import (
     RunLimits,
     RunStarted,
 )
+from tools.unicode_text import holds_unencodable, is_encodable
 from tools.vocabulary import EvidenceStatus
 from tools.wire_schema import wire_schema
 
@@ -126,8 +128,12 @@ class DiagnosisUseCase:
             self._current.cancel()
 
     async def execute(
-        self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None = None
+        self,
+        query: str | OversizedInput,
+        previous_turn: PreviousTurn | dict[str, Any] | OversizedInput | None = None,
     ) -> ExecutionResult:
+        """One run. An input its file held past the read cap (`OversizedInput`) is rejected as too
+        large, as an inline input over its limit is."""
         run_id = self._run_id_factory()
         emitter = RunEventEmitter(
             run_id, self.session_id, self.sinks, self.required_sinks, redactor=self.redactor
@@ -135,8 +141,8 @@ class DiagnosisUseCase:
         budget = RunBudget(self.settings.budget)
         ctx = RunContext(self.session_id, run_id, budget)
         try:
-            turn = self._validate_input(query, previous_turn)
-            user_text = agent_input_text(query, turn)
+            text, turn = self._validate_input(query, previous_turn)
+            user_text = agent_input_text(text, turn)
             if utf8_len(user_text) > self.settings.budget.max_input_bytes or not budget.try_charge_bytes(
                 utf8_len(user_text)
             ):
@@ -148,7 +154,7 @@ class DiagnosisUseCase:
             rejected_input = RejectedInput(
                 # Redacted before it is cut: a secret across the cut would no longer match whole.
                 query=bounded_query(
-                    self.redactor.text(query) if isinstance(query, str) else query,
+                    self.redactor.text(shown) if isinstance(shown := _shown(query), str) else shown,
                     self.settings.budget.max_query_bytes,
                 ),
                 model=self.model_label,
@@ -159,10 +165,12 @@ class DiagnosisUseCase:
             return result
 
         ledger = ProgressLedger(self.settings.protocol)
-        core = DiagnosisHarnessCore(ctx, ledger, self.boundary, emitter)
+        core = DiagnosisHarnessCore(
+            ctx, ledger, self.boundary, emitter, holds_secret=self.redactor.holds_secret
+        )
         emitter.emit(
             RunStarted,
-            query=query,
+            query=text,
             previous_turn=turn.model_dump(mode="json") if turn else None,
             model=self.model_label,
             limits=self._limits(),
@@ -199,9 +207,16 @@ class DiagnosisUseCase:
         )
 
     def _validate_input(
-        self, query: str, previous_turn: PreviousTurn | dict[str, Any] | None
-    ) -> PreviousTurn | None:
+        self,
+        query: str | OversizedInput,
+        previous_turn: PreviousTurn | dict[str, Any] | OversizedInput | None,
+    ) -> tuple[str, PreviousTurn | None]:
         limits = self.settings.budget
+        if isinstance(query, OversizedInput):
+            raise _Rejected(
+                StopReason.QUERY_TOO_LARGE,
+                f"the query is more than {query.cap} bytes; the limit is {limits.max_query_bytes}",
+            )
         if not isinstance(query, str) or not query.strip():
             raise _Rejected(StopReason.QUERY_BLANK, "the query is blank")
         if not is_encodable(query):
@@ -214,18 +229,24 @@ class DiagnosisUseCase:
                 f"the query is {size} UTF-8 bytes; the limit is {limits.max_query_bytes}",
             )
         if previous_turn is None:
-            return None
+            return query, None
+        if isinstance(previous_turn, OversizedInput):
+            raise _Rejected(
+                StopReason.PREVIOUS_TURN_TOO_LARGE,
+                f"the previous turn is more than {previous_turn.cap} bytes; "
+                f"the limit is {limits.max_previous_turn_bytes}",
+            )
         if isinstance(previous_turn, PreviousTurn):
             turn = previous_turn
         else:
             try:
                 turn = PreviousTurn.model_validate(previous_turn)
-            except ValidationError:
-                raise _Rejected(
-                    StopReason.PREVIOUS_TURN_INVALID, "the previous turn is not a valid PreviousTurn"
-                ) from None
-        if not is_encodable(turn.model_dump_json()):
-            raise _Rejected(StopReason.PREVIOUS_TURN_INVALID, "the previous turn is not valid Unicode text")
+            except ValidationError as exc:
+                raise _Rejected(StopReason.PREVIOUS_TURN_INVALID, _turn_problem(exc)) from None
+        # Validation refuses a lone surrogate; a turn built without it (model_construct) is checked too,
+        # because serializing one raises instead of answering.
+        if holds_unencodable(turn.model_dump()):
+            raise _Rejected(StopReason.PREVIOUS_TURN_INVALID, _NOT_UNICODE)
         turn_size = utf8_len(turn.model_dump_json())
         if turn_size > limits.max_previous_turn_bytes:
             raise _Rejected(
@@ -233,7 +254,7 @@ class DiagnosisUseCase:
                 f"the previous turn is {turn_size} UTF-8 bytes; "
                 f"the limit is {limits.max_previous_turn_bytes}",
             )
-        return turn
+        return query, turn
 
     def _build_agent(self, core: DiagnosisHarnessCore) -> Any:
         from haystack.components.agents import Agent
@@ -366,6 +387,18 @@ class DiagnosisUseCase:
         )
 
 
+_NOT_UNICODE = "the previous turn is not valid Unicode text (it holds a lone surrogate)"
+
+
+def _turn_problem(error: ValidationError) -> str:
+    """Why a previous turn was refused, in words that never quote it."""
+    unicode = any(
+        e["type"] == "string_unicode" or "not valid Unicode text" in e["msg"]
+        for e in error.errors(include_input=False)
+    )
+    return _NOT_UNICODE if unicode else "the previous turn is not a valid PreviousTurn"
+
+
 def _announce(
     emitter: RunEventEmitter, result: ExecutionResult, rejected_input: RejectedInput | None = None
 ) -> None:
@@ -377,6 +410,11 @@ def _announce(
         result=result.to_json_dict(),
         rejected_input=rejected_input,
     )
+
+
+def _shown(query: Any) -> Any:
+    """What a rejected run's query was, for the audit: an oversized file's beginning stands for it."""
+    return query.head if isinstance(query, OversizedInput) else query
 
 
 def bounded_query(query: Any, max_bytes: int) -> str | None:

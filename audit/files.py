@@ -80,9 +80,14 @@ def open_private(path: Path | str, flags: int, *, truncate: bool = False) -> int
 
 
 def open_private_append(path: Path) -> TextIO:
-    """A log file: appended to, created 0600, never through a link."""
+    """A log file: appended to, created 0600, never through a link.
+
+    A record may quote model text holding a lone surrogate (a library logs a malformed tool call's
+    arguments); it is written escaped (`\\ud800`), since a strict encoder would print a traceback."""
     fd = open_private(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    return io.TextIOWrapper(io.FileIO(fd, "w"), encoding="utf-8", line_buffering=True)
+    return io.TextIOWrapper(
+        io.FileIO(fd, "w"), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    )
 
 
 def write_private_file(path: Path, text: str, *, replace: bool = False) -> None:

@@ -21,7 +21,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from agent.input_files import MIB, InputFileError, decode_text, read_bounded, read_input_file
+from agent.input_files import (
+    MIB,
+    InputFileError,
+    InputTooLarge,
+    OversizedInput,
+    decode_text,
+    read_bounded,
+    read_input_file,
+)
 from agent.scenario_folder import is_scenario_file_name, scenario_files
 from console import telemetry
 from console.errors import SetupError
@@ -32,7 +40,8 @@ if TYPE_CHECKING:
     from tools.run_events import EventSink, RunEvent
 
 # Input files are read with a cap well above any sane budget (the use case applies the real limits
-# and rejects an oversized query or previous turn by its own rules); past the cap is exit 3.
+# and rejects an oversized query or previous turn by its own rules). Past the cap nothing more is
+# read, and the run is rejected as too large all the same (exit 2, audited): `OversizedInput`.
 MAX_INPUT_FILE_BYTES = MIB
 
 
@@ -156,6 +165,9 @@ def _log_to_file() -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
+    # Warnings too: a library warns about a model reply's odd fields (pydantic about a usage count
+    # that is text), which must not reach the terminal as it is.
+    logging.captureWarnings(True)
 
 
 class DeferredRedaction(logging.Filter):
@@ -351,7 +363,7 @@ def _console(args: argparse.Namespace) -> int:
     return app.return_code or 0
 
 
-def _read_query(args: argparse.Namespace, scenario: Any) -> str:
+def _read_query(args: argparse.Namespace, scenario: Any) -> str | OversizedInput:
     if args.query is not None:
         return str(args.query)
     if args.query_file is not None:
@@ -361,13 +373,14 @@ def _read_query(args: argparse.Namespace, scenario: Any) -> str:
     raise SetupError("no query: pass --query, --query-file or a --scenario with a query")
 
 
-def _read_query_file(path: Path) -> str:
+def _read_query_file(path: Path) -> str | OversizedInput:
     """The query exactly as the file (or standard input, for `-`) holds it.
 
     Bytes are decoded as UTF-8 strictly and kept as they are: CRLF and CR are not turned into LF and
     a final newline stays part of the query (the query is never rewritten). Text that is not UTF-8
     cannot be passed on without rewriting it, so the run is refused before it starts. The read is
-    bounded (a FIFO or a device is refused), like every input file's.
+    bounded (a FIFO or a device is refused), like every input file's; a query past the cap is one the
+    use case rejects as too large.
     """
     source = "standard input" if str(path) == "-" else f"query file {path}"
     try:
@@ -375,6 +388,8 @@ def _read_query_file(path: Path) -> str:
             data = read_bounded(sys.stdin.buffer, what=source, limit=MAX_INPUT_FILE_BYTES)
         else:
             data = read_input_file(path, what="query file", limit=MAX_INPUT_FILE_BYTES)
+    except InputTooLarge as exc:
+        return OversizedInput.of(exc)
     except InputFileError as exc:
         raise SetupError(str(exc)) from None
     except OSError as exc:
@@ -394,6 +409,8 @@ def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
     try:
         data = read_input_file(path, what="previous turn file", limit=MAX_INPUT_FILE_BYTES)
         text = decode_text(data, what=f"previous turn file {path}")
+    except InputTooLarge as exc:
+        return OversizedInput.of(exc)
     except InputFileError as exc:
         raise SetupError(str(exc)) from None
     try:
@@ -462,14 +479,18 @@ async def _run(args: argparse.Namespace) -> int:
         if events is not None and events.stream is not sys.stdout:
             events.close()
 
+    # Redacted like the events, with the tool call IDs (citations, checks) exact.
+    from agent.event_redaction import redact_result
+
     if args.json:
         text = neutralize(
-            json.dumps(env.redactor.value(result.to_json_dict()), ensure_ascii=False, indent=2), form="json"
+            json.dumps(redact_result(env.redactor, result.to_json_dict()), ensure_ascii=False, indent=2),
+            form="json",
         )
     else:
         from console.render_text import render_result
 
-        text = env.redactor.text(render_result(result, model_label=env.model_label))
+        text = render_result(result, model_label=env.model_label, redact=env.redactor.text)
     if events is not None and events.stream is sys.stdout:
         if events.failure is not None:
             _silence_stdout()  # stdout itself is closed: nothing more can be shown

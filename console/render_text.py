@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agent.contracts import ExecutionResult
 from console.presentation import OUTCOME_MEANING, exit_code
 from console.safe_text import neutralize
 
 
-def render_result(result: ExecutionResult, model_label: str = "") -> str:
-    return neutralize(_render(result, model_label))
+def render_result(result: ExecutionResult, model_label: str = "", redact: Callable[[str], str] = str) -> str:
+    """`redact` is applied to every text but the run and tool call IDs, which are shown exactly."""
+    return neutralize(_render(result, model_label, redact))
 
 
-def _render(result: ExecutionResult, model_label: str) -> str:
+def _render(result: ExecutionResult, model_label: str, redact: Callable[[str], str]) -> str:
+    model_label = redact(model_label)
     lines = [
         f"run {result.run_id}  ({model_label})" if model_label else f"run {result.run_id}",
         f"outcome: {result.outcome.value} / {result.stop_reason.value} "
@@ -23,15 +27,16 @@ def _render(result: ExecutionResult, model_label: str) -> str:
         code = failure.violation or failure.cause
         lines.append(f"failure: {failure.code}" + (f" ({code})" if code else ""))
         if failure.detail:
-            lines.append(f"why: {failure.detail}")
+            lines.append(f"why: {redact(failure.detail)}")
     draft = result.draft
     if draft is not None:
         lines.append("")
-        lines.append(f"conclusion: {draft.conclusion if draft.conclusion is not None else '(no conclusion)'}")
+        conclusion = redact(draft.conclusion) if draft.conclusion is not None else "(no conclusion)"
+        lines.append(f"conclusion: {conclusion}")
         for item in draft.analysis:
             evidence = item.evidence if isinstance(item.evidence, str) else ", ".join(item.evidence)
-            scope = f" [scope: {item.scope}]" if item.scope else ""
-            lines.append(f"  - {item.kind}: {item.statement} <- {evidence}{scope}")
+            scope = f" [scope: {redact(item.scope)}]" if item.scope else ""
+            lines.append(f"  - {item.kind}: {redact(item.statement)} <- {evidence}{scope}")
         for title, entries in (
             ("action plan", draft.action_plan),
             ("recommendations", draft.recommendations),
@@ -40,7 +45,7 @@ def _render(result: ExecutionResult, model_label: str) -> str:
         ):
             if entries:
                 lines.append(f"{title}:")
-                lines.extend(f"  - {e}" for e in entries)
+                lines.extend(f"  - {redact(e)}" for e in entries)
     if result.progress is not None and draft is None:
         lines.append("")
         sat = f", saturation {result.progress.saturation}" if result.progress.saturation else ""

@@ -21,6 +21,7 @@ from tools.adapter import EvidenceAdapter, ToolError, ToolRequest
 from tools.definitions import BUSINESS_INPUTS, TOOL_NAMES
 from tools.observation_budget import fit_projection
 from tools.redaction import NOOP, Redactor
+from tools.unicode_text import encodable_value, holds_unencodable
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,10 @@ class ToolBoundary:
             return done(EvidenceStatus.ERROR, code=ErrorCode.BACKEND_ERROR)
         # Every projection string passes the redaction step before the model, an event or the audit sees it.
         data = self._redactor.value(result.data)
+        if holds_unencodable(data):
+            # A source's JSON escape may decode to a lone surrogate (a log line's `\ud800`): not text
+            # anyone can be sent or shown, so it is shown as U+FFFD, the evidence's other text intact.
+            data = encodable_value(data)
         if self._max_observation_bytes is not None and result.status == EvidenceStatus.FOUND:
             try:
                 data = fit_projection(request.tool, data, self._max_observation_bytes)

@@ -20,6 +20,9 @@ MAX_SQL_BYTES = 4000
 # a longer one is answered with a control observation before anything runs, so no unbounded ID
 # reaches an observation, an event or the audit.
 MAX_TOOL_CALL_ID_CHARS = 128
+# A tool name outside the three is echoed in its call's observation cut to this many characters (and
+# `…`): the model learns which call was refused without a name of any size being sent back again.
+MAX_ECHOED_TOOL_NAME_CHARS = 64
 
 DESCRIPTIONS: dict[str, str] = {
     LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",

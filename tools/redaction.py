@@ -393,6 +393,13 @@ class Redactor:
         """A new redactor that also hides `values` (secrets learnt after start-up, e.g. a resolved DSN)."""
         return Redactor((*self._secret_values, *values), min_secret_len=self._min_secret_len)
 
+    def holds_secret(self, value: str) -> bool:
+        """True when `value` contains a configured secret value (any spelling the exact layer hides).
+
+        For identifiers, which are kept exact and so never pass through `text`: one that holds a
+        secret must not be used at all."""
+        return self._exact is not None and any(m.group() != REDACTED for m in self._exact.finditer(value))
+
     def text(self, value: str) -> str:
         """Exact secrets first, then value patterns; surrounding text is kept."""
         if len(value) <= _CACHEABLE_LEN:

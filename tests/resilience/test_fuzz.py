@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agent.budget import is_encodable
 from agent.contracts import DiagnosisDraft, PreviousTurn
 from agent.draft_parser import DraftRejected, parse_draft
 from agent.scenarios import Scenario, ScenarioError, parse_scenario
@@ -25,6 +24,7 @@ from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
 from tools.definitions import BUSINESS_INPUTS, MAX_SQL_BYTES, QUERY_MYSQL, TOOL_NAMES, QueryMysqlInput
 from tools.logql import MAX_CONTAINS_CHARS, build_logql
+from tools.unicode_text import is_encodable
 
 DEFAULT = settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 LONG = settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))

@@ -64,15 +64,24 @@ def test_devices_and_fifos_are_refused_at_once(tmp_path: Path, option: str, spec
     assert "Traceback" not in run.err
 
 
-@pytest.mark.parametrize("option", ["--previous-turn", "--query-file", "--config"])
+@pytest.mark.parametrize(
+    ("option", "reason"),
+    [("--previous-turn", "PREVIOUS_TURN_TOO_LARGE"), ("--query-file", "QUERY_TOO_LARGE"), ("--config", None)],
+)
 def test_an_oversized_input_file_is_refused_without_reading_it_whole(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, reason: str | None
 ) -> None:
+    """A run's input past the cap is a rejected run (exit 2, audited); a configuration, a setup error."""
     big = tmp_path / "big.txt"
     with big.open("wb") as handle:
         handle.truncate(3 * 1024 * 1024 * 1024)  # 3 GiB, sparse: reading it whole would be the bug
-    run = run_cli(capsys, "run", "--scenario", SCENARIO, option, big, "--audit-db", tmp_path / "a.db")
-    assert run.code == 3 and "larger than" in run.err
+    run = run_cli(
+        capsys, "run", "--scenario", SCENARIO, option, big, "--audit-db", tmp_path / "a.db", "--json"
+    )
+    if reason is None:
+        assert run.code == 3 and "larger than" in run.err
+    else:
+        assert (run.code, run.result["outcome"], run.result["stop_reason"]) == (2, "REJECTED", reason)
 
 
 @pytest.mark.parametrize("option", ["--previous-turn", "--query-file", "--config"])
