@@ -29,8 +29,9 @@ import platformdirs
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
-from audit.files import UnsafeFileError, open_private, private_state_dir
+from audit.files import PRIVATE_FILE, UnsafeFileError, make_last_folder, open_private, private_state_dir
 from audit.liveness import is_process_live
+from audit.location import SqliteLocation, local_files
 from audit.text_index import FTS_COLUMNS, index_finished_runs, rebuild
 from tools.vocabulary import InvocationStatus
 
@@ -47,7 +48,9 @@ Migration = Callable[[sqlite_utils.Database], None]
 _BUSY_TIMEOUT_MS = 2000
 _BUSY_DEADLINE_S = 60.0
 _PRUNE_BATCH = 500
-_SIDE_FILES = ("-wal", "-shm", "-journal")
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _SQLITE_STATISTICS = frozenset({"sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"})
 
 
@@ -401,6 +404,7 @@ class AuditStore:
             # ours. (`trusted_schema=OFF` is no substitute: our own FTS delete triggers need it on.)
             self._pragma(f"busy_timeout={_BUSY_TIMEOUT_MS}")
             _retry_busy(lambda: check_schema_objects(conn, self.path))
+            self._tighten()
             self._configure()
             self._migrate()
             self.has_fts = self._table_exists("invocations_fts") and self._table_exists("runs_fts")
@@ -413,40 +417,72 @@ class AuditStore:
             raise
 
     def _create_private_file(self) -> os.stat_result:
-        """Create the file owner-only before SQLite touches it: audit rows are operator data.
+        """Create a new audit file exclusively, owner-only, before SQLite touches it; or check an
+        existing one without changing it.
 
-        The file (and the -wal/-shm/-journal files SQLite keeps next to it) must be a regular file of
-        ours, reached without a symbolic link; a group- or world-readable one is tightened to 0600.
+        An existing file (and the -wal/-shm/-journal files SQLite keeps next to it) must be a regular
+        file of ours, reached without a symbolic link, and the file itself a SQLite database (or empty:
+        one created here and left before its first page was written). Anything else is refused as it
+        is: no mode is tightened until the schema check knows the file is an audit (`_tighten`).
+        Only the last folder of an operator's path is created; the program's own state folder whole.
         """
         try:
-            private_state_dir(self.path.parent, ours=self.path == default_audit_path())
+            if self.path == default_audit_path():
+                private_state_dir(self.path.parent, ours=True)
+            else:
+                make_last_folder(self.path.parent)
         except OSError as exc:
-            raise AuditStoreError(f"cannot create audit database {self.path}: {exc}") from exc
+            raise AuditStoreError(f"cannot create audit database {self.path}: {exc}") from None
         if self.path.is_symlink():
             raise AuditStoreError(f"audit database {self.path} is a symbolic link; give the real path")
         if self.path.exists() and not self.path.is_file():
             raise AuditStoreError(f"audit database {self.path} is not a regular file")
-        checked: os.stat_result | None = None
-        for name in (self.path, *(Path(f"{self.path}{suffix}") for suffix in _SIDE_FILES)):
-            if name != self.path and not os.path.lexists(name):
-                continue
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, PRIVATE_FILE)
+        except FileExistsError:
+            fd = None
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise AuditStoreError(f"cannot create audit database {self.path}: {reason}") from None
+        if fd is None:
+            fd = self._open_existing(self.path)
             try:
-                fd = open_private(name, os.O_RDONLY | (os.O_CREAT if name == self.path else 0))
-            except UnsafeFileError as exc:
-                verb = "create" if not os.path.lexists(name) else "use"
-                raise AuditStoreError(f"cannot {verb} audit database {self.path}: {exc}") from None
-            except OSError as exc:
-                raise AuditStoreError(f"cannot create audit database {self.path}: {exc}") from exc
-            try:
-                if name == self.path:
-                    checked = os.fstat(fd)
-            finally:
+                if os.read(fd, len(_SQLITE_HEADER)) not in (b"", _SQLITE_HEADER):
+                    raise AuditStoreError(
+                        f"audit database {self.path} is unusable: not a SQLite file (it was left as it is)"
+                    )
+            except BaseException:
                 os.close(fd)
-        assert checked is not None
+                raise
+        try:
+            checked = os.fstat(fd)
+        finally:
+            os.close(fd)
+        for side in local_files(SqliteLocation(self.path))[1:]:
+            if os.path.lexists(side):
+                os.close(self._open_existing(side))
         # SQLite opens an unwritable file read-only without complaint and fails only on the first write.
         if not os.access(self.path, os.R_OK | os.W_OK) or not os.access(self.path.parent, os.W_OK | os.X_OK):
             raise AuditStoreError(f"audit database {self.path} is not writable")
         return checked
+
+    def _open_existing(self, name: Path) -> int:
+        """An existing file of the audit, read-only: a regular file of ours, its mode left as it is."""
+        try:
+            return open_private(name, os.O_RDONLY, tighten=False)
+        except UnsafeFileError as exc:
+            raise AuditStoreError(f"cannot use audit database {self.path}: {exc}") from None
+
+    def _tighten(self) -> None:
+        """Once the file is known to be an audit: it and its side files are owner-only (0600)."""
+        for name in local_files(SqliteLocation(self.path)):
+            if not os.path.lexists(name):
+                continue
+            try:
+                os.close(open_private(name, os.O_RDONLY))
+            except UnsafeFileError as exc:
+                if os.path.lexists(name):
+                    raise AuditStoreError(f"cannot use audit database {self.path}: {exc}") from None
 
     def _same_file(self, checked: os.stat_result) -> None:
         """SQLite opened the path itself: it must still be the checked file, not a swapped-in link."""
@@ -636,14 +672,14 @@ class AuditStore:
             index_finished_runs(db.conn, has_fts=self.has_fts)
         return dead
 
-    def prune(self, older_than: timedelta) -> PruneReport:
-        """Delete runs finished before now - `older_than`, with their rounds, invocations and protocol
-        events (the FTS delete triggers drop their index entries). A run still going has no
-        finished_at, so it is never pruned. Small batches keep each write transaction short while runs
-        keep writing."""
+    def prune(self, older_than: timedelta, *, now: datetime | None = None) -> PruneReport:
+        """Delete runs finished before `now` (default: the current time) - `older_than`, with their
+        rounds, invocations and protocol events (the FTS delete triggers drop their index entries). A
+        run still going has no finished_at, so it is never pruned. Small batches keep each write
+        transaction short while runs keep writing."""
         if older_than < timedelta(0):
             raise ValueError("older_than must not be negative")
-        cutoff = audit_timestamp(datetime.now(UTC) - older_than)
+        cutoff = audit_timestamp((now or datetime.now(UTC)) - older_than)
         counts = dict.fromkeys(("runs", "model_rounds", "invocations", "protocol_events"), 0)
         while True:
             with self.write() as db:

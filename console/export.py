@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audit.files import write_private_file
+from audit.output_files import check_replaceable, write_output
 from console.presentation import OUTCOME_MEANING, exit_code
 from console.widgets.run_state import RunState
 from tools.run_events import RunEvent, parse_event
@@ -185,13 +185,26 @@ def export_paths(directory: Path, run_id: str) -> tuple[Path, Path]:
     return directory / f"diagnosis-{safe}.md", directory / f"diagnosis-{safe}.json"
 
 
-def write_run(record: RunRecord, directory: Path, exported_at: str) -> tuple[Path, Path]:
-    """Write both files owner-only (they hold operator data, like the audit); never overwrites an
-    earlier export and never writes through a symbolic link (FileExistsError instead)."""
+def existing_exports(directory: Path, run_id: str) -> list[Path]:
+    """The export files of this run already in `directory`: the dialog asks before replacing them."""
+    return [path for path in export_paths(directory, run_id) if os.path.lexists(path)]
+
+
+def write_run(
+    record: RunRecord,
+    directory: Path,
+    exported_at: str,
+    *,
+    replace: bool = False,
+    protected: Iterable[Path] = (),
+) -> tuple[Path, Path]:
+    """Write both files owner-only (they hold operator data, like the audit), never through a symbolic
+    link (audit.output_files). An earlier export is replaced only with `replace` (the operator said
+    so), and never one of the `protected` files (the audit in use)."""
     markdown_path, json_path = export_paths(directory, str(record.result.get("run_id") or "run"))
-    for path in (markdown_path, json_path):
-        if os.path.lexists(path):
-            raise FileExistsError(f"{path.name} already exists in {directory}")
-    write_private_file(markdown_path, run_markdown(record, exported_at))
-    write_private_file(json_path, run_json(record, exported_at))
+    protected = tuple(protected)
+    for path in (markdown_path, json_path):  # both or neither
+        check_replaceable(path, force=replace, protected=protected)
+    write_output(markdown_path, run_markdown(record, exported_at), force=replace, protected=protected)
+    write_output(json_path, run_json(record, exported_at), force=replace, protected=protected)
     return markdown_path, json_path
