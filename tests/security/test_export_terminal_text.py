@@ -50,8 +50,9 @@ call_ids = st.lists(text, min_size=1, max_size=3)
 
 @st.composite
 def drafts(draw: st.DrawFn) -> dict[str, Any]:
-    finding = {"kind": "FINDING", "statement": draw(text), "evidence": draw(call_ids), "scope": draw(text)}
-    negative = {"kind": "NEGATIVE_OBSERVATION", "statement": draw(text), "scope": draw(text)}
+    finding: dict[str, Any] = {"kind": "FINDING", "statement": draw(text), "evidence": draw(call_ids)}
+    finding["scope"] = draw(text)
+    negative: dict[str, Any] = {"kind": "NEGATIVE_OBSERVATION", "statement": draw(text), "scope": draw(text)}
     negative["evidence"] = draw(st.one_of(st.just("NO_EVIDENCE"), call_ids))
     return {
         "conclusion": draw(st.one_of(st.none(), text)),

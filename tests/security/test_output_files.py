@@ -275,8 +275,8 @@ def test_a_file_that_is_not_an_audit_is_refused_without_being_touched(
     precious = accounts_copy(tmp_path)
     before = fingerprint(precious)
     code, _, err = diagnose(tmp_path, *command, "--audit-db", precious)
-    assert code == 3 and "not a SQLite file" in err
     assert fingerprint(precious) == before  # mode 0644 kept: nothing was chmodded first
+    assert code == 3 and "not a SQLite file" in err
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("passwd")) == ["passwd"]
 
 
