@@ -78,9 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, metavar="F", help=_CONFIG_HELP)
     run.add_argument(
         "--audit-db",
-        type=Path,
-        metavar="F",
-        help="audit database file (default: [audit] path, else the user state dir)",
+        metavar="F|URL",
+        help="audit database file, or sqlite:///F or mysql://user@host/db as [audit] url "
+        "(default: [audit] url or path, else the user state dir)",
     )
     run.add_argument(
         "--events",

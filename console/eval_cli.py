@@ -60,9 +60,24 @@ def run_eval_command(args: argparse.Namespace) -> int:
         cases = load_cases(args.cases, args.only)
     except EvalCaseError as exc:
         raise SetupError(str(exc)) from None
+    if args.audit_db is not None:
+        _check_audit(args.config, args.audit_db)
     out_dir: Path = args.out or Path(f"eval-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
     _check_report_folder(out_dir, force=args.force)
     return asyncio.run(_eval(args, cases, out_dir))
+
+
+def _check_audit(config: Path | None, audit_db: str) -> None:
+    """`--audit-db` read as every run reads it, before a report folder is made for an eval that
+    cannot run (a URL carrying a password, the evidence account)."""
+    from agent.settings import ConfigError, load_settings
+    from audit.location import AuditLocationError
+    from console.audit_target import audit_location
+
+    try:
+        audit_location(load_settings(config), audit_db)
+    except (ConfigError, AuditLocationError) as exc:
+        raise SetupError(f"audit unavailable: {exc}") from None
 
 
 def _check_report_folder(out_dir: Path, *, force: bool) -> None:

@@ -79,8 +79,10 @@ class RunEnvironment:
 
 
 def open_run_environment(
-    config: Path | None = None, scenario: str | None = None, audit_db: Path | None = None
+    config: Path | None = None, scenario: str | None = None, audit_db: str | Path | None = None
 ) -> RunEnvironment:
+    """Settings, scenario, evidence boundary and the open audit; `SetupError` for anything unusable.
+    `audit_db` is `--audit-db`: a file path or a URL (console.audit_target)."""
     try:
         base = load_settings(config)
         wanted = scenario or base.model.scenario
