@@ -29,7 +29,14 @@ import platformdirs
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
-from audit.files import PRIVATE_FILE, UnsafeFileError, make_last_folder, open_private, private_state_dir
+from audit.files import (
+    PRIVATE_FILE,
+    UnsafeFileError,
+    check_private,
+    make_last_folder,
+    open_private,
+    private_state_dir,
+)
 from audit.liveness import is_process_live
 from audit.location import SqliteLocation, local_files
 from audit.text_index import FTS_COLUMNS, index_finished_runs, rebuild
@@ -392,11 +399,19 @@ class AuditStore:
         self._lock = threading.RLock()
         # Writes queued by `defer`: (sql, params, message if it must change exactly one row).
         self._deferred: list[tuple[str, tuple[Any, ...], str | None]] = []
-        checked = self._create_private_file()
+        # Descriptors of the audit's files opened to check them, held until the connection closes:
+        # closing any descriptor of a file drops every POSIX lock this process holds on it, SQLite's too
+        # (another process could then reset the WAL index under this connection).
+        self._held: dict[Path, int] = {}
         try:
+            checked = self._create_private_file()
             conn = sqlite3.connect(str(self.path), check_same_thread=False)
         except sqlite3.Error as exc:
+            self._release_held()
             raise AuditStoreError(f"cannot open audit database {self.path}: {exc}") from exc
+        except BaseException:
+            self._release_held()
+            raise
         try:
             self._same_file(checked)
             self.db = sqlite_utils.Database(conn)
@@ -411,9 +426,11 @@ class AuditStore:
             self.recover()
         except (sqlite3.Error, TransactionError) as exc:
             conn.close()
+            self._release_held()
             raise AuditStoreError(f"audit database {self.path} is unusable: {exc}") from exc
         except AuditStoreError:
             conn.close()
+            self._release_held()
             raise
 
     def _create_private_file(self) -> os.stat_result:
@@ -446,43 +463,56 @@ class AuditStore:
             raise AuditStoreError(f"cannot create audit database {self.path}: {reason}") from None
         if fd is None:
             fd = self._open_existing(self.path)
-            try:
-                if os.read(fd, len(_SQLITE_HEADER)) not in (b"", _SQLITE_HEADER):
-                    raise AuditStoreError(
-                        f"audit database {self.path} is unusable: not a SQLite file (it was left as it is)"
-                    )
-            except BaseException:
-                os.close(fd)
-                raise
-        try:
-            checked = os.fstat(fd)
-        finally:
-            os.close(fd)
+            if os.read(fd, len(_SQLITE_HEADER)) not in (b"", _SQLITE_HEADER):
+                raise AuditStoreError(
+                    f"audit database {self.path} is unusable: not a SQLite file (it was left as it is)"
+                )
+        else:
+            self._held[self.path] = fd
+        checked = os.fstat(fd)
         for side in local_files(SqliteLocation(self.path))[1:]:
             if os.path.lexists(side):
-                os.close(self._open_existing(side))
+                self._open_existing(side)
         # SQLite opens an unwritable file read-only without complaint and fails only on the first write.
         if not os.access(self.path, os.R_OK | os.W_OK) or not os.access(self.path.parent, os.W_OK | os.X_OK):
             raise AuditStoreError(f"audit database {self.path} is not writable")
         return checked
 
     def _open_existing(self, name: Path) -> int:
-        """An existing file of the audit, read-only: a regular file of ours, its mode left as it is."""
+        """An existing file of the audit, read-only and held: a regular file of ours, its mode left
+        as it is."""
         try:
-            return open_private(name, os.O_RDONLY, tighten=False)
+            fd = open_private(name, os.O_RDONLY, tighten=False)
         except UnsafeFileError as exc:
             raise AuditStoreError(f"cannot use audit database {self.path}: {exc}") from None
+        self._held[name] = fd
+        return fd
 
     def _tighten(self) -> None:
-        """Once the file is known to be an audit: it and its side files are owner-only (0600)."""
+        """Once the file is known to be an audit: it and its side files are owner-only (0600), changed
+        through descriptors opened without following a link (SQLite may have just created a side file
+        with the audit's old mode)."""
         for name in local_files(SqliteLocation(self.path)):
-            if not os.path.lexists(name):
-                continue
+            fd = self._held.get(name)
+            if fd is None:
+                if not os.path.lexists(name):
+                    continue
+                try:
+                    fd = self._open_existing(name)
+                except AuditStoreError:
+                    if os.path.lexists(name):
+                        raise
+                    continue  # gone again (SQLite deletes its journal)
             try:
-                os.close(open_private(name, os.O_RDONLY))
+                check_private(fd, name)
             except UnsafeFileError as exc:
-                if os.path.lexists(name):
-                    raise AuditStoreError(f"cannot use audit database {self.path}: {exc}") from None
+                raise AuditStoreError(f"cannot use audit database {self.path}: {exc}") from None
+
+    def _release_held(self) -> None:
+        """Close the descriptors `_create_private_file` and `_tighten` held (the connection is closed)."""
+        held, self._held = self._held, {}
+        for fd in held.values():
+            os.close(fd)
 
     def _same_file(self, checked: os.stat_result) -> None:
         """SQLite opened the path itself: it must still be the checked file, not a swapped-in link."""
@@ -739,6 +769,7 @@ class AuditStore:
                 log.warning("audit rows queued for commit were lost on close: %s", exc)
             finally:
                 self.db.close()
+                self._release_held()
 
     def __enter__(self) -> AuditStore:
         return self

@@ -280,6 +280,28 @@ def test_a_file_that_is_not_an_audit_is_refused_without_being_touched(
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("passwd")) == ["passwd"]
 
 
+def _locks_held_on(path: Path) -> list[str]:
+    """This process's POSIX locks on `path` (Linux /proc/locks: `... PID MAJOR:MINOR:INODE ...`)."""
+    inode, pid = path.stat().st_ino, str(os.getpid())
+    return [
+        line
+        for line in Path("/proc/locks").read_text().splitlines()
+        if pid in line.split() and line.split()[5].rsplit(":", 1)[1] == str(inode)
+    ]
+
+
+def test_checking_an_existing_audit_keeps_sqlites_locks(audit_db: Path) -> None:
+    """The files are checked, then tightened, through descriptors held until the store closes: closing
+    any descriptor of a file drops every POSIX lock the process holds on it, and without its shared
+    lock on the -shm file another process may reset the WAL index under a live connection (runs
+    were lost that way when 8 processes shared one file)."""
+    os.chmod(audit_db, 0o644)  # too open: there is tightening to do after the schema check
+    with AuditStore(audit_db) as store:
+        store.recover()
+        assert mode(audit_db) == 0o600
+        assert _locks_held_on(Path(f"{audit_db}-shm")), "the connection lost its lock on the WAL index"
+
+
 def test_a_new_audit_is_created_in_at_most_one_new_folder(
     tmp_path: Path, in_process: Callable[..., tuple[int, str, str]]
 ) -> None:
