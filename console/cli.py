@@ -2,10 +2,12 @@
 
 Exit codes follow docs/architecture.md, "Execution result" (0 Draft, 10 controlled stop, 11 budget,
 12 cancelled, 1 failed, 2 rejected); 3 means the run could not be set up (bad config, unknown
-scenario, unusable audit file or input file) or the events file it was asked to write could not be
-written (the result is still printed). Every input file is read bounded and every message passes
-`neutralize`: a file's name or content never reaches the terminal raw. A closed stdout
-(`| head -c1`) ends the command quietly with the run's own exit code.
+scenario, unusable audit file or input file, an `--events` file that exists without `--force`) or the
+events file it was asked to write could not be written (the result is still printed). Files are
+written by one rule (audit.output_files: new, owner-only, replaced only with `--force`). Every input
+file is read bounded and every message passes `neutralize`: a file's name or content never reaches
+the terminal raw. A closed stdout (`| head -c1`) ends the command quietly with the run's own exit
+code.
 """
 
 from __future__ import annotations

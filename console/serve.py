@@ -107,7 +107,9 @@ class GuardedServer(Server):
         if public is not None:
             self.origins[public.netloc] = self.origin
         if is_loopback(host):
-            self.origins[f"localhost:{port}"] = f"http://localhost:{port}"
+            aliases = ["localhost"] + (["127.0.0.1", "::1"] if host == "localhost" else [])
+            for name in aliases:
+                self.origins.setdefault(authority(name, port), f"http://{authority(name, port)}")
         super().__init__(command=command, host=host, port=port, title="diagnose", public_url=self.origin)
         self.token = token or secrets.token_urlsafe(32)
         self.base_path = f"/{secrets.token_hex(16)}/"

@@ -287,6 +287,16 @@ async def test_localhost_is_the_served_address_too(served: Served, http: aiohttp
         assert response.status == 403
 
 
+async def test_served_as_localhost_the_loopback_address_is_admitted_too(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    with serving(tmp_path, "--host", "localhost") as served:
+        assert served.url.startswith(f"http://localhost:{served.port}{served.path}?token=")
+        for host in (f"localhost:{served.port}", f"127.0.0.1:{served.port}"):
+            async with http.get(served.base, headers={"Host": host}, cookies=served.cookie) as response:
+                assert response.status == 200, host
+
+
 # --- start-up (issue 22, item 5) ---------------------------------------------------------------------
 
 
