@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from audit.location import AuditLocation, MysqlLocation
@@ -96,7 +96,9 @@ class AuditBackend(Protocol):
         """What opening the audit could not check, one line each, for the operator to read."""
         ...
 
-    def prune(self, older_than: timedelta) -> PruneReport: ...
+    def prune(self, older_than: timedelta, *, now: datetime | None = None) -> PruneReport:
+        """Delete the runs finished before `now - older_than` (`now`: the time a preview was counted at)."""
+        ...
 
     def vacuum(self) -> None: ...
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from audit.backend import AuditBackend
 from audit.mysql_text_index import indexable, match_all
-from audit.store import RUN_LISTED_AT, audit_timestamp
+from audit.store import RUN_LISTED_AT, PruneReport, audit_timestamp
 from audit.text_index import PENDING_RUNS
 from tools.vocabulary import INTERRUPTED_RUN
 
@@ -323,6 +323,23 @@ class AuditBrowser:
             last = rows[-1]
             next_cursor = _encode_cursor("run", [last["started_at"] or last["finished_at"], last["run_id"]])
         return Page(rows, next_cursor)
+
+    # --- pruning ------------------------------------------------------------------------------------
+
+    def prunable(self, cutoff: str) -> PruneReport:
+        """What `prune` with this cutoff would delete, counted from one snapshot and deleting nothing:
+        `diagnose audit prune --dry-run` shows it, and the confirmation asks about it."""
+        finished_before = "run_id IN (SELECT run_id FROM runs WHERE finished_at < ?)"
+        counts: dict[str, int] = {}
+        with self._store.read():
+            counts["runs"] = int(
+                self._store.query("SELECT count(*) AS n FROM runs WHERE finished_at < ?", [cutoff])[0]["n"]
+            )
+            for table in ("model_rounds", "invocations", "protocol_events"):
+                sql = f"SELECT count(*) AS n FROM {table} WHERE {finished_before}"
+                rows = self._store.query(sql, [cutoff])
+                counts[table] = int(rows[0]["n"])
+        return PruneReport(cutoff=cutoff, **counts)
 
     # --- one run -----------------------------------------------------------------------------------
 

@@ -24,6 +24,35 @@ class UnsafeFileError(OSError):
     """A path we were asked to write is not a private regular file of ours; the message says why."""
 
 
+class MissingFolderError(FileNotFoundError):
+    """A path whose folder's own folder is missing: only the last level of a path is ever created."""
+
+
+def make_last_folder(folder: Path) -> bool:
+    """Create `folder` (0700) when it is missing and its parent exists; True if it was created.
+
+    A path the operator typed creates at most one folder: a typo (`/srv/audti/2024/audit.db`) is named
+    instead of silently growing a tree of folders somewhere unexpected.
+    """
+    if folder.is_dir():
+        return False
+    if os.path.lexists(folder):
+        raise UnsafeFileError(f"{folder} is not a folder")
+    if not folder.parent.is_dir():
+        missing = folder.parent
+        while not missing.parent.exists() and missing.parent != missing:
+            missing = missing.parent
+        raise MissingFolderError(
+            f"folder {missing} does not exist (only the last folder of a path is created)"
+        )
+    try:
+        folder.mkdir(mode=PRIVATE_DIR)
+    except FileExistsError:
+        return False
+    os.chmod(folder, PRIVATE_DIR)  # mkdir's mode is filtered by the umask
+    return True
+
+
 def private_state_dir(path: Path, *, ours: bool = False) -> Path:
     """Create `path` (and missing parents) owner-only.
 
@@ -45,22 +74,21 @@ def private_state_dir(path: Path, *, ours: bool = False) -> Path:
     return path
 
 
-def check_private(fd: int, path: Path | str) -> None:
-    """The open file is a regular file owned by us; tighten a mode that lets others read or write it."""
+def check_private(fd: int, path: Path | str, *, tighten: bool = True) -> None:
+    """The open file is a regular file owned by us; with `tighten`, a mode that lets others read or
+    write it is narrowed. Without it nothing is changed: a file not yet known to be ours is left as it is."""
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise UnsafeFileError(f"{path} is not a regular file")
     if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
         raise UnsafeFileError(f"{path} is owned by another user (uid {info.st_uid})")
-    if stat.S_IMODE(info.st_mode) & 0o077:
+    if tighten and stat.S_IMODE(info.st_mode) & 0o077:
         os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o700 | 0o600)
 
 
-def open_private(path: Path | str, flags: int, *, truncate: bool = False) -> int:
-    """`os.open` that never follows a symbolic link, creates files 0600 and checks what it opened.
-
-    `truncate` empties the file only after the check: someone else's file is refused, not emptied.
-    """
+def open_private(path: Path | str, flags: int, *, tighten: bool = True) -> int:
+    """`os.open` that never follows a symbolic link, creates files 0600 and checks what it opened
+    (`check_private`): someone else's file is refused, not changed."""
     try:
         fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK, PRIVATE_FILE)
     except FileExistsError:
@@ -70,9 +98,7 @@ def open_private(path: Path | str, flags: int, *, truncate: bool = False) -> int
             raise UnsafeFileError(f"{path} is a symbolic link; give the real path") from None
         raise UnsafeFileError(f"cannot open {path}: {exc.strerror or exc}") from None
     try:
-        check_private(fd, path)
-        if truncate:
-            os.ftruncate(fd, 0)
+        check_private(fd, path, tighten=tighten)
     except BaseException:
         os.close(fd)
         raise
@@ -80,7 +106,7 @@ def open_private(path: Path | str, flags: int, *, truncate: bool = False) -> int
 
 
 def open_private_append(path: Path) -> TextIO:
-    """A log file: appended to, created 0600, never through a link.
+    """A log file: appended to (never truncated), created 0600, never through a link.
 
     A record may quote model text holding a lone surrogate (a library logs a malformed tool call's
     arguments); it is written escaped (`\\ud800`), since a strict encoder would print a traceback."""
@@ -88,19 +114,3 @@ def open_private_append(path: Path) -> TextIO:
     return io.TextIOWrapper(
         io.FileIO(fd, "w"), encoding="utf-8", errors="backslashreplace", line_buffering=True
     )
-
-
-def write_private_file(path: Path, text: str, *, replace: bool = False) -> None:
-    """Write a whole file 0600. Without `replace`, an existing file is an error (FileExistsError)."""
-    try:
-        fd = open_private(path, os.O_WRONLY | os.O_CREAT | (0 if replace else os.O_EXCL), truncate=replace)
-    except FileExistsError:
-        raise FileExistsError(f"{path.name} already exists in {path.parent}") from None
-    with io.FileIO(fd, "w") as raw, io.TextIOWrapper(raw, encoding="utf-8") as stream:
-        stream.write(text)
-
-
-def open_private_writer(path: Path) -> TextIO:
-    """A file written from the start (an export): created or truncated 0600, never through a link."""
-    fd = open_private(path, os.O_WRONLY | os.O_CREAT, truncate=True)
-    return io.TextIOWrapper(io.FileIO(fd, "w"), encoding="utf-8")

@@ -56,36 +56,72 @@ class MysqlLocation:
 
 AuditLocation = SqliteLocation | MysqlLocation
 
+# The files SQLite keeps beside the audit file while it is open.
+SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
 
-def parse_audit_url(url: str, *, password_env: str | None = None) -> AuditLocation:
-    """`sqlite:///path` or `mysql://user@host:port/database`; anything else is an `AuditLocationError`."""
+
+def local_files(location: AuditLocation) -> tuple[Path, ...]:
+    """The files on this machine that hold the audit: what no export or report may ever replace."""
+    if isinstance(location, MysqlLocation):
+        return ()
+    path = location.path
+    return (path, *(Path(f"{path}{suffix}") for suffix in SIDE_FILE_SUFFIXES))
+
+
+def parse_audit_url(
+    url: str,
+    *,
+    password_env: str | None = None,
+    what: str = "[audit] url",
+    password_hint: str = "password_env",
+) -> AuditLocation:
+    """`sqlite:///path` or `mysql://user@host:port/database`; anything else is an `AuditLocationError`.
+
+    `what` names where the URL came from in messages (`--audit-db`, `--from`), `password_hint` where its
+    password belongs instead."""
     text = url.strip()
     if text.startswith(SQLITE_PREFIX):
         path = text[len(SQLITE_PREFIX) :]
         if not path or path.endswith("/"):
-            raise AuditLocationError("[audit] url sqlite:///PATH must name a file")
+            raise AuditLocationError(f"{what} sqlite:///PATH must name a file")
         return SqliteLocation(Path(path))
-    return _parse_mysql(text, password_env)
+    return _parse_mysql(text, password_env, what, password_hint)
 
 
-def _parse_mysql(text: str, password_env: str | None) -> MysqlLocation:
+def _parse_mysql(text: str, password_env: str | None, what: str, password_hint: str) -> MysqlLocation:
     try:
         parts = urlsplit(text)
         port = parts.port or DEFAULT_MYSQL_PORT
     except ValueError:
-        raise AuditLocationError(f"[audit] url {_MYSQL_SHAPE}") from None
+        raise AuditLocationError(f"{what} {_MYSQL_SHAPE}") from None
     if parts.scheme not in MYSQL_SCHEMES:
-        raise AuditLocationError("[audit] url must start with sqlite:/// or mysql://")
+        raise AuditLocationError(f"{what} must start with sqlite:/// or mysql://")
     if not parts.hostname or not parts.username:
-        raise AuditLocationError(f"[audit] url {_MYSQL_SHAPE}")
+        raise AuditLocationError(f"{what} {_MYSQL_SHAPE}")
     if parts.password is not None:
-        raise AuditLocationError("[audit] url must not carry a password: name its variable in password_env")
+        raise AuditLocationError(f"{what} must not carry a password: name its variable in {password_hint}")
     if parts.query or parts.fragment:
-        raise AuditLocationError("[audit] url must not carry query parameters or a fragment")
+        raise AuditLocationError(f"{what} must not carry query parameters or a fragment")
     database = unquote(parts.path.lstrip("/"))
     if not _DATABASE_NAME.fullmatch(database):
-        raise AuditLocationError("[audit] url must name its database as a plain identifier")
+        raise AuditLocationError(f"{what} must name its database as a plain identifier")
     return MysqlLocation(parts.hostname, port, unquote(parts.username), database, password_env)
+
+
+# What an operator writes when they mean a URL: a scheme and a colon (`mysql://`, `sqlite:/`, a one-slash
+# typo, or `mysql:` alone). As a file path it would create `./mysql:/...`, and put the URL's password
+# into messages that name the path.
+_URL_SHAPED = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:/|(?:sqlite|mysql|mariadb):)", re.IGNORECASE)
+
+
+def parse_audit_argument(
+    value: str, *, password_env: str | None = None, what: str, password_hint: str = "[audit] password_env"
+) -> AuditLocation:
+    """An audit named on the command line (`--audit-db`, `audit copy --from/--to`): a file path, or a
+    URL accepted exactly as `[audit] url` is (same parsing, same refusals, never repeated)."""
+    if _URL_SHAPED.match(value.strip()):
+        return parse_audit_url(value, password_env=password_env, what=what, password_hint=password_hint)
+    return SqliteLocation(Path(value))
 
 
 @dataclass(frozen=True)

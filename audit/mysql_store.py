@@ -747,11 +747,11 @@ class MysqlAuditStore:
         leased = {str(row[0]) for row in cursor.fetchall()}
         return [run_id for run_id in locked if run_id not in leased or expired.get(run_id, False)]
 
-    def prune(self, older_than: timedelta) -> PruneReport:
+    def prune(self, older_than: timedelta, *, now: datetime | None = None) -> PruneReport:
         """Delete runs finished before now - `older_than`, in small transactions (see AuditStore.prune)."""
         if older_than < timedelta(0):
             raise ValueError("older_than must not be negative")
-        cutoff = audit_timestamp(datetime.now(UTC) - older_than)
+        cutoff = audit_timestamp((now or datetime.now(UTC)) - older_than)
         counts = dict.fromkeys(("runs", "model_rounds", "invocations", "protocol_events"), 0)
 
         def batch() -> bool:

@@ -29,8 +29,16 @@ import platformdirs
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
-from audit.files import UnsafeFileError, open_private, private_state_dir
+from audit.files import (
+    PRIVATE_FILE,
+    UnsafeFileError,
+    check_private,
+    make_last_folder,
+    open_private,
+    private_state_dir,
+)
 from audit.liveness import is_process_live
+from audit.location import SqliteLocation, local_files
 from audit.text_index import FTS_COLUMNS, index_finished_runs, rebuild
 from tools.vocabulary import InvocationStatus
 
@@ -47,7 +55,9 @@ Migration = Callable[[sqlite_utils.Database], None]
 _BUSY_TIMEOUT_MS = 2000
 _BUSY_DEADLINE_S = 60.0
 _PRUNE_BATCH = 500
-_SIDE_FILES = ("-wal", "-shm", "-journal")
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _SQLITE_STATISTICS = frozenset({"sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"})
 
 
@@ -389,11 +399,19 @@ class AuditStore:
         self._lock = threading.RLock()
         # Writes queued by `defer`: (sql, params, message if it must change exactly one row).
         self._deferred: list[tuple[str, tuple[Any, ...], str | None]] = []
-        checked = self._create_private_file()
+        # Descriptors of the audit's files opened to check them, held until the connection closes:
+        # closing any descriptor of a file drops every POSIX lock this process holds on it, SQLite's too
+        # (another process could then reset the WAL index under this connection).
+        self._held: dict[Path, int] = {}
         try:
+            checked = self._create_private_file()
             conn = sqlite3.connect(str(self.path), check_same_thread=False)
         except sqlite3.Error as exc:
+            self._release_held()
             raise AuditStoreError(f"cannot open audit database {self.path}: {exc}") from exc
+        except BaseException:
+            self._release_held()
+            raise
         try:
             self._same_file(checked)
             self.db = sqlite_utils.Database(conn)
@@ -401,52 +419,100 @@ class AuditStore:
             # ours. (`trusted_schema=OFF` is no substitute: our own FTS delete triggers need it on.)
             self._pragma(f"busy_timeout={_BUSY_TIMEOUT_MS}")
             _retry_busy(lambda: check_schema_objects(conn, self.path))
+            self._tighten()
             self._configure()
             self._migrate()
             self.has_fts = self._table_exists("invocations_fts") and self._table_exists("runs_fts")
             self.recover()
         except (sqlite3.Error, TransactionError) as exc:
             conn.close()
+            self._release_held()
             raise AuditStoreError(f"audit database {self.path} is unusable: {exc}") from exc
         except AuditStoreError:
             conn.close()
+            self._release_held()
             raise
 
     def _create_private_file(self) -> os.stat_result:
-        """Create the file owner-only before SQLite touches it: audit rows are operator data.
+        """Create a new audit file exclusively, owner-only, before SQLite touches it; or check an
+        existing one without changing it.
 
-        The file (and the -wal/-shm/-journal files SQLite keeps next to it) must be a regular file of
-        ours, reached without a symbolic link; a group- or world-readable one is tightened to 0600.
+        An existing file (and the -wal/-shm/-journal files SQLite keeps next to it) must be a regular
+        file of ours, reached without a symbolic link, and the file itself a SQLite database (or empty:
+        one created here and left before its first page was written). Anything else is refused as it
+        is: no mode is tightened until the schema check knows the file is an audit (`_tighten`).
+        Only the last folder of an operator's path is created; the program's own state folder whole.
         """
         try:
-            private_state_dir(self.path.parent, ours=self.path == default_audit_path())
+            if self.path == default_audit_path():
+                private_state_dir(self.path.parent, ours=True)
+            else:
+                make_last_folder(self.path.parent)
         except OSError as exc:
-            raise AuditStoreError(f"cannot create audit database {self.path}: {exc}") from exc
+            raise AuditStoreError(f"cannot create audit database {self.path}: {exc}") from None
         if self.path.is_symlink():
             raise AuditStoreError(f"audit database {self.path} is a symbolic link; give the real path")
         if self.path.exists() and not self.path.is_file():
             raise AuditStoreError(f"audit database {self.path} is not a regular file")
-        checked: os.stat_result | None = None
-        for name in (self.path, *(Path(f"{self.path}{suffix}") for suffix in _SIDE_FILES)):
-            if name != self.path and not os.path.lexists(name):
-                continue
-            try:
-                fd = open_private(name, os.O_RDONLY | (os.O_CREAT if name == self.path else 0))
-            except UnsafeFileError as exc:
-                verb = "create" if not os.path.lexists(name) else "use"
-                raise AuditStoreError(f"cannot {verb} audit database {self.path}: {exc}") from None
-            except OSError as exc:
-                raise AuditStoreError(f"cannot create audit database {self.path}: {exc}") from exc
-            try:
-                if name == self.path:
-                    checked = os.fstat(fd)
-            finally:
-                os.close(fd)
-        assert checked is not None
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, PRIVATE_FILE)
+        except FileExistsError:
+            fd = None
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise AuditStoreError(f"cannot create audit database {self.path}: {reason}") from None
+        if fd is None:
+            fd = self._open_existing(self.path)
+            if os.read(fd, len(_SQLITE_HEADER)) not in (b"", _SQLITE_HEADER):
+                raise AuditStoreError(
+                    f"audit database {self.path} is unusable: not a SQLite file (it was left as it is)"
+                )
+        else:
+            self._held[self.path] = fd
+        checked = os.fstat(fd)
+        for side in local_files(SqliteLocation(self.path))[1:]:
+            if os.path.lexists(side):
+                self._open_existing(side)
         # SQLite opens an unwritable file read-only without complaint and fails only on the first write.
         if not os.access(self.path, os.R_OK | os.W_OK) or not os.access(self.path.parent, os.W_OK | os.X_OK):
             raise AuditStoreError(f"audit database {self.path} is not writable")
         return checked
+
+    def _open_existing(self, name: Path) -> int:
+        """An existing file of the audit, read-only and held: a regular file of ours, its mode left
+        as it is."""
+        try:
+            fd = open_private(name, os.O_RDONLY, tighten=False)
+        except UnsafeFileError as exc:
+            raise AuditStoreError(f"cannot use audit database {self.path}: {exc}") from None
+        self._held[name] = fd
+        return fd
+
+    def _tighten(self) -> None:
+        """Once the file is known to be an audit: it and its side files are owner-only (0600), changed
+        through descriptors opened without following a link (SQLite may have just created a side file
+        with the audit's old mode)."""
+        for name in local_files(SqliteLocation(self.path)):
+            fd = self._held.get(name)
+            if fd is None:
+                if not os.path.lexists(name):
+                    continue
+                try:
+                    fd = self._open_existing(name)
+                except AuditStoreError:
+                    if os.path.lexists(name):
+                        raise
+                    continue  # gone again (SQLite deletes its journal)
+            try:
+                check_private(fd, name)
+            except UnsafeFileError as exc:
+                raise AuditStoreError(f"cannot use audit database {self.path}: {exc}") from None
+
+    def _release_held(self) -> None:
+        """Close the descriptors `_create_private_file` and `_tighten` held (the connection is closed)."""
+        held, self._held = self._held, {}
+        for fd in held.values():
+            os.close(fd)
 
     def _same_file(self, checked: os.stat_result) -> None:
         """SQLite opened the path itself: it must still be the checked file, not a swapped-in link."""
@@ -652,14 +718,14 @@ class AuditStore:
             index_finished_runs(db.conn, has_fts=self.has_fts)
         return dead
 
-    def prune(self, older_than: timedelta) -> PruneReport:
-        """Delete runs finished before now - `older_than`, with their rounds, invocations and protocol
-        events (the FTS delete triggers drop their index entries). A run still going has no
-        finished_at, so it is never pruned. Small batches keep each write transaction short while runs
-        keep writing."""
+    def prune(self, older_than: timedelta, *, now: datetime | None = None) -> PruneReport:
+        """Delete runs finished before `now` (default: the current time) - `older_than`, with their
+        rounds, invocations and protocol events (the FTS delete triggers drop their index entries). A
+        run still going has no finished_at, so it is never pruned. Small batches keep each write
+        transaction short while runs keep writing."""
         if older_than < timedelta(0):
             raise ValueError("older_than must not be negative")
-        cutoff = audit_timestamp(datetime.now(UTC) - older_than)
+        cutoff = audit_timestamp((now or datetime.now(UTC)) - older_than)
         counts = dict.fromkeys(("runs", "model_rounds", "invocations", "protocol_events"), 0)
         while True:
             with self.write() as db:
@@ -719,6 +785,7 @@ class AuditStore:
                 log.warning("audit rows queued for commit were lost on close: %s", exc)
             finally:
                 self.db.close()
+                self._release_held()
 
     def __enter__(self) -> AuditStore:
         return self

@@ -397,9 +397,14 @@ class DiagnoseApp(ConsoleHost):
                 yield command
 
     def action_save_screenshot(self) -> None:
-        folder = self.options.export_dir or Path.cwd()
+        """An SVG of the screen in the export folder: a new file (0600, never through a link), as every
+        file the console writes (audit.output_files); Textual's own would overwrite and follow links."""
+        from audit.output_files import write_output
+
+        stamp = self.options.clock().strftime("%Y%m%dT%H%M%S%fZ")
+        written = (self.options.export_dir or Path.cwd()) / f"diagnose-screenshot-{stamp}.svg"
         try:
-            written = self.save_screenshot(path=str(folder))
+            write_output(written, self.export_screenshot())
         except OSError as exc:
             self.notify(str(exc), title="Screenshot not saved", severity="error", markup=False)
             return

@@ -1,10 +1,11 @@
 """`diagnose audit ...`: browse, export and prune the audit database from a terminal.
 (docs/architecture.md, "CLI")
 
-Every subcommand finds the file the way a run does (`--audit-db`, else `[audit] path` of the
-configuration, else the user state directory) and never creates one: reading a file that does not
-exist is an error. Exit codes: 0 done, 1 the requested run does not exist, 2 bad arguments,
-3 the audit or the configuration cannot be used.
+Every subcommand finds the file the way a run does (`--audit-db` F or URL, else `[audit] url` or
+`path` of the configuration, else the user state directory) and never creates one: reading a file
+that does not exist is an error. Exit codes: 0 done, 1 the requested run does not exist, 2 bad
+arguments (also: an `--output` file that exists without `--force`, a prune that is neither on a
+terminal nor confirmed by `--yes`), 3 the audit or the configuration cannot be used.
 """
 
 from __future__ import annotations
@@ -30,10 +31,20 @@ if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils 
     from audit.location import AuditLocation
 
 
-_AGE = re.compile(r"^\s*(\d{1,12})\s*([dhm])\s*$")
+_AGE = re.compile(r"^\s*(\d{1,12})\s*([a-z]+)\s*$", re.IGNORECASE)
 _MAX_AGE = timedelta(days=36_500)
 MAX_PAGE_SIZE = 10_000
-_AGE_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+# One spelling per unit, none shared: `m` (minutes or months?) is refused rather than guessed.
+AGE_UNITS = {
+    "s": timedelta(seconds=1),
+    "min": timedelta(minutes=1),
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+    "w": timedelta(weeks=1),
+    "mo": timedelta(days=30),
+    "y": timedelta(days=365),
+}
+AGE_EXAMPLES = "30d, 12h, 6mo, 2w, 90s or 45min"
 _PREVIEW = 96
 
 
@@ -44,15 +55,24 @@ class _AuditCommandError(Exception):
 
 
 def parse_age(value: str) -> timedelta:
-    """`30d`, `12h`, `90m`; at most a century, so `now - age` is always a date."""
+    """An age such as 30d, 12h, 6mo (a month is 30 days), 2w, 90s, 45min or 1y; at most a century, so
+    `now - age` is always a date. A bare `m` is refused: it reads as minutes to some and months to others,
+    and prune deletes by it."""
     match = _AGE.match(value)
     if not match:
-        raise argparse.ArgumentTypeError(f"not an age like 30d, 12h or 90m: {_clean(value)!r}")
-    amount = int(match.group(1))
-    unit = _AGE_UNITS[match.group(2)]
-    if amount > _MAX_AGE // timedelta(**{unit: 1}):
+        raise argparse.ArgumentTypeError(f"not an age like {AGE_EXAMPLES}: {_clean(value)!r}")
+    amount, unit = int(match.group(1)), match.group(2).lower()
+    if unit == "m":
+        raise argparse.ArgumentTypeError(
+            f"{_clean(value)!r} is ambiguous: write {amount}min for minutes or {amount}mo for months"
+        )
+    if unit not in AGE_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"unknown unit {_clean(unit)!r} in {_clean(value)!r}; use s, min, h, d, w, mo or y"
+        )
+    if amount > _MAX_AGE // AGE_UNITS[unit]:
         raise argparse.ArgumentTypeError(f"an age of at most {_MAX_AGE.days} days: {_clean(value)!r}")
-    return timedelta(**{unit: amount})
+    return amount * AGE_UNITS[unit]
 
 
 def _time_arg(value: str) -> str:
@@ -113,7 +133,11 @@ def _outcomes() -> list[str]:
 def add_audit_parser(subparsers: Any) -> None:
     """Adds `audit` and its subcommands to the `diagnose` parser's subparsers."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--audit-db", type=Path, help="audit database file (default: [audit] path)")
+    common.add_argument(
+        "--audit-db",
+        metavar="F|URL",
+        help="audit database file, or sqlite:///F or mysql://user@host/db (default: [audit] url or path)",
+    )
     common.add_argument("--config", type=Path, help="configuration file (for [audit] path)")
 
     audit = subparsers.add_parser("audit", help="browse, export and prune the audit database")
@@ -162,7 +186,13 @@ def add_audit_parser(subparsers: Any) -> None:
         default="invocation",
         help="one line per invocation (default) or per run with its timeline",
     )
-    export.add_argument("--output", type=Path, help="file to write (created owner-only; default stdout)")
+    export.add_argument("--output", type=Path, help="file to write (a new file, owner-only; default stdout)")
+    export.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --output file (never the audit; the old file stays whole until the new "
+        "one is complete)",
+    )
 
     copy = sub.add_parser(
         "copy", help="copy finished runs between audits (idempotent: run it again to resume)"
@@ -177,9 +207,23 @@ def add_audit_parser(subparsers: Any) -> None:
     copy.add_argument("--to-password-env", metavar="VAR", help="password variable of --to (mysql)")
     copy.add_argument("--config", type=Path, help="configuration file (the evidence account to refuse)")
 
-    prune = sub.add_parser("prune", parents=[common], help="delete runs finished longer ago than AGE")
+    prune = sub.add_parser(
+        "prune",
+        parents=[common],
+        help="delete runs finished longer ago than AGE (shows what first; asks unless --yes)",
+    )
     prune.add_argument(
-        "--older-than", type=parse_age, required=True, metavar="AGE", help="e.g. 30d, 12h, 90m"
+        "--older-than",
+        type=parse_age,
+        required=True,
+        metavar="AGE",
+        help=f"e.g. {AGE_EXAMPLES} (a month is 30 days; a bare m is refused as ambiguous)",
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="count what would be deleted, and the cutoff; delete nothing"
+    )
+    prune.add_argument(
+        "--yes", action="store_true", help="delete without asking (needed when not on a terminal)"
     )
     prune.add_argument("--vacuum", action="store_true", help="then give the space back (rebuilds search)")
 
@@ -204,6 +248,7 @@ def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         return run_copy_command(args, out)
     try:
         location = _resolve_location(args)
+        args.location = location
         if isinstance(location, SqliteLocation) and not location.path.is_file():
             raise _AuditCommandError(f"no audit database at {location.path}")
         with open_audit_store(location) as store:
@@ -232,20 +277,24 @@ def _error(message: str) -> None:
 
 
 def _resolve_location(args: argparse.Namespace) -> AuditLocation:
-    """Exactly as console.wiring resolves it for a run."""
-    if args.audit_db is not None:
-        from audit.location import SqliteLocation
+    """Exactly as console.wiring resolves it for a run; a plain `--audit-db` file needs no configuration."""
+    from audit.location import AuditLocationError, SqliteLocation, parse_audit_argument
 
-        return SqliteLocation(Path(args.audit_db))
+    if args.audit_db is not None:
+        try:
+            location = parse_audit_argument(args.audit_db, what="--audit-db")
+        except AuditLocationError as exc:
+            raise _AuditCommandError(str(exc)) from None
+        if isinstance(location, SqliteLocation):
+            return location
     from agent.secrets import build_redactor, redact_logs
     from agent.settings import ConfigError, load_settings
-    from audit.location import AuditLocationError
     from console.audit_target import audit_location
 
     try:
         settings = load_settings(args.config)
         redact_logs(build_redactor(settings))  # a server's messages may echo what it was sent
-        return audit_location(settings)
+        return audit_location(settings, args.audit_db)
     except (ConfigError, AuditLocationError) as exc:
         raise _AuditCommandError(str(exc)) from None
 
@@ -286,33 +335,72 @@ def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBacke
         else:
             _print_timeline(timeline, out)
     elif command == "export":
-        _export(args, browser, out)
+        _export(args, browser, store, out)
     elif command == "prune":
-        report = store.prune(args.older_than)
-        if args.vacuum:
-            store.vacuum()
-        out.write(
-            f"pruned {report.runs} runs finished before {report.cutoff} ({report.model_rounds} model rounds, "
-            f"{report.invocations} invocations, {report.protocol_events} protocol events)\n"
-        )
+        return _prune(args, browser, store, out)
     return 0
 
 
-def _export(args: argparse.Namespace, browser: AuditBrowser, out: TextIO) -> None:
+def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> None:
     from audit.export import export_jsonl
 
     if args.output is None:
         export_jsonl(browser, _JsonLinesForTerminal(out), per=args.per)
         return
-    from audit.files import open_private_writer
+    from audit.location import local_files
+    from audit.output_files import OutputExistsError, OutputFile
 
-    try:  # the export holds the same operator data as the audit: owner-only, never through a link
-        stream = open_private_writer(args.output)
+    # The export holds the same operator data as the audit: a new owner-only file, never through a
+    # link; an existing one only with --force, and never the audit being exported.
+    try:
+        output = OutputFile(args.output, force=args.force, protected=local_files(args.location))
+    except OutputExistsError:
+        raise _AuditCommandError(f"{args.output} already exists; --force replaces it", USAGE_ERROR) from None
     except OSError as exc:
         raise _AuditCommandError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    with stream:
+    with output as stream:
         lines = export_jsonl(browser, stream, per=args.per)
     print(f"exported {lines} {args.per}{'s' if lines != 1 else ''} to {args.output}", file=sys.stderr)
+
+
+def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
+    """Show what goes (runs and rows finished before the cutoff), ask on a terminal unless --yes, then
+    delete exactly that: the preview and the deletion share one cutoff."""
+    from audit.store import audit_timestamp
+
+    now = datetime.now(UTC)
+    plan = browser.prunable(audit_timestamp(now - args.older_than))
+    what = (
+        f"{plan.runs} runs finished before {plan.cutoff} ({plan.model_rounds} model rounds, "
+        f"{plan.invocations} invocations, {plan.protocol_events} protocol events) "
+        f"from {_clean(store.location)}"
+    )
+    if args.dry_run:
+        out.write(f"would prune {what}\n")
+        return 0
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise _AuditCommandError(
+                f"prune would delete {what}: pass --yes to confirm (or --dry-run to only count)", USAGE_ERROR
+            )
+        if not _confirm(f"delete {what}? [y/N] "):
+            out.write("nothing pruned\n")
+            return 0
+    report = store.prune(args.older_than, now=now)
+    if args.vacuum:
+        store.vacuum()
+    out.write(
+        f"pruned {report.runs} runs finished before {report.cutoff} ({report.model_rounds} model rounds, "
+        f"{report.invocations} invocations, {report.protocol_events} protocol events)\n"
+    )
+    return 0
+
+
+def _confirm(question: str) -> bool:
+    """Ask on the terminal (stderr: stdout may be a pipe); only y or yes agrees."""
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 # --- terminal rendering ------------------------------------------------------------------------------

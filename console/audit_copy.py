@@ -12,26 +12,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any, TextIO
 
 from console.presentation import SETUP_ERROR
 from console.safe_text import neutralize
 
 
-def _location(url: str, password_env: str | None, settings: Any) -> Any:
-    from audit.location import (
-        SQLITE_PREFIX,
-        EvidenceAccount,
-        SqliteLocation,
-        check_separate_from_evidence,
-        parse_audit_url,
-    )
+def _location(url: str, option: str, password_env: str | None, settings: Any) -> Any:
+    from audit.location import EvidenceAccount, check_separate_from_evidence, parse_audit_argument
 
-    if "://" not in url and not url.startswith(SQLITE_PREFIX):
-        location: Any = SqliteLocation(Path(url))
-    else:
-        location = parse_audit_url(url, password_env=password_env or settings.audit.password_env)
+    hint = f"{option}-password-env or [audit] password_env"
+    location = parse_audit_argument(
+        url, password_env=password_env or settings.audit.password_env, what=option, password_hint=hint
+    )
     mysql = settings.mysql
     check_separate_from_evidence(
         location, EvidenceAccount(mysql.dsn, mysql.password_env, tuple(mysql.allowed_schemas))
@@ -92,8 +85,8 @@ def run_copy_command(args: argparse.Namespace, out: TextIO) -> int:
         named = (args.from_password_env, args.to_password_env)
         extra = [os.environ[name] for name in named if name and os.environ.get(name)]
         redact_logs(Redactor(configured_secrets(settings) + extra))
-        source = _location(args.source, args.from_password_env, settings)
-        target = _location(args.target, args.to_password_env, settings)
+        source = _location(args.source, "--from", args.from_password_env, settings)
+        target = _location(args.target, "--to", args.to_password_env, settings)
         if source == target:
             raise AuditLocationError("--from and --to name the same audit")
         if isinstance(source, SqliteLocation) and not source.path.is_file():

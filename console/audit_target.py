@@ -13,16 +13,20 @@ from audit.location import (
     EvidenceAccount,
     SqliteLocation,
     check_separate_from_evidence,
+    parse_audit_argument,
     parse_audit_url,
 )
 
 
-def audit_location(settings: Settings, audit_db: Path | None = None) -> AuditLocation:
-    """The audit to open; `AuditLocationError` for a URL that is malformed or names the evidence account."""
-    if audit_db is not None:
-        return SqliteLocation(Path(audit_db))
+def audit_location(settings: Settings, audit_db: str | Path | None = None) -> AuditLocation:
+    """The audit to open; `AuditLocationError` for a URL that is malformed or names the evidence account.
+
+    `--audit-db` is a file path or a URL, taken exactly as `[audit] url` is (the password from
+    `[audit] password_env`, a password inside the URL refused without repeating it)."""
     audit = settings.audit
-    if audit.url is not None:
+    if audit_db is not None:
+        location = parse_audit_argument(str(audit_db), password_env=audit.password_env, what="--audit-db")
+    elif audit.url is not None:
         location = parse_audit_url(audit.url, password_env=audit.password_env)
     elif audit.path is not None:
         location = SqliteLocation(Path(audit.path))

@@ -2,10 +2,12 @@
 
 Exit codes follow docs/architecture.md, "Execution result" (0 Draft, 10 controlled stop, 11 budget,
 12 cancelled, 1 failed, 2 rejected); 3 means the run could not be set up (bad config, unknown
-scenario, unusable audit file or input file) or the events file it was asked to write could not be
-written (the result is still printed). Every input file is read bounded and every message passes
-`neutralize`: a file's name or content never reaches the terminal raw. A closed stdout
-(`| head -c1`) ends the command quietly with the run's own exit code.
+scenario, unusable audit file or input file, an `--events` file that exists without `--force`) or the
+events file it was asked to write could not be written (the result is still printed). Files are
+written by one rule (audit.output_files: new, owner-only, replaced only with `--force`). Every input
+file is read bounded and every message passes `neutralize`: a file's name or content never reaches
+the terminal raw. A closed stdout (`| head -c1`) ends the command quietly with the run's own exit
+code.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from console.presentation import SETUP_ERROR
 from console.safe_text import neutralize
 
 if TYPE_CHECKING:
+    from audit.output_files import OutputFile
     from tools.run_events import EventSink, RunEvent
 
 # Input files are read with a cap well above any sane budget (the use case applies the real limits
@@ -86,15 +89,21 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, metavar="F", help=_CONFIG_HELP)
     run.add_argument(
         "--audit-db",
-        type=Path,
-        metavar="F",
-        help="audit database file (default: [audit] path, else the user state dir)",
+        metavar="F|URL",
+        help="audit database file, or sqlite:///F or mysql://user@host/db as [audit] url "
+        "(default: [audit] url or path, else the user state dir)",
     )
     run.add_argument(
         "--events",
         metavar="F|-",
         help="write NDJSON run events to this file; '-' for stdout, which then carries only the events "
         "(the result goes to stderr)",
+    )
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --events file (never the audit; the old file stays whole until the new "
+        "one is complete)",
     )
     run.add_argument("--json", action="store_true", help="print the execution result as JSON")
 
@@ -423,8 +432,9 @@ class _NdjsonSink:
     """`--events`: one JSON run event per line. A write failure (a full disk, a closed pipe) stops the
     stream but not the run; the command reports it after the result is printed."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, file: OutputFile | None = None) -> None:
         self.stream = stream
+        self.file = file  # None: stdout, which is not ours to close
         self.failure: OSError | None = None
 
     def __call__(self, event: RunEvent) -> None:
@@ -437,11 +447,31 @@ class _NdjsonSink:
         except OSError as exc:
             self.failure = exc
 
+    def discard(self) -> None:
+        if self.file is not None:
+            self.file.discard()
+
     def close(self) -> None:
+        if self.file is None:
+            return
         try:
-            self.stream.close()
+            self.file.commit()
         except OSError as exc:
             self.failure = self.failure or exc
+
+
+def _events_file(path: Path, *, force: bool, protected: Sequence[Path]) -> _NdjsonSink:
+    """The `--events` file: created new and owner-only (audit.output_files); an existing file is
+    replaced only with `--force`, and never the audit."""
+    from audit.output_files import OutputExistsError, OutputFile
+
+    try:
+        file = OutputFile(path, force=force, protected=protected)
+    except OutputExistsError:
+        raise SetupError(f"events file {path} already exists; --force replaces it") from None
+    except OSError as exc:
+        raise SetupError(f"cannot write events file {path}: {exc.strerror or exc}") from None
+    return _NdjsonSink(file.stream, file)
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -462,13 +492,15 @@ async def _run(args: argparse.Namespace) -> int:
         if args.events == "-":
             events = _NdjsonSink(sys.stdout)
         else:
-            try:
-                events = _NdjsonSink(open(args.events, "w", encoding="utf-8"))  # noqa: ASYNC230 - opened once before the run
-            except OSError as exc:
-                raise SetupError(f"cannot write events file {args.events}: {exc.strerror}") from None
+            events = _events_file(Path(args.events), force=args.force, protected=env.audit_files)
         sinks.append(events)
 
-    use_case = env.use_case(sinks=sinks)
+    try:
+        use_case = env.use_case(sinks=sinks)
+    except BaseException:
+        if events is not None:
+            events.discard()  # no run: an events file of nothing is not left behind
+        raise
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, use_case.cancel)
     try:
@@ -476,7 +508,7 @@ async def _run(args: argparse.Namespace) -> int:
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         await env.aclose()
-        if events is not None and events.stream is not sys.stdout:
+        if events is not None:
             events.close()
 
     # Redacted like the events, with the tool call IDs (citations, checks) exact.

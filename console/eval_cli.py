@@ -1,12 +1,15 @@
 """`diagnose eval`: run incident cases N times against the configured model and score the runs.
 
-    diagnose eval [--cases DIR] [--case NAME ...] [--repeat N] [--config F] [--out DIR] [--audit-db F]
+    diagnose eval [--cases DIR] [--case NAME ...] [--repeat N] [--config F] [--out DIR] [--force]
+                  [--audit-db F|URL]
 
 Progress goes to stderr (a progress bar on a terminal, one plain line per run otherwise); the score
 table goes to stdout; `report.json` and `report.md` go to `--out` (default `eval-<UTC time>`), with
-the runs' audit file (`audit.db`) unless `--audit-db` says otherwise. Exit 0 when every run finished
-(whatever the scores), 12 when interrupted by Ctrl-C (the report keeps the finished runs), 3 when the
-eval cannot start (bad case file, bad configuration).
+the runs' audit file (`audit.db`) unless `--audit-db` says otherwise. A report already in `--out` is
+replaced only with `--force`, checked before the first run; only the last folder of `--out` is
+created. Exit 0 when every run finished (whatever the scores), 12 when interrupted by Ctrl-C (the
+report keeps the finished runs), 3 when the eval cannot start (bad case file, bad configuration, a
+report already in `--out`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,10 @@ def add_eval_parser(subparsers: Any) -> None:
     ev.add_argument("--repeat", type=_repeat, default=1, help=f"runs per case (1..{MAX_REPEAT}, default 1)")
     ev.add_argument("--config", type=Path, help="TOML configuration file (the model under evaluation)")
     ev.add_argument("--out", type=Path, help="report folder (default: eval-<UTC time> in the current folder)")
-    ev.add_argument("--audit-db", type=Path, help="audit file of the eval runs (default: <out>/audit.db)")
+    ev.add_argument(
+        "--force", action="store_true", help="replace the report files a previous eval left in --out"
+    )
+    ev.add_argument("--audit-db", metavar="F|URL", help="audit of the eval runs (default: <out>/audit.db)")
 
 
 def _repeat(text: str) -> int:
@@ -54,12 +60,41 @@ def run_eval_command(args: argparse.Namespace) -> int:
         cases = load_cases(args.cases, args.only)
     except EvalCaseError as exc:
         raise SetupError(str(exc)) from None
+    if args.audit_db is not None:
+        _check_audit(args.config, args.audit_db)
     out_dir: Path = args.out or Path(f"eval-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SetupError(f"cannot create report folder {out_dir}: {exc.strerror}") from None
+    _check_report_folder(out_dir, force=args.force)
     return asyncio.run(_eval(args, cases, out_dir))
+
+
+def _check_audit(config: Path | None, audit_db: str) -> None:
+    """`--audit-db` read as every run reads it, before a report folder is made for an eval that
+    cannot run (a URL carrying a password, the evidence account)."""
+    from agent.settings import ConfigError, load_settings
+    from audit.location import AuditLocationError
+    from console.audit_target import audit_location
+
+    try:
+        audit_location(load_settings(config), audit_db)
+    except (ConfigError, AuditLocationError) as exc:
+        raise SetupError(f"audit unavailable: {exc}") from None
+
+
+def _check_report_folder(out_dir: Path, *, force: bool) -> None:
+    """Before any run (an eval can take hours): the folder exists or is the one missing level, and a
+    previous report in it is replaced only with `--force`."""
+    from audit.files import make_last_folder
+    from audit.output_files import OutputExistsError, check_replaceable
+    from console.evaluation.report import report_paths
+
+    try:
+        make_last_folder(out_dir)
+        for path in report_paths(out_dir):
+            check_replaceable(path, force=force)
+    except OutputExistsError as exc:
+        raise SetupError(f"{exc.path} already exists (a previous eval); --force replaces it") from None
+    except OSError as exc:
+        raise SetupError(f"cannot write the report in {out_dir}: {exc.strerror or exc}") from None
 
 
 async def _eval(args: argparse.Namespace, cases: list[Any], out_dir: Path) -> int:
@@ -75,7 +110,7 @@ async def _eval(args: argparse.Namespace, cases: list[Any], out_dir: Path) -> in
             report = await runner.run(cases, progress.update)
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-    json_path, md_path = write_reports(report, out_dir)
+    json_path, md_path = write_reports(report, out_dir, force=args.force)
     print(render_table(report))
     print(f"\nreports: {json_path}  {md_path}")
     return INTERRUPTED if report.interrupted else 0

@@ -3,6 +3,12 @@
 Pure functions over plain JSON values (the ExecutionResult and the run's events), so they are tested
 without a terminal. The JSON export keeps every event exactly; the Markdown is for people and folds
 whitespace inside list items so a statement cannot break the document's structure.
+
+Both are terminal output too: an operator `cat`s an export, and a pasted clipboard lands in another
+terminal. So the Markdown passes `neutralize` (control characters, ESC sequences such as OSC 52 and
+OSC 8, bidi and other invisible format characters become visible escapes; newline and tab stay), and
+the JSON writes those characters as JSON string escapes (`\u001b`, `\u202e`): the same values once
+decoded, nothing raw on a terminal.
 """
 
 from __future__ import annotations
@@ -14,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audit.files import write_private_file
+from audit.output_files import check_replaceable, write_output
 from console.presentation import OUTCOME_MEANING, exit_code
+from console.safe_text import neutralize
 from console.widgets.run_state import RunState
 from tools.run_events import RunEvent, parse_event
 
@@ -42,7 +49,17 @@ def _list(items: Iterable[Any], numbered: bool = False) -> list[str]:
 
 
 def draft_markdown(draft: Mapping[str, Any], level: int = 1) -> str:
-    """The Draft an operator pastes into a ticket: conclusion (or its explicit absence) and evidence."""
+    """The Draft an operator pastes into a ticket: conclusion (or its explicit absence) and evidence.
+    Terminal-safe (see the module's docstring): it is also what `ctrl+g` puts on the clipboard."""
+    return neutralize(_draft_markdown(draft, level))
+
+
+def draft_json(draft: Mapping[str, Any]) -> str:
+    """The Draft as JSON for the clipboard: exact values, no character that drives a terminal raw."""
+    return neutralize(json.dumps(draft, ensure_ascii=False, indent=2), form="json")
+
+
+def _draft_markdown(draft: Mapping[str, Any], level: int) -> str:
     h = "#" * level
     conclusion = draft.get("conclusion")
     lines = [f"{h} Diagnosis Draft", ""]
@@ -53,7 +70,11 @@ def draft_markdown(draft: Mapping[str, Any], level: int = 1) -> str:
     lines += ["", f"{h}# Analysis", ""]
     for item in draft.get("analysis") or []:
         evidence = item.get("evidence")
-        cited = "NO_EVIDENCE" if evidence == "NO_EVIDENCE" else ", ".join(f"`{e}`" for e in evidence or [])
+        cited = (
+            "NO_EVIDENCE"
+            if evidence == "NO_EVIDENCE"
+            else ", ".join(f"`{_one_line(e)}`" for e in evidence or [])
+        )
         scope = f"; scope: {_one_line(item['scope'])}" if item.get("scope") else ""
         lines.append(
             f"- **{item.get('kind')}** {_one_line(item.get('statement', ''))} — evidence: {cited}{scope}"
@@ -114,6 +135,11 @@ def _timeline(events: Iterable[RunEvent | Mapping[str, Any]]) -> list[str]:
 
 
 def run_markdown(record: RunRecord, exported_at: str) -> str:
+    """The run for people; terminal-safe (see the module's docstring)."""
+    return neutralize(_run_markdown(record, exported_at))
+
+
+def _run_markdown(record: RunRecord, exported_at: str) -> str:
     result = record.result
     usage = result.get("usage") or {}
     lines = [
@@ -140,7 +166,7 @@ def run_markdown(record: RunRecord, exported_at: str) -> str:
     lines.append("")
     draft = result.get("draft")
     if draft is not None:
-        lines.append(draft_markdown(draft, level=2))
+        lines.append(_draft_markdown(draft, level=2))
     else:
         lines += ["## Why there is no Draft", "", f"Stop reason: `{result.get('stop_reason')}`."]
         if result.get("failure"):
@@ -161,7 +187,9 @@ def run_markdown(record: RunRecord, exported_at: str) -> str:
         ]
         for check in progress.get("checks") or []:
             cells = (check.get("tool"), check.get("evidence_status"), check.get("evaluation") or "—")
-            lines.append(f"| `{check.get('tool_call_id')}` | {' | '.join(str(c) for c in cells)} |")
+            lines.append(
+                f"| `{_one_line(check.get('tool_call_id'))}` | {' | '.join(_one_line(c) for c in cells)} |"
+            )
         lines.append("")
     lines += ["## Timeline", "", *_timeline(record.events), ""]
     return "\n".join(lines)
@@ -177,7 +205,7 @@ def run_json(record: RunRecord, exported_at: str) -> str:
         "result": record.result,
         "events": [parse_event(event).to_wire() for event in record.events],
     }
-    return json.dumps(payload, ensure_ascii=False, indent=2) + "\n"
+    return neutralize(json.dumps(payload, ensure_ascii=False, indent=2), form="json") + "\n"
 
 
 def export_paths(directory: Path, run_id: str) -> tuple[Path, Path]:
@@ -185,13 +213,26 @@ def export_paths(directory: Path, run_id: str) -> tuple[Path, Path]:
     return directory / f"diagnosis-{safe}.md", directory / f"diagnosis-{safe}.json"
 
 
-def write_run(record: RunRecord, directory: Path, exported_at: str) -> tuple[Path, Path]:
-    """Write both files owner-only (they hold operator data, like the audit); never overwrites an
-    earlier export and never writes through a symbolic link (FileExistsError instead)."""
+def existing_exports(directory: Path, run_id: str) -> list[Path]:
+    """The export files of this run already in `directory`: the dialog asks before replacing them."""
+    return [path for path in export_paths(directory, run_id) if os.path.lexists(path)]
+
+
+def write_run(
+    record: RunRecord,
+    directory: Path,
+    exported_at: str,
+    *,
+    replace: bool = False,
+    protected: Iterable[Path] = (),
+) -> tuple[Path, Path]:
+    """Write both files owner-only (they hold operator data, like the audit), never through a symbolic
+    link (audit.output_files). An earlier export is replaced only with `replace` (the operator said
+    so), and never one of the `protected` files (the audit in use)."""
     markdown_path, json_path = export_paths(directory, str(record.result.get("run_id") or "run"))
-    for path in (markdown_path, json_path):
-        if os.path.lexists(path):
-            raise FileExistsError(f"{path.name} already exists in {directory}")
-    write_private_file(markdown_path, run_markdown(record, exported_at))
-    write_private_file(json_path, run_json(record, exported_at))
+    protected = tuple(protected)
+    for path in (markdown_path, json_path):  # both or neither
+        check_replaceable(path, force=replace, protected=protected)
+    write_output(markdown_path, run_markdown(record, exported_at), force=replace, protected=protected)
+    write_output(json_path, run_json(record, exported_at), force=replace, protected=protected)
     return markdown_path, json_path

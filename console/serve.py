@@ -5,18 +5,25 @@ audit file). That process runs the agent with the operator's credentials, so the
 the operator's own browser tab, on a shared laptop too:
 
 - **Host and Origin.** A request whose `Host` is not the served address is refused (a DNS-rebinding
-  page reaches 127.0.0.1 under its own name), and so is one whose `Origin` is another site; a WebSocket
-  upgrade must carry the served origin (any web page may open a WebSocket to 127.0.0.1).
-- **Access token.** A random token is minted at every start and printed with the URL, as Jupyter does
-  (`http://127.0.0.1:8000/?token=...`). The first visit with it sets an HttpOnly, SameSite=Strict
-  cookie and redirects to the bare URL; every request (page, static files, WebSocket, downloads) needs
-  the cookie or the token. Other local users cannot read the token; other sites cannot send the cookie.
+  page reaches 127.0.0.1 under its own name), and so is one whose `Origin` is not the origin of the
+  address it came to; a WebSocket upgrade must carry that origin (any web page may open a WebSocket
+  to 127.0.0.1). Served on a loopback address, `localhost:PORT` is that address too, as browsers and
+  the README write it; the page then builds its WebSocket URL from the name it was loaded under.
+- **Access token, kept to this server.** A random token is minted at every start and printed with the
+  URL, as Jupyter does. The first visit with it sets an HttpOnly, SameSite=Strict cookie and redirects
+  to the bare URL; every request (page, static files, WebSocket) needs the cookie or the token. Cookies
+  ignore ports, so a cookie for `/` would reach every other server on 127.0.0.1 the browser visits
+  (which could then drive the console with it). So every route lives under a random path minted at
+  each start (`http://127.0.0.1:8000/<prefix>/?token=...`) and the cookie is scoped to that path:
+  the browser sends it to no other path, whatever the port.
 - **Console cap.** At most `max_consoles` console processes run at once; past that, the page says the
   console is full and the WebSocket upgrade is refused (503), rather than forking without limit.
+- **Start-up.** The URL is printed only once the socket listens: a busy port or a host that does not
+  resolve is one line and exit 3 (`SetupError`), never a URL followed by a traceback.
 
-The guards are aiohttp middleware added to textual-serve's own application (its `_make_app`), not a
-fork of it. It binds to 127.0.0.1 unless told otherwise; behind a proxy, `--public-url` names the
-address the browser uses, whose Host and Origin are then admitted too.
+The guards are aiohttp middleware around textual-serve's own application (its `_make_app`, mounted
+under the prefix), not a fork of it. It binds to 127.0.0.1 unless told otherwise; behind a proxy,
+`--public-url` names the address the browser uses, whose Host and Origin are then admitted too.
 """
 
 from __future__ import annotations
@@ -78,7 +85,8 @@ def _page(status: int, title: str, text: str) -> web.Response:
 
 
 class GuardedServer(Server):
-    """textual-serve's server with Host/Origin checks, a per-start access token and a console cap."""
+    """textual-serve's server under a per-start path, with Host/Origin checks, a per-start access token
+    and a console cap."""
 
     def __init__(
         self,
@@ -94,22 +102,31 @@ class GuardedServer(Server):
         served = authority(host, port)
         public = urlsplit(public_url) if public_url else None
         self.origin = f"{public.scheme}://{public.netloc}" if public else f"http://{served}"
-        self.hosts = {served, public.netloc} if public else {served}
+        # Host header -> the origin a page loaded under it has.
+        self.origins = {served: f"http://{served}"}
+        if public is not None:
+            self.origins[public.netloc] = self.origin
+        if is_loopback(host):
+            aliases = ["localhost"] + (["127.0.0.1", "::1"] if host == "localhost" else [])
+            for name in aliases:
+                self.origins.setdefault(authority(name, port), f"http://{authority(name, port)}")
         super().__init__(command=command, host=host, port=port, title="diagnose", public_url=self.origin)
         self.token = token or secrets.token_urlsafe(32)
+        self.base_path = f"/{secrets.token_hex(16)}/"
         self.max_consoles = max_consoles
         self.active_consoles = 0
-        self.cookie = f"diagnose_token_{port}"  # cookies ignore ports: two servers must not share one
+        self.cookie = f"diagnose_token_{port}"
 
     @property
     def url(self) -> str:
-        """What the operator opens: the served address with this start's token."""
-        return f"{self.origin}/?{TOKEN_PARAM}={self.token}"
+        """What the operator opens: the served address, this start's path and its token."""
+        return f"{self.origin}{self.base_path}?{TOKEN_PARAM}={self.token}"
 
     async def _make_app(self) -> web.Application:
-        app = await super()._make_app()
-        app.middlewares.append(self._guard)
-        return app
+        console = await super()._make_app()
+        root = web.Application(middlewares=[self._guard])
+        root.add_subapp(self.base_path, console)
+        return root
 
     def initialize_logging(self) -> None:
         """textual-serve logs every request with Rich to the terminal; only warnings are worth showing."""
@@ -120,6 +137,43 @@ class GuardedServer(Server):
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 
     async def on_startup(self, app: web.Application) -> None:
+        """Nothing: the URL is printed once the socket listens (`run`), not before."""
+
+    async def run(self) -> None:
+        """Listen, then print the URL, then serve until SIGINT or SIGTERM.
+
+        `SetupError` when the address cannot be listened on (a busy port, a host that does not
+        resolve): one line for the operator, and no URL was printed."""
+        import asyncio
+        import signal
+
+        from console.errors import SetupError
+
+        self.initialize_logging()
+        runner = web.AppRunner(await self._make_app(), handle_signals=False, shutdown_timeout=2.0)
+        await runner.setup()
+        try:
+            try:
+                await web.TCPSite(runner, self.host, self.port).start()
+            except OSError as exc:
+                raise SetupError(_listen_failure(self.host, self.port, exc)) from None
+            stopped = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, stopped.set)
+            self._announce()
+            await stopped.wait()
+        finally:
+            await runner.cleanup()
+
+    def _announce(self) -> None:
+        if not is_loopback(self.host):
+            print(
+                f"diagnose serve: listening on {self.host}: anyone who can reach it and has the token can "
+                "run the agent; put it behind authentication",
+                file=sys.stderr,
+                flush=True,
+            )
         print(f"diagnose serve: open {self.url}", flush=True)
         print(
             f"diagnose serve: at most {self.max_consoles} console session(s) at once; Ctrl+C stops",
@@ -132,13 +186,20 @@ class GuardedServer(Server):
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.headers.get("Host", "") not in self.hosts:
+        expected_origin = self.origins.get(request.headers.get("Host", ""))
+        if expected_origin is None:
             return _page(403, "Wrong address", f"This console only answers at {self.origin}.")
         origin = request.headers.get("Origin")
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
-        if (origin is not None or upgrade) and origin != self.origin:
+        if (origin is not None or upgrade) and origin != expected_origin:
             return _page(
-                403, "Cross-site request refused", f"Only pages of {self.origin} may use this console."
+                403, "Cross-site request refused", f"Only pages of {expected_origin} may use this console."
+            )
+        if not request.path.startswith(self.base_path):
+            return _page(
+                404,
+                "Not here",
+                "Open the URL that `diagnose serve` printed when it started (it changes at every start).",
             )
         if not self._has_token(request):
             return _page(
@@ -146,15 +207,16 @@ class GuardedServer(Server):
                 "Access token needed",
                 "Open the URL with the access token that `diagnose serve` printed when it started.",
             )
-        if request.path == "/" and TOKEN_PARAM in request.query:
+        if request.path == self.base_path and TOKEN_PARAM in request.query:
             # First visit: keep the token in an HttpOnly cookie and out of the address bar and history.
-            response = web.Response(status=303, headers={"Location": "/"})
-            secure = self.origin.startswith("https:")
+            # The cookie's path is this start's prefix: browsers send it to no other server's pages.
+            response = web.Response(status=303, headers={"Location": self.base_path})
+            secure = expected_origin.startswith("https:")
             response.set_cookie(
-                self.cookie, self.token, httponly=True, samesite="Strict", path="/", secure=secure
+                self.cookie, self.token, httponly=True, samesite="Strict", path=self.base_path, secure=secure
             )
             return response
-        if request.path == "/" and self.active_consoles >= self.max_consoles:
+        if request.path == self.base_path and self.active_consoles >= self.max_consoles:
             return _page(
                 503,
                 "The console is full",
@@ -162,6 +224,25 @@ class GuardedServer(Server):
                 "Close one of them (its browser tab) and reload this page.",
             )
         return await handler(request)
+
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        """textual-serve's page, with its static and WebSocket URLs on the origin the page was loaded
+        from (`localhost` or `127.0.0.1`: the cookie of one is not sent to the other)."""
+        import aiohttp_jinja2
+
+        origin = self.origins[request.headers["Host"]]
+        router = request.app.router
+        websocket = f"{origin}{router['websocket'].url_for()}"
+        context = {
+            "font_size": _font_size(request.query.get("fontsize", "16")),
+            "app_websocket_url": ("wss:" if origin.startswith("https:") else "ws:")
+            + websocket.split(":", 1)[1],
+            "config": {
+                "static": {"url": f"{origin}{router['static'].url_for(filename='/')}".rstrip("/") + "/"}
+            },
+            "application": {"name": self.title},
+        }
+        return aiohttp_jinja2.render_template("app_index.html", request, context)
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """One console process per WebSocket, at most `max_consoles` at once (checked before any await)."""
@@ -175,6 +256,24 @@ class GuardedServer(Server):
             self.active_consoles -= 1
 
 
+def _listen_failure(host: str, port: int, exc: OSError) -> str:
+    """One line saying why the address cannot be served (aiohttp's own text repeats the address)."""
+    import errno
+    import os
+    import socket
+
+    if isinstance(exc, socket.gaierror):
+        return f"cannot listen on {host}: the name does not resolve ({exc.strerror or exc})"
+    if exc.errno == errno.EADDRINUSE:
+        return f"cannot listen on {authority(host, port)}: the port is in use (by another server?)"
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    return f"cannot listen on {authority(host, port)}: {reason}"
+
+
+def _font_size(value: str) -> int:
+    return int(value) if value.isascii() and value.isdigit() and 6 <= int(value) <= 64 else 16
+
+
 def serve(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
@@ -182,6 +281,8 @@ def serve(
     max_consoles: int | None = None,
     public_url: str | None = None,
 ) -> int:
+    import asyncio
+
     from agent.settings import ConfigError, load_settings
     from console.errors import SetupError
 
@@ -190,12 +291,6 @@ def serve(
             max_consoles = load_settings(config).serve.max_consoles
         except ConfigError as exc:
             raise SetupError(str(exc)) from None
-    if not is_loopback(host):
-        print(
-            f"diagnose serve: listening on {host}: anyone who can reach it and has the token can run the "
-            "agent; put it behind authentication",
-            file=sys.stderr,
-        )
     if public_url is not None:
         parts = urlsplit(public_url)
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
@@ -203,5 +298,8 @@ def serve(
     server = GuardedServer(
         console_command(config), host=host, port=port, max_consoles=max_consoles, public_url=public_url
     )
-    server.serve()
+    try:
+        asyncio.run(server.run())
+    except KeyboardInterrupt:  # Ctrl+C before the server listened: nothing to clean up but the loop
+        pass
     return 0

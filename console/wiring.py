@@ -19,7 +19,7 @@ from agent.settings import ConfigError, Settings, load_settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStoreError
 from audit.backend import AuditBackend, open_audit_store
-from audit.location import AuditLocationError
+from audit.location import AuditLocation, AuditLocationError, local_files
 from console.audit_target import audit_location
 from console.errors import SetupError
 from tools.boundary import ToolBoundary
@@ -37,6 +37,12 @@ class RunEnvironment:
     boundary: ToolBoundary
     audit: AuditBackend
     redactor: Redactor
+    audit_location: AuditLocation | None = None
+
+    @property
+    def audit_files(self) -> tuple[Path, ...]:
+        """The audit's files on this machine, which no export, events file or report may replace."""
+        return local_files(self.audit_location) if self.audit_location is not None else ()
 
     @property
     def model_label(self) -> str:
@@ -73,8 +79,10 @@ class RunEnvironment:
 
 
 def open_run_environment(
-    config: Path | None = None, scenario: str | None = None, audit_db: Path | None = None
+    config: Path | None = None, scenario: str | None = None, audit_db: str | Path | None = None
 ) -> RunEnvironment:
+    """Settings, scenario, evidence boundary and the open audit; `SetupError` for anything unusable.
+    `audit_db` is `--audit-db`: a file path or a URL (console.audit_target)."""
     try:
         base = load_settings(config)
         wanted = scenario or base.model.scenario
@@ -97,4 +105,4 @@ def open_run_environment(
         )
     except AuditStoreError as exc:
         raise SetupError(f"audit unavailable: {exc}") from None
-    return RunEnvironment(settings, chosen, boundary, store, redactor)
+    return RunEnvironment(settings, chosen, boundary, store, redactor, location)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.files import write_private_file
+from audit.output_files import write_output
 from console.evaluation.runner import EvalReport
 from console.evaluation.scoring import Scores
 
@@ -114,12 +114,15 @@ def render_markdown(report: EvalReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_reports(report: EvalReport, out_dir: Path) -> tuple[Path, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out_dir / "report.json", out_dir / "report.md"
-    # Owner-only, like every other file the console writes (exports, the audit, the log).
-    write_private_file(
-        json_path, json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n", replace=True
-    )
-    write_private_file(md_path, render_markdown(report), replace=True)
+def report_paths(out_dir: Path) -> tuple[Path, Path]:
+    return out_dir / "report.json", out_dir / "report.md"
+
+
+def write_reports(report: EvalReport, out_dir: Path, *, force: bool = False) -> tuple[Path, Path]:
+    """Both reports as new owner-only files, like every file the console writes (audit.output_files);
+    earlier ones are replaced only with `force`."""
+    json_path, md_path = report_paths(out_dir)
+    text = json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n"
+    write_output(json_path, text, force=force)
+    write_output(md_path, render_markdown(report), force=force)
     return json_path, md_path

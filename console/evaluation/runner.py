@@ -77,7 +77,7 @@ class EvalReport:
 
 
 class EvalRunner:
-    def __init__(self, config: Path | None, audit_db: Path, repeat: int) -> None:
+    def __init__(self, config: Path | None, audit_db: str | Path, repeat: int) -> None:
         self.config = config
         self.audit_db = audit_db
         self.repeat = repeat

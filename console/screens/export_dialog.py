@@ -1,7 +1,14 @@
-"""Where to write an export: a directory, the current one by default. Enter exports, escape cancels."""
+"""Where to write an export: a directory, the current one by default. Enter exports, escape cancels.
+
+An export never replaces files silently: when the folder already holds this run's export, the dialog
+names the files and a second enter replaces them (the CLI's `--force`); escape or another folder keeps
+them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -13,16 +20,33 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 
-class ExportDialog(ModalScreen[Path | None]):
+@dataclass(frozen=True)
+class ExportTarget:
+    """The folder to write to, and whether the operator agreed to replace an earlier export there."""
+
+    directory: Path
+    replace: bool = False
+
+
+class ExportDialog(ModalScreen[ExportTarget | None]):
     CSS_PATH = Path(__file__).with_name("export_dialog.tcss")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Cancel", tooltip="Cancel the export")
     ]
 
-    def __init__(self, directory: Path, *, cursor_blink: bool = True) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        existing: Callable[[Path], list[Path]],
+        *,
+        cursor_blink: bool = True,
+    ) -> None:
+        """`existing(folder)`: the files the export would replace in `folder`."""
         super().__init__(id="export-dialog")
         self.directory = directory
+        self.existing = existing
         self.cursor_blink = cursor_blink
+        self._confirming: Path | None = None  # the folder whose files a second enter replaces
 
     def compose(self) -> ComposeResult:
         with Vertical(id="export"):
@@ -36,13 +60,34 @@ class ExportDialog(ModalScreen[Path | None]):
             yield directory
             yield Static(id="export-error")
 
+    def _say(self, text: str, style: str) -> None:
+        self.query_one("#export-error", Static).update(Text(text, style=style))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if self._confirming is not None:
+            self._confirming = None  # another folder: its files are checked afresh
+            self._say("", "")
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         directory = Path(event.value.strip() or ".").expanduser()
         if not directory.is_dir():
-            self.query_one("#export-error", Static).update(Text(f"not a directory: {directory}", style="red"))
+            self._say(f"not a directory: {directory}", "red")
             return
-        self.dismiss(directory)
+        if self._confirming == directory:
+            self.dismiss(ExportTarget(directory, replace=True))
+            return
+        present = self.existing(directory)
+        if present:
+            self._confirming = directory
+            names = " and ".join(path.name for path in present)
+            self._say(
+                f"{names} already exist{'s' if len(present) == 1 else ''} in {directory}: "
+                "enter again replaces, escape keeps",
+                "yellow",
+            )
+            return
+        self.dismiss(ExportTarget(directory))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -38,6 +38,7 @@ from console.widgets.too_small import TooSmall, fit_screen
 
 if TYPE_CHECKING:
     from console.export import RunRecord
+    from console.screens.export_dialog import ExportTarget
     from tools.run_events import RunEvent
 
 DRAIN_INTERVAL_S = 0.05
@@ -251,32 +252,46 @@ class InvestigateScreen(Screen[None]):
         if draft is None:
             self.notify("There is no Draft to copy.", severity="warning")
             return
-        self.app.copy_to_clipboard(json.dumps(draft, ensure_ascii=False, indent=2))
+        from console.export import draft_json
+
+        self.app.copy_to_clipboard(draft_json(draft))
         self.notify("Draft copied to the clipboard as JSON.")
 
     def action_export(self) -> None:
-        if self.run_record() is None:
+        record = self.run_record()
+        if record is None:
             self.notify("There is no finished run to export.", severity="warning")
             return
+        from console.export import existing_exports
         from console.screens.export_dialog import ExportDialog
 
+        run_id = str(record.result.get("run_id") or "run")
         options = self.app.options
-        dialog = ExportDialog(options.export_dir or Path.cwd(), cursor_blink=options.cursor_blink)
+        dialog = ExportDialog(
+            options.export_dir or Path.cwd(),
+            lambda folder: existing_exports(folder, run_id),
+            cursor_blink=options.cursor_blink,
+        )
         self.app.push_screen(dialog, self._export_to)
 
-    def _export_to(self, directory: Path | None) -> None:
+    def _export_to(self, target: ExportTarget | None) -> None:
         record = self.run_record()
-        if directory is None or record is None:
+        if target is None or record is None:
             return
         from console.export import write_run
 
         exported_at = self.app.options.clock().isoformat(timespec="seconds")
+        protected = self.app.env.audit_files if self.app.env is not None else ()
         try:
-            written = write_run(record, directory, exported_at)
+            written = write_run(
+                record, target.directory, exported_at, replace=target.replace, protected=protected
+            )
         except OSError as exc:
             self.notify(str(exc), title="Export failed", severity="error", markup=False)
             return
-        self.notify("\n".join(path.name for path in written), title=f"Exported to {directory}", markup=False)
+        self.notify(
+            "\n".join(path.name for path in written), title=f"Exported to {target.directory}", markup=False
+        )
 
     def run_record(self) -> RunRecord | None:
         if self.state.result is None:

@@ -159,10 +159,11 @@ def test_prune_and_vacuum_delete_finished_runs_and_leave_a_running_one(
     sink(live.run_started("支付回调超时，仍在调查"))
     sink(live.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
     try:
-        assert diagnose("audit", "prune", "--older-than", "1d", *audit)[1].startswith("pruned 0 runs")
+        pruned = diagnose("audit", "prune", "--older-than", "1d", "--yes", *audit)[1]
+        assert pruned.startswith("pruned 0 runs")
         assert len(diagnose.json("audit", "runs", "--json", *audit)["rows"]) == 3
 
-        code, out, err = diagnose("audit", "prune", "--older-than", "0m", "--vacuum", *audit)
+        code, out, err = diagnose("audit", "prune", "--older-than", "0s", "--vacuum", "--yes", *audit)
         assert (code, err) == (0, "")
         assert out.startswith("pruned 2 runs finished before ")
         assert "(7 model rounds, 5 invocations, 0 protocol events)" in out
@@ -220,7 +221,7 @@ def test_an_account_without_ddl_grants_runs_browses_and_prunes_once_the_schema_i
         assert code == 0, err
         run_id = json.loads(out)["run_id"]
         assert [row["run_id"] for row in diagnose.json("audit", "runs", "--json", *audit)["rows"]] == [run_id]
-        code, out, err = diagnose("audit", "prune", "--older-than", "0m", "--vacuum", *audit)
+        code, out, err = diagnose("audit", "prune", "--older-than", "0s", "--vacuum", "--yes", *audit)
         assert (code, err) == (0, "")
         assert out.startswith("pruned 1 runs")
 

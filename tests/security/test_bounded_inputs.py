@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -94,21 +95,31 @@ def test_a_file_that_is_not_utf8_is_a_message(
     assert run.code == 3 and "not UTF-8" in run.err
 
 
-def test_events_to_a_full_disk_is_an_error_but_the_result_is_not_lost(tmp_path: Path) -> None:
-    run = run_cli_process(
-        "run",
-        "--scenario",
-        SCENARIO,
-        "--json",
-        "--events",
-        "/dev/full",
-        "--audit-db",
-        tmp_path / "a.db",
-        env=env_for(tmp_path),
-    )
+def test_events_that_cannot_be_written_are_an_error_but_the_result_is_not_lost(tmp_path: Path) -> None:
+    """The events stream breaks mid-run (its reader, a named pipe's, goes away at once): the run goes on,
+    its result is printed, and the command says what failed (exit 3)."""
+    pipe = tmp_path / "events.fifo"
+    os.mkfifo(pipe)
+    # Opening blocks until the writer opens too; closing at once leaves the run's writes no reader.
+    reader = threading.Thread(target=lambda: os.close(os.open(pipe, os.O_RDONLY)))
+    reader.start()
+    try:
+        run = run_cli_process(
+            "run",
+            "--scenario",
+            SCENARIO,
+            "--json",
+            "--events",
+            pipe,
+            "--audit-db",
+            tmp_path / "a.db",
+            env=env_for(tmp_path),
+        )
+    finally:
+        reader.join(timeout=60)
     assert run.code == 3
     assert json.loads(run.out)["outcome"] == "DRAFT"  # the result is printed all the same
-    assert run.err.startswith("diagnose: the events file /dev/full could not be written")
+    assert run.err.startswith(f"diagnose: the events file {pipe} could not be written")
     assert "Traceback" not in run.err
 
 

@@ -1,9 +1,12 @@
-"""Hole 2: `diagnose serve` admits only the operator's own browser tab.
+"""Hole 2 and issue 20/22: `diagnose serve` admits only the operator's own browser tab.
 
 A real `diagnose serve` on 127.0.0.1 is driven with real HTTP and WebSocket requests: a page of another
 site (another Origin), a DNS-rebinding page (another Host) and a request without the access token
-printed at start are refused; the token sets an HttpOnly, SameSite=Strict cookie; and at most
-`--max-consoles` console processes run at once, with a clear page when full.
+printed at start are refused; the token sets an HttpOnly, SameSite=Strict cookie scoped to this start's
+random path, which a standards-conformant cookie jar sends to no other server on 127.0.0.1; at most
+`--max-consoles` console processes run at once, with a clear page when full; `localhost:PORT` is the
+served address too; and a busy port or a host that does not resolve is one line and exit 3, with no
+URL printed.
 """
 
 from __future__ import annotations
@@ -16,16 +19,19 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from http.cookiejar import CookieJar
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from tests.support.resilience import REPO
+from tests.support.resilience import REPO, run_cli_process
 
-URL_LINE = re.compile(r"diagnose serve: open (https?://[^/]+/\?token=([A-Za-z0-9_-]+))")
+URL_LINE = re.compile(r"diagnose serve: open (https?://[^/]+(/[0-9a-f]{32}/)\?token=([A-Za-z0-9_-]+))")
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,12 @@ class Served:
     origin: str
     port: int
     token: str
+    path: str  # this start's random path prefix, e.g. "/3f.../"
+
+    @property
+    def base(self) -> str:
+        """The console's page, without the token."""
+        return self.origin + self.path
 
     @property
     def cookie(self) -> dict[str, str]:
@@ -83,7 +95,7 @@ def serving(tmp_path: Path, *extra: str) -> Iterator[Served]:
         while socket.socket().connect_ex(("127.0.0.1", port)) != 0:  # printed just before it listens
             assert time.monotonic() < deadline and process.poll() is None, "diagnose serve never listened"
             time.sleep(0.05)
-        yield Served(match.group(1), f"http://127.0.0.1:{port}", port, match.group(2))
+        yield Served(match.group(1), f"http://127.0.0.1:{port}", port, match.group(3), match.group(2))
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
@@ -111,11 +123,11 @@ async def test_the_start_prints_a_token_url_whose_first_visit_sets_a_strict_cook
 ) -> None:
     assert len(served.token) >= 32
     async with http.get(served.url, allow_redirects=False) as response:
-        assert response.status == 303 and response.headers["Location"] == "/"
+        assert response.status == 303 and response.headers["Location"] == served.path
         cookie = response.headers["Set-Cookie"]
     assert f"diagnose_token_{served.port}={served.token}" in cookie
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    async with http.get(served.origin + "/", cookies=served.cookie) as response:
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and f"Path={served.path}" in cookie
+    async with http.get(served.base, cookies=served.cookie) as response:
         assert response.status == 200 and "<html" in (await response.text()).lower()
 
 
@@ -132,13 +144,9 @@ async def test_pages_refuse_other_hosts_origins_and_requests_without_the_token(
 ) -> None:
     headers = {key: value.format(port=served.port) for key, value in headers.items()}
     cookies = {} if not headers else served.cookie
-    async with http.get(
-        served.origin + "/", headers=headers, cookies=cookies, allow_redirects=False
-    ) as response:
+    async with http.get(served.base, headers=headers, cookies=cookies, allow_redirects=False) as response:
         assert response.status == 403
-    async with http.get(
-        served.origin + "/static/css/xterm.css", headers=headers, cookies=cookies
-    ) as response:
+    async with http.get(served.base + "static/css/xterm.css", headers=headers, cookies=cookies) as response:
         assert response.status == 403
 
 
@@ -147,20 +155,20 @@ async def test_a_web_page_of_another_site_cannot_open_the_console_websocket(
 ) -> None:
     for headers in (served.ws_headers("http://attacker.example"), served.ws_headers(with_cookie=False)):
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-            await http.ws_connect(served.origin + "/ws", headers=headers)
+            await http.ws_connect(served.base + "ws", headers=headers)
         assert refused.value.status == 403
 
 
 async def test_console_processes_are_capped_with_a_clear_page_when_full(
     served: Served, http: aiohttp.ClientSession
 ) -> None:
-    ws = await http.ws_connect(served.origin + "/ws", headers=served.ws_headers())
+    ws = await http.ws_connect(served.base + "ws", headers=served.ws_headers())
     try:
         await ws.send_json(["ping", "1"])
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-            await http.ws_connect(served.origin + "/ws", headers=served.ws_headers())
+            await http.ws_connect(served.base + "ws", headers=served.ws_headers())
         assert refused.value.status == 503
-        async with http.get(served.origin + "/", cookies=served.cookie) as response:
+        async with http.get(served.base, cookies=served.cookie) as response:
             assert response.status == 503
             assert "console is full" in (await response.text()).lower()
     finally:
@@ -168,7 +176,7 @@ async def test_console_processes_are_capped_with_a_clear_page_when_full(
     # Once the session is closed, its slot is free again.
     deadline = time.monotonic() + 30
     while True:
-        async with http.get(served.origin + "/", cookies=served.cookie) as response:
+        async with http.get(served.base, cookies=served.cookie) as response:
             if response.status == 200:
                 break
         assert time.monotonic() < deadline, "the closed session's slot was never freed"
@@ -186,16 +194,132 @@ async def test_behind_a_proxy_the_public_address_is_the_admitted_one(
 ) -> None:
     public = "https://diag.example.com"
     with serving(tmp_path, "--public-url", public) as served:
-        assert served.url.startswith(f"{public}/?token=")
+        assert served.url.startswith(f"{public}{served.path}?token=")
         proxied = {"Host": "diag.example.com", "Origin": public}
-        async with http.get(served.origin + "/", headers=proxied, cookies=served.cookie) as response:
+        async with http.get(served.base, headers=proxied, cookies=served.cookie) as response:
             assert response.status == 200
         async with http.get(
-            served.origin + f"/?token={served.token}",
+            served.base + f"?token={served.token}",
             headers={"Host": "diag.example.com"},
             allow_redirects=False,
         ) as response:
             assert "Secure" in response.headers["Set-Cookie"]
         elsewhere = {"Host": "diag.example.com", "Origin": "https://attacker.example"}
-        async with http.get(served.origin + "/", headers=elsewhere, cookies=served.cookie) as response:
+        async with http.get(served.base, headers=elsewhere, cookies=served.cookie) as response:
             assert response.status == 403
+
+
+# --- the credential stays with this server (issue 20, item 5) ----------------------------------------
+
+
+def _opener(jar: CookieJar) -> urllib.request.OpenerDirector:
+    return urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+
+
+def _status(opener: urllib.request.OpenerDirector, url: str | urllib.request.Request) -> int:
+    try:
+        with opener.open(url, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as refused:
+        return int(refused.code)
+
+
+def _cookie_sent(jar: CookieJar, url: str) -> str | None:
+    """The Cookie header a standards-conformant jar (RFC 6265 rules: host-only, path-matched, ports
+    ignored) would send with a request for `url`."""
+    request = urllib.request.Request(url)
+    jar.add_cookie_header(request)
+    return request.get_header("Cookie")
+
+
+def test_the_access_cookie_reaches_no_other_server_on_the_same_host(tmp_path: Path) -> None:
+    """Cookies ignore ports: a cookie for `/` of 127.0.0.1:A is sent to 127.0.0.1:B too, where any local
+    user's server could read it and drive the console. Scoped to this start's random path, it is not."""
+    jar = CookieJar()
+    browser = _opener(jar)
+    for home in ("a", "b"):
+        (tmp_path / home).mkdir()
+    with serving(tmp_path / "a") as first, serving(tmp_path / "b") as second:
+        assert _status(browser, first.url) == 200  # the token URL: cookie set, redirected to the page
+        assert [cookie.path for cookie in jar] == [first.path]
+        assert _cookie_sent(jar, first.base + "ws") is not None  # its own page, static files, WebSocket
+        other_port = _free_port()
+        for elsewhere in (
+            f"http://127.0.0.1:{other_port}/",
+            f"http://127.0.0.1:{other_port}/index.html",
+            second.base,
+            f"http://127.0.0.1:{second.port}/",
+        ):
+            assert _cookie_sent(jar, elsewhere) is None, elsewhere
+        assert _status(browser, second.base) == 403  # the other console: nothing the jar holds opens it
+        # Even handed over by hand, the first server's token is not the second's credential.
+        stolen = {"Cookie": f"diagnose_token_{second.port}={first.token}"}
+        assert (
+            _status(urllib.request.build_opener(), urllib.request.Request(second.base, headers=stolen)) == 403
+        )
+
+
+async def test_nothing_outside_this_starts_path_is_served(
+    served: Served, http: aiohttp.ClientSession
+) -> None:
+    for path in ("/", "/ws", "/static/css/xterm.css", "/download/x", served.path.rstrip("/")):
+        async with http.get(served.origin + path, cookies=served.cookie, allow_redirects=False) as response:
+            assert response.status == 404, path
+
+
+async def test_localhost_is_the_served_address_too(served: Served, http: aiohttp.ClientSession) -> None:
+    """README and browsers write http://localhost:PORT; the page then talks to localhost (the cookie of
+    one name is never sent to the other), and a rebinding name or a mixed origin stays refused."""
+    local = f"http://localhost:{served.port}"
+    as_localhost = {"Host": f"localhost:{served.port}"}
+    async with http.get(served.base, headers=as_localhost, cookies=served.cookie) as response:
+        assert response.status == 200
+        page = await response.text()
+    assert f'"ws://localhost:{served.port}{served.path}ws"' in page
+    assert f"{local}{served.path}static/" in page
+    ws = await http.ws_connect(served.base + "ws", headers={**served.ws_headers(local), **as_localhost})
+    await ws.close()
+    mixed = {**as_localhost, "Origin": served.origin}  # a 127.0.0.1 page talking to localhost
+    async with http.get(served.base, headers=mixed, cookies=served.cookie) as response:
+        assert response.status == 403
+    rebinding = {"Host": f"localhost.attacker.example:{served.port}"}
+    async with http.get(served.base, headers=rebinding, cookies=served.cookie) as response:
+        assert response.status == 403
+
+
+async def test_served_as_localhost_the_loopback_address_is_admitted_too(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    with serving(tmp_path, "--host", "localhost") as served:
+        assert served.url.startswith(f"http://localhost:{served.port}{served.path}?token=")
+        for host in (f"localhost:{served.port}", f"127.0.0.1:{served.port}"):
+            async with http.get(served.base, headers={"Host": host}, cookies=served.cookie) as response:
+                assert response.status == 200, host
+
+
+# --- start-up (issue 22, item 5) ---------------------------------------------------------------------
+
+
+def _serve_once(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIAGNOSE_")}
+    env.update(HOME=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(REPO))
+    run = run_cli_process("serve", "--max-consoles", "1", *args, env=env, cwd=tmp_path, timeout_s=60)
+    return run.code, run.out, run.err
+
+
+def test_a_busy_port_is_one_line_and_exit_3_without_a_url(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = _serve_once(tmp_path, "--port", str(port))
+    assert code == 3
+    assert out == ""  # no token URL for a server that never listened
+    assert err == f"diagnose: cannot listen on 127.0.0.1:{port}: the port is in use (by another server?)\n"
+
+
+def test_a_host_that_does_not_resolve_is_one_line_and_exit_3_without_a_url(tmp_path: Path) -> None:
+    code, out, err = _serve_once(tmp_path, "--host", "no-such-host.invalid", "--port", str(_free_port()))
+    assert code == 3 and out == ""
+    assert err.startswith("diagnose: cannot listen on no-such-host.invalid: the name does not resolve")
+    assert err.count("\n") == 1 and "Traceback" not in err

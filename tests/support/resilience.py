@@ -135,9 +135,15 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> CliRun:
 
 
 def run_cli_process(
-    *args: str | Path, env: dict[str, str] | None = None, timeout_s: float = 60, prelude: str = ""
+    *args: str | Path,
+    env: dict[str, str] | None = None,
+    timeout_s: float = 60,
+    prelude: str = "",
+    cwd: Path = REPO,
+    stdin: int | None = None,
 ) -> CliRun:
-    """`python -m console ...` as its own process (`prelude` runs first, e.g. to shorten a test timeout)."""
+    """`python -m console ...` as its own process (`prelude` runs first, e.g. to shorten a test timeout;
+    `cwd`: where relative paths land, the repository by default)."""
     code = f"import sys\n{prelude}\nfrom console.cli import main\nsys.exit(main(sys.argv[1:]))"
     started = time.monotonic()
     done = subprocess.run(
@@ -146,7 +152,8 @@ def run_cli_process(
         text=True,
         timeout=timeout_s,
         env=env,
-        cwd=REPO,
+        cwd=cwd,
+        stdin=stdin,
     )
     return CliRun(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
