@@ -14,21 +14,22 @@ import argparse
 import asyncio
 import json
 import logging
-import os
-import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from agent.input_files import MIB, InputFileError, decode_text, read_bounded, read_input_file
 from agent.scenario_folder import is_scenario_file_name, scenario_files
 from console import telemetry
 from console.errors import SetupError
-from console.presentation import SETUP_ERROR
+from console.interrupts import Interrupts
+from console.presentation import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, exit_code_help
 from console.safe_text import neutralize
+from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_descriptors, silence_stdout
 
 if TYPE_CHECKING:
+    from agent.use_case import DiagnosisUseCase
     from tools.run_events import EventSink, RunEvent
 
 # Input files are read with a cap well above any sane budget (the use case applies the real limits
@@ -43,11 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     from console.demo_cli import add_demo_parser
     from console.eval_cli import add_eval_parser
 
-    parser = argparse.ArgumentParser(
+    parser = CommandLineParser(
         prog="diagnose",
         description="Evidence-bound incident diagnosis console.",
         epilog="Without a command, or with only console options (diagnose --scenario NAME), "
-        "the console opens: diagnose [--config F] [--scenario NAME|FILE] [--scenario-dir DIR].",
+        "the console opens: diagnose [--config F] [--scenario NAME|FILE] [--scenario-dir DIR]. "
+        f"A command line that does not parse exits {USAGE_ERROR}; diagnose run --help lists every exit code.",
     )
     sub = parser.add_subparsers(dest="command")
 
@@ -56,7 +58,12 @@ def _parser() -> argparse.ArgumentParser:
     console.add_argument("--scenario", metavar="NAME|FILE", help=_SCENARIO_HELP)
     console.add_argument("--scenario-dir", type=Path, metavar="DIR", help=_SCENARIO_DIR_HELP)
 
-    run = sub.add_parser("run", help="one headless diagnosis run")
+    run = sub.add_parser(
+        "run",
+        help="one headless diagnosis run",
+        epilog=exit_code_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     query = run.add_mutually_exclusive_group()
     query.add_argument(
         "--query", metavar="TEXT", help="the incident query, kept exactly (default: the scenario's own query)"
@@ -107,6 +114,16 @@ def _parser() -> argparse.ArgumentParser:
         help="browser sessions served at once (default: [serve] max_consoles)",
     )
     return parser
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """argparse with usage errors on their own exit code (`USAGE_ERROR`), never a run outcome's: its
+    default 2 is the code of a REJECTED run. The message may echo what was typed: it is neutralised.
+    Subcommand parsers are of this class too (argparse makes them of the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {neutralize(message, newlines=False)}\n")
 
 
 _CONFIG_HELP = "TOML configuration file (default: $DIAGNOSE_CONFIG, else the embedded defaults)"
@@ -184,8 +201,40 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _arguments(sys.argv[1:] if argv is None else argv)
-    command = args.command or "console"
+    closed = occupy_closed_descriptors()  # before any file is opened: nothing may take their numbers
+    interrupts = Interrupts()
+    interrupts.install()
+    stdout = sys.stdout
+    command = "console"
+    try:
+        if 1 in closed:
+            error("standard output is closed: nothing could be shown (redirect it to a file or /dev/null)")
+            return OUTPUT_ERROR
+        sys.stdout = GuardedStdout(stdout)
+        args = _arguments(sys.argv[1:] if argv is None else argv)
+        command = args.command or "console"
+        if command in ("console", "serve"):
+            sys.stdout = stdout  # Textual and aiohttp own the terminal, and Ctrl-C (a key in the console)
+            interrupts.restore()
+        code = _command(command, args, interrupts)
+        try:
+            sys.stdout.flush()  # a full disk must fail here, not in the interpreter's final flush
+        except BrokenPipeError:
+            silence_stdout()  # the reader left: the command ends with its own code
+        return code
+    except KeyboardInterrupt:
+        error("interrupted before a run started: nothing was run" if command == "run" else "interrupted")
+        return INTERRUPTED
+    except OutputFailed as exc:
+        silence_stdout()
+        error(f"cannot write standard output: {exc}")
+        return OUTPUT_ERROR
+    finally:
+        sys.stdout = stdout
+        interrupts.restore()
+
+
+def _command(command: str, args: argparse.Namespace, interrupts: Interrupts) -> int:
     telemetry.apply_opt_in(getattr(args, "config", None))  # before anything imports Haystack
     _log_to_file()
     try:
@@ -209,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from console.serve import serve
 
             return serve(args.host, args.port, args.config, args.max_consoles, args.public_url)
-        return asyncio.run(_run(args))
+        return asyncio.run(_run(args, interrupts))
     except SetupError as exc:
         error(str(exc))
         return SETUP_ERROR
@@ -230,6 +279,8 @@ def error(message: str) -> None:
     """`diagnose: <message>` on stderr: redacted, one line, nothing that can drive the terminal."""
     from tools.redaction import NOOP
 
+    if sys.stderr is None:
+        return  # stderr was closed at start: the exit code is all that is left
     try:
         print(f"diagnose: {neutralize(NOOP.text(message), newlines=False)}", file=sys.stderr)
     except OSError:
@@ -249,26 +300,18 @@ def _print_out(text: str, exit_code: int) -> None:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         raise StdoutClosed(exit_code) from None
 
 
 def _print_err(text: str) -> None:
+    if sys.stderr is None:
+        return
     try:
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
     except OSError:
         pass  # stderr is gone: the exit code is all that is left
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail on the closed pipe."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
 
 
 def _scenarios(as_json: bool) -> int:
@@ -366,6 +409,8 @@ def _read_query_file(path: Path) -> str:
     source = "standard input" if str(path) == "-" else f"query file {path}"
     try:
         if str(path) == "-":
+            if sys.stdin is None:  # closed at start (`<&-`): there is no query to read
+                raise SetupError("standard input is closed: there is no query to read (--query-file -)")
             data = read_bounded(sys.stdin.buffer, what=source, limit=MAX_INPUT_FILE_BYTES)
         else:
             data = read_input_file(path, what="query file", limit=MAX_INPUT_FILE_BYTES)
@@ -398,21 +443,29 @@ def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
 
 class _NdjsonSink:
     """`--events`: one JSON run event per line. A write failure (a full disk, a closed pipe) stops the
-    stream but not the run; the command reports it after the result is printed."""
+    stream; the command reports it after the result is printed. On standard output the events are
+    what the command was asked for, so a stdout that fails also stops the run: `on_failure` cancels
+    it (called again with each later event, since the run may not be cancellable yet)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, on_failure: Callable[[], None] | None = None) -> None:
         self.stream = stream
-        self.failure: OSError | None = None
+        self.failure: OSError | OutputFailed | None = None
+        self._on_failure = on_failure
 
     def __call__(self, event: RunEvent) -> None:
-        if self.failure is not None:
-            return
-        line = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
-        try:
-            self.stream.write(neutralize(line, form="json") + "\n")
-            self.stream.flush()
-        except OSError as exc:
-            self.failure = exc
+        if self.failure is None:
+            line = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
+            try:
+                self.stream.write(neutralize(line, form="json") + "\n")
+                self.stream.flush()
+            except (OSError, OutputFailed) as exc:
+                self.failure = exc
+        if self.failure is not None and self._on_failure is not None:
+            self._on_failure()
+
+    @property
+    def reader_left(self) -> bool:
+        return isinstance(self.failure, BrokenPipeError)
 
     def close(self) -> None:
         try:
@@ -421,35 +474,47 @@ class _NdjsonSink:
             self.failure = self.failure or exc
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace, interrupts: Interrupts) -> int:
     from agent.secrets import redact_logs
     from console.wiring import open_run_environment
 
+    # Until the run starts, Ctrl-C stops the command (`Interrupts`): no run exists yet.
     _scenario_from_folder(args)
     env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)
-    redact_logs(env.redactor)
-    query = _read_query(args, env.scenario)
-    previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
+    try:
+        redact_logs(env.redactor)
+        query = _read_query(args, env.scenario)
+        previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
+    except BaseException:
+        env.audit.close()
+        raise
+
+    loop = asyncio.get_running_loop()
+    use_case: DiagnosisUseCase | None = None
+
+    def cancel_soon() -> None:
+        if use_case is not None:
+            loop.call_soon_threadsafe(use_case.cancel)
 
     events: _NdjsonSink | None = None
     sinks: list[EventSink] = []
     if args.events:
         if args.events == "-":
-            events = _NdjsonSink(sys.stdout)
+            events = _NdjsonSink(sys.stdout, on_failure=cancel_soon)
         else:
             try:
                 events = _NdjsonSink(open(args.events, "w", encoding="utf-8"))  # noqa: ASYNC230 - opened once before the run
             except OSError as exc:
+                env.audit.close()
                 raise SetupError(f"cannot write events file {args.events}: {exc.strerror}") from None
         sinks.append(events)
 
     use_case = env.use_case(sinks=sinks)
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, use_case.cancel)
+    interrupts.during(cancel_soon)  # Ctrl-C now cancels the run: audited CANCELLED, exit 12
     try:
         result = await use_case.execute(query, previous_turn)
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        interrupts.settled()  # the result stands: Ctrl-C no longer changes it
         await env.aclose()
         if events is not None and events.stream is not sys.stdout:
             events.close()
@@ -463,11 +528,13 @@ async def _run(args: argparse.Namespace) -> int:
 
         text = env.redactor.text(render_result(result, model_label=env.model_label))
     if events is not None and events.stream is sys.stdout:
-        if events.failure is not None:
-            _silence_stdout()  # stdout itself is closed: nothing more can be shown
-            raise StdoutClosed(result.exit_code)
         _print_err(text)  # stdout carries exactly one format: the NDJSON events
-        return result.exit_code
+        if events.failure is None:
+            return result.exit_code
+        silence_stdout()
+        if events.reader_left:
+            return result.exit_code  # the reader has what it wanted; the run was cancelled for it
+        raise events.failure if isinstance(events.failure, OutputFailed) else OutputFailed(events.failure)
     _print_out(text, result.exit_code)
     if events is not None and events.failure is not None:
         error(

@@ -17,12 +17,14 @@ import pytest
 from audit.sink import AuditSink
 from audit.store import AuditStore, audit_timestamp
 from console.audit_cli import add_audit_parser, run_audit_command
+from console.cli import CommandLineParser
+from console.presentation import USAGE_ERROR
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="diagnose")
+    root = CommandLineParser(prog="diagnose")  # the product's: usage errors exit USAGE_ERROR
     add_audit_parser(root.add_subparsers(dest="command"))
     return root
 
@@ -206,7 +208,7 @@ def test_invocations_table_and_limit(cli: Cli) -> None:
 
 def test_bad_arguments(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli("invocations", "--cursor", "garbage")
-    assert code == 2 and "invalid invocation cursor" in err
+    assert code == USAGE_ERROR and "invalid invocation cursor" in err
     for argv in (
         ["prune", "--older-than", "30 days"],
         ["invocations", "--since", "last week"],
@@ -214,7 +216,7 @@ def test_bad_arguments(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
     ):
         with pytest.raises(SystemExit) as exit_info:
             parser().parse_args(["audit", *argv])
-        assert exit_info.value.code == 2
+        assert exit_info.value.code == USAGE_ERROR
     capsys.readouterr()
 
 

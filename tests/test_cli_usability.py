@@ -21,6 +21,7 @@ from console.app import DiagnoseApp
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.cli import main
 from console.export import run_markdown
+from console.presentation import USAGE_ERROR
 from tests.support.audit_events import Events
 from tools.run_events import EventType
 
@@ -126,7 +127,7 @@ def test_a_headless_run_from_a_scenario_dir_never_loads_the_console_screens(tmp_
 
 
 def audit_parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="diagnose")
+    root = cli.CommandLineParser(prog="diagnose")  # the product's: usage errors exit USAGE_ERROR
     add_audit_parser(root.add_subparsers(dest="command"))
     return root
 
@@ -148,7 +149,7 @@ def test_an_unknown_filter_value_is_a_usage_error_listing_the_valid_ones(
 ) -> None:
     with pytest.raises(SystemExit) as exited:
         audit_parser().parse_args(["audit", *argv])
-    assert exited.value.code == 2
+    assert exited.value.code == USAGE_ERROR
     err = capsys.readouterr().err
     assert f"unknown {argv[-2].removeprefix('--').replace('-', ' ')} {argv[-1]!r}; valid: {valid}" in err
 
