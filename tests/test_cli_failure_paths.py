@@ -20,6 +20,7 @@ import pytest
 
 from console.cli import main
 from console.presentation import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR
+from tests.support.resilience import no_conclusion_draft, scenario, tool_call, write_scenario
 from tools.vocabulary import EXIT_CODE_OF, Outcome
 
 REPO = Path(__file__).resolve().parents[1]
@@ -278,3 +279,41 @@ def test_run_help_and_the_readme_list_every_exit_code(capsys: pytest.CaptureFixt
     table = readme[readme.index("| exit | outcome |") :]
     table = table[: table.index("\n\n")]
     assert documented_codes(table) == every
+
+
+# ------------------------------------------------------------------ a reader of --events - that leaves
+def test_a_reader_leaving_events_on_stdout_cancels_the_run(tmp_path: Path) -> None:
+    """`diagnose run --events - | head -1`: once the reader has gone, the run stops as a cancel
+    instead of spending every remaining model round (and its budget) on nobody."""
+    rounds: list[dict[str, object]] = [
+        {
+            "tool_calls": [
+                tool_call(
+                    f"call-{n}",
+                    "lookup_knowledge",
+                    {"query": f"连接池 {n}"},
+                    evaluates=f"call-{n - 1}" if n > 1 else None,
+                )
+            ],
+            "delay_ms": 400,
+        }
+        for n in range(1, 7)
+    ]
+    rounds.append({"text": no_conclusion_draft(), "delay_ms": 400})
+    script = write_scenario(tmp_path, scenario(rounds, settings={"budget": {"max_model_calls": 8}}))
+    audit = tmp_path / "audit.db"
+    proc = child("run", "--scenario", script, "--events", "-", "--json", "--audit-db", audit)
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())  # what `head -1` reads before it exits
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+
+    no_traceback(err)
+    assert first["type"] == "run_started"
+    assert proc.returncode == EXIT_CODE_OF[Outcome.CANCELLED], err
+    result = json.loads(err)  # with --events -, the result goes to stderr
+    assert (result["outcome"], result["stop_reason"]) == ("CANCELLED", "CANCELLED")
+    with sqlite3.connect(audit) as db:
+        assert db.execute("SELECT outcome FROM runs").fetchall() == [("CANCELLED",)]
+        rounds_run = db.execute("SELECT count(*) FROM model_rounds").fetchone()[0]
+    assert rounds_run < len(rounds)  # the script had more: they were never asked for
