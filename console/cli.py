@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from console import telemetry
 from console.errors import SetupError
 from console.interrupts import Interrupts
 from console.presentation import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, exit_code_help
+from console.run_config import asks_for_more_than_defaults, resolve_run_config
 from console.safe_text import neutralize
 from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_descriptors, silence_stdout
 
@@ -348,33 +350,51 @@ def _scenario_from_folder(args: argparse.Namespace) -> None:
             return
 
 
-def _check_scenarios(args: argparse.Namespace) -> None:
-    """A scenario file named on the command line, or any file of `--scenario-dir`, that cannot be used
-    stops the console before it starts (exit 3), naming the file and the key."""
+def _check_console_setup(args: argparse.Namespace) -> None:
+    """What `diagnose run` would refuse at setup, refused before the console's first frame (exit 3, the
+    same line): the configuration, the scenario, the model settings, where the audit is, and every
+    file of `--scenario-dir` (the picker lists them all). Opening the audit and the evidence sources
+    needs the engine: that comes after the first frame (`console.screens.startup_failed`)."""
     _scenario_from_folder(args)
-    scenario = getattr(args, "scenario", None)
     folder = getattr(args, "scenario_dir", None)
-    if scenario and not is_scenario_file_name(scenario) and not Path(scenario).exists():
-        scenario = None  # a built-in name: package data, checked by the engine as it opens
-    if not scenario and folder is None:
-        return  # nothing to check: the console's first frame must not wait for the settings model
-    from agent.scenarios import ScenarioError, load_scenario_file, resolve_scenario
+    config, scenario = getattr(args, "config", None), getattr(args, "scenario", None)
+    if folder is not None:
+        if not folder.is_dir():
+            raise SetupError(f"--scenario-dir {folder} is not a folder")
+        from agent.scenarios import ScenarioError, load_scenario_file
 
-    try:
-        if scenario:
-            resolve_scenario(scenario)
-        if folder is not None:
-            if not folder.is_dir():
-                raise SetupError(f"--scenario-dir {folder} is not a folder")
+        try:
             for path in scenario_files(folder):
                 load_scenario_file(path)
-    except ScenarioError as exc:
-        raise SetupError(str(exc)) from None
+        except ScenarioError as exc:
+            raise SetupError(str(exc)) from None
+    if asks_for_more_than_defaults(config, scenario):
+        resolve_run_config(config, scenario)
+
+
+def console_terminal_problem() -> str | None:
+    """Why the console cannot run here, if it cannot: it reads keys from standard input and draws on the
+    terminal, so each standard stream must be one. Without (a pipe, a file, cron) Textual would write
+    escape codes forever into whatever is there. Another Textual driver (textual-serve's, named by
+    TEXTUAL_DRIVER) draws elsewhere and needs none."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return None
+    for name, stream in (("input", sys.stdin), ("output", sys.stdout), ("error", sys.stderr)):
+        if stream is None or not stream.isatty():
+            return (
+                f"the console needs a terminal, and standard {name} is not one; "
+                "for a run without a terminal use diagnose run (diagnose run --help)"
+            )
+    return None
 
 
 def _console(args: argparse.Namespace) -> int:
     """Open the Textual console; it paints first and opens the run environment in the background."""
-    _check_scenarios(args)
+    _check_console_setup(args)
+    problem = console_terminal_problem()
+    if problem is not None:
+        error(problem)
+        return USAGE_ERROR
     from console.app import DiagnoseApp
 
     logging.captureWarnings(True)  # warnings go to the log file too, never over the screen
@@ -385,6 +405,9 @@ def _console(args: argparse.Namespace) -> int:
         scenario_dir=getattr(args, "scenario_dir", None),
     )
     app.run()
+    if app.startup_error is not None:  # the console was blocked, and said why: the terminal keeps it
+        error(app.startup_error)
+        return SETUP_ERROR
     return app.return_code or 0
 
 

@@ -383,6 +383,7 @@ class InvestigateScreen(Screen[None]):
         The queued run sends what the query box holds now (a scenario's query fills it on load)."""
         if limits is not None:
             self.run_view.show_limits(limits)
+        self._set_activity()
         queued, self.queued = self.queued, None
         if queued is not None:
             area = self.query_one("#query", TextArea)
@@ -412,6 +413,8 @@ class InvestigateScreen(Screen[None]):
             elapsed = time.monotonic() - self._run_started
         if override is None and self.queued is not None:
             override = "run queued: it starts as soon as the engine is ready"
+        if override is None and not self.running and self.app.engine_status.state == "failed":
+            override = "no engine: nothing can run · f4 picks another scenario"
         self.activity = override or activity_text(self.state, self.running, elapsed)
 
 
