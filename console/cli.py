@@ -32,6 +32,8 @@ from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_
 
 if TYPE_CHECKING:
     from agent.use_case import DiagnosisUseCase
+    from console.wait_line import ModelWaitLine
+    from console.wiring import RunEnvironment
     from tools.run_events import EventSink, RunEvent
 
 # Input files are read with a cap well above any sane budget (the use case applies the real limits
@@ -464,6 +466,16 @@ def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
         return text  # not JSON (or nested past any PreviousTurn): the use case rejects it as invalid
 
 
+def _model_wait_line(env: RunEnvironment) -> ModelWaitLine | None:
+    """On a terminal, a line on stderr while a model round waits (`console.wait_line`)."""
+    if sys.stderr is None or not sys.stderr.isatty():
+        return None
+    from agent.model_failure import model_endpoint
+    from console.wait_line import ModelWaitLine
+
+    return ModelWaitLine(sys.stderr, env.redactor.text(model_endpoint(env.settings.model) or env.model_label))
+
+
 class _NdjsonSink:
     """`--events`: one JSON run event per line. A write failure (a full disk, a closed pipe) stops the
     stream; the command reports it after the result is printed. On standard output the events are
@@ -532,12 +544,19 @@ async def _run(args: argparse.Namespace, interrupts: Interrupts) -> int:
                 raise SetupError(f"cannot write events file {args.events}: {exc.strerror}") from None
         sinks.append(events)
 
+    wait_line = _model_wait_line(env)
+    if wait_line is not None:
+        sinks.append(wait_line)
     use_case = env.use_case(sinks=sinks)
     interrupts.during(cancel_soon)  # Ctrl-C now cancels the run: audited CANCELLED, exit 12
+    ticker = asyncio.create_task(wait_line.tick()) if wait_line is not None else None
     try:
         result = await use_case.execute(query, previous_turn)
     finally:
         interrupts.settled()  # the result stands: Ctrl-C no longer changes it
+        if ticker is not None and wait_line is not None:
+            ticker.cancel()
+            wait_line.erase()
         await env.aclose()
         if events is not None and events.stream is not sys.stdout:
             events.close()
@@ -549,7 +568,9 @@ async def _run(args: argparse.Namespace, interrupts: Interrupts) -> int:
     else:
         from console.render_text import render_result
 
-        text = env.redactor.text(render_result(result, model_label=env.model_label))
+        text = env.redactor.text(
+            render_result(result, model_label=env.model_label, model_timeout_s=env.settings.model.timeout_s)
+        )
     if events is not None and events.stream is sys.stdout:
         _print_err(text)  # stdout carries exactly one format: the NDJSON events
         if events.failure is None:

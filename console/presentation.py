@@ -14,6 +14,7 @@ from tools.vocabulary import (
     Evaluation,
     EvidenceStatus,
     InvocationStatus,
+    ModelFailureCause,
     Outcome,
     StopCause,
     StopReason,
@@ -143,3 +144,23 @@ STOP_CAUSE_TEXT: dict[str, str] = {  # the protocol panel: "STOP_REQUIRED  yes Â
     StopCause.BUDGET: "one model call left",
     StopCause.SATURATION: "saturation",
 }
+
+# --- why a model call failed (failure.cause of a MODEL_ERROR) ---------------------------------------------
+MODEL_CAUSE_TEXT: dict[str, str] = {
+    ModelFailureCause.REFUSED: "the model endpoint refused the connection: nothing listens there",
+    ModelFailureCause.DNS: "the model endpoint's host name does not resolve",
+    ModelFailureCause.TLS: "the TLS handshake with the model endpoint failed (certificate, protocol, "
+    "or plain HTTP on an https URL)",
+    ModelFailureCause.UNREACHABLE: "no route to the model endpoint",
+    ModelFailureCause.TIMEOUT: "no complete answer from the model endpoint within [model] timeout_s",
+    ModelFailureCause.CONNECTION_CLOSED: "the model endpoint closed the connection without an answer",
+    ModelFailureCause.INVALID_RESPONSE: "the model endpoint's answer is not a chat completion",
+    ModelFailureCause.MAX_TOKENS: "the reply was cut at [model] max_tokens",
+}
+
+
+def model_cause_text(cause: str) -> str:
+    """A model failure's cause in words (`HTTP_<status>` included)."""
+    if cause.startswith("HTTP_") and cause[5:].isdigit():
+        return f"the model endpoint answered HTTP {cause[5:]}"
+    return MODEL_CAUSE_TEXT.get(cause, cause)

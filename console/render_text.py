@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from agent.contracts import ExecutionResult
-from console.presentation import OUTCOME_MEANING, exit_code
+from console.presentation import OUTCOME_MEANING, exit_code, model_cause_text
 from console.safe_text import neutralize
+from tools.vocabulary import ModelFailureCause, StopReason
 
 
-def render_result(result: ExecutionResult, model_label: str = "") -> str:
-    return neutralize(_render(result, model_label))
+def render_result(
+    result: ExecutionResult, model_label: str = "", model_timeout_s: float | None = None
+) -> str:
+    """`model_timeout_s`: the `[model] timeout_s` the run had, named when the model did not answer in it."""
+    return neutralize(_render(result, model_label, model_timeout_s))
 
 
-def _render(result: ExecutionResult, model_label: str) -> str:
+def _render(result: ExecutionResult, model_label: str, model_timeout_s: float | None) -> str:
     lines = [
         f"run {result.run_id}  ({model_label})" if model_label else f"run {result.run_id}",
         f"outcome: {result.outcome.value} / {result.stop_reason.value} "
@@ -22,8 +26,15 @@ def _render(result: ExecutionResult, model_label: str) -> str:
         failure = result.failure
         code = failure.violation or failure.cause
         lines.append(f"failure: {failure.code}" + (f" ({code})" if code else ""))
-        if failure.detail:
+        if failure.code == StopReason.MODEL_ERROR and failure.cause:
+            why = model_cause_text(failure.cause)
+            if failure.cause == ModelFailureCause.TIMEOUT and model_timeout_s is not None:
+                why += f" ({model_timeout_s:g} s)"
+            lines.append(f"why: {why}" + (f" [{failure.detail}]" if failure.detail else ""))
+        elif failure.detail:
             lines.append(f"why: {failure.detail}")
+        if failure.endpoint:
+            lines.append(f"endpoint: {failure.endpoint}")
     draft = result.draft
     if draft is not None:
         lines.append("")

@@ -420,7 +420,9 @@ class InvestigateScreen(Screen[None]):
 
 def activity_text(state: RunState, running: bool, elapsed_s: float | None = None) -> str:
     if state.result is not None:
-        return f"finished: {state.outcome} (exit {exit_code(str(state.outcome))})"
+        failure = state.result.get("failure") or {}
+        cause = f" · {failure['cause']}" if isinstance(failure, dict) and failure.get("cause") else ""
+        return f"finished: {state.outcome}{cause} (exit {exit_code(str(state.outcome))})"
     if not running and state.phase == "idle":
         return "idle · ctrl+r runs the query"
     label = f"running {elapsed_s:.0f} s" if elapsed_s is not None else "running"
