@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from agent.contracts import ExecutionResult
 from console.presentation import OUTCOME_MEANING, exit_code, model_cause_text
 from console.safe_text import neutralize
@@ -23,35 +26,11 @@ def _render(result: ExecutionResult, model_label: str, model_timeout_s: float | 
         f"usage: {result.usage.model_calls} model calls, {result.usage.total_tokens} tokens",
     ]
     if result.failure is not None:
-        failure = result.failure
-        code = failure.violation or failure.cause
-        lines.append(f"failure: {failure.code}" + (f" ({code})" if code else ""))
-        if failure.code == StopReason.MODEL_ERROR and failure.cause:
-            why = model_cause_text(failure.cause)
-            if failure.cause == ModelFailureCause.TIMEOUT and model_timeout_s is not None:
-                why += f" ({model_timeout_s:g} s)"
-            lines.append(f"why: {why}" + (f" [{failure.detail}]" if failure.detail else ""))
-        elif failure.detail:
-            lines.append(f"why: {failure.detail}")
-        if failure.endpoint:
-            lines.append(f"endpoint: {failure.endpoint}")
+        lines += failure_lines(result.failure.model_dump(mode="json"), model_timeout_s=model_timeout_s)
     draft = result.draft
     if draft is not None:
         lines.append("")
-        lines.append(f"conclusion: {draft.conclusion if draft.conclusion is not None else '(no conclusion)'}")
-        for item in draft.analysis:
-            evidence = item.evidence if isinstance(item.evidence, str) else ", ".join(item.evidence)
-            scope = f" [scope: {item.scope}]" if item.scope else ""
-            lines.append(f"  - {item.kind}: {item.statement} <- {evidence}{scope}")
-        for title, entries in (
-            ("action plan", draft.action_plan),
-            ("recommendations", draft.recommendations),
-            ("checked scope", draft.limitations.checked_scope),
-            ("missing info", draft.limitations.missing_info),
-        ):
-            if entries:
-                lines.append(f"{title}:")
-                lines.extend(f"  - {e}" for e in entries)
+        lines += draft_lines(draft.model_dump(mode="json"))
     if result.progress is not None and draft is None:
         lines.append("")
         sat = f", saturation {result.progress.saturation}" if result.progress.saturation else ""
@@ -63,3 +42,55 @@ def _render(result: ExecutionResult, model_label: str, model_timeout_s: float | 
                 f"  - {check.tool_call_id} {check.tool}: {check.evidence_status} {check.evaluation or ''}"
             )
     return "\n".join(lines)
+
+
+def _entries(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
+def draft_lines(draft: Mapping[str, Any], show: Callable[[Any], str] = str) -> list[str]:
+    """A Draft in readable lines: conclusion, analysis with its evidence IDs (and a negative
+    observation's scope), action plan, recommendations, limitations. It reads the Draft's JSON, as the
+    result and the audit hold it, and takes any shape without failing (an audit file may have been
+    edited); `show` turns each value into text (the audit passes its neutraliser)."""
+    conclusion = draft.get("conclusion")
+    lines = [f"conclusion: {show(conclusion) if conclusion is not None else '(no conclusion)'}"]
+    for item in _entries(draft.get("analysis")):
+        if not isinstance(item, Mapping):
+            lines.append(f"  - {show(item)}")
+            continue
+        evidence = item.get("evidence")
+        cited = ", ".join(show(e) for e in evidence) if isinstance(evidence, list) else show(evidence)
+        scope = f" [scope: {show(item['scope'])}]" if item.get("scope") else ""
+        lines.append(f"  - {show(item.get('kind'))}: {show(item.get('statement'))} <- {cited}{scope}")
+    limitations = draft.get("limitations")
+    limitations = limitations if isinstance(limitations, Mapping) else {}
+    for title, entries in (
+        ("action plan", draft.get("action_plan")),
+        ("recommendations", draft.get("recommendations")),
+        ("checked scope", limitations.get("checked_scope")),
+        ("missing info", limitations.get("missing_info")),
+    ):
+        if _entries(entries):
+            lines.append(f"{title}:")
+            lines.extend(f"  - {show(e)}" for e in _entries(entries))
+    return lines
+
+
+def failure_lines(
+    failure: Mapping[str, Any], show: Callable[[Any], str] = str, model_timeout_s: float | None = None
+) -> list[str]:
+    """A failure's code, its violation or cause, why in words, and the model endpoint, in lines."""
+    code = failure.get("violation") or failure.get("cause")
+    lines = [f"failure: {show(failure.get('code'))}" + (f" ({show(code)})" if code else "")]
+    cause, detail = failure.get("cause"), failure.get("detail")
+    if failure.get("code") == StopReason.MODEL_ERROR and isinstance(cause, str) and cause:
+        why = show(model_cause_text(cause))
+        if cause == ModelFailureCause.TIMEOUT and model_timeout_s is not None:
+            why += f" ({model_timeout_s:g} s)"
+        lines.append(f"why: {why}" + (f" [{show(detail)}]" if detail else ""))
+    elif detail:
+        lines.append(f"why: {show(detail)}")
+    if failure.get("endpoint"):
+        lines.append(f"endpoint: {show(failure['endpoint'])}")
+    return lines
