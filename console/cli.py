@@ -572,12 +572,13 @@ async def _run(args: argparse.Namespace, interrupts: Interrupts) -> int:
             render_result(result, model_label=env.model_label, model_timeout_s=env.settings.model.timeout_s)
         )
     if events is not None and events.stream is sys.stdout:
+        if events.reader_left:  # it has what it wanted (the run was cancelled for it): end quietly
+            silence_stdout()
+            return result.exit_code
         _print_err(text)  # stdout carries exactly one format: the NDJSON events
         if events.failure is None:
             return result.exit_code
         silence_stdout()
-        if events.reader_left:
-            return result.exit_code  # the reader has what it wanted; the run was cancelled for it
         raise events.failure if isinstance(events.failure, OutputFailed) else OutputFailed(events.failure)
     _print_out(text, result.exit_code)
     if events is not None and events.failure is not None:
