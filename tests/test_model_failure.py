@@ -103,3 +103,24 @@ async def test_the_console_names_the_cause_and_the_endpoint(tmp_path: Path) -> N
         shown = plain(app.investigate.run_view.query_one("#result-summary", Static).content, width=300)
         assert "the model endpoint refused the connection: nothing listens there" in shown
         assert f"endpoint: {url}" in shown and "cause: REFUSED" in shown
+
+
+async def test_the_console_shows_the_round_it_waits_for(tmp_path: Path) -> None:
+    """The console's half of the same promise (it held before the CLI line was added): while a model
+    round waits, the status bar names it, and escape still cancels."""
+    from tests.support.console import make_app, settled, wait_until
+
+    scenario = tmp_path / "slow.yaml"
+    scenario.write_text(
+        "name: slow\nquery: 'payment-service 超时'\nrounds:\n  - text: '{}'\n    delay_ms: 30000\n",
+        encoding="utf-8",
+    )
+    app: DiagnoseApp = make_app(tmp_path, str(scenario))
+    async with app.run_test(size=SIZE) as pilot:
+        await settled(pilot)
+        await pilot.press("ctrl+r")
+        screen = app.investigate
+        await wait_until(lambda: screen.activity.startswith("running: model round 1"), pilot, 30, "round 1")
+        assert screen.activity == "running: model round 1 · escape cancels"
+        await pilot.press("escape")
+        await wait_until(lambda: screen.state.outcome == "CANCELLED", pilot, 30, "the cancel")
