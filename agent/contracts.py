@@ -144,9 +144,12 @@ class Failure(Contract):
 
     code: str
     violation: str | None = None
-    # A stable cause of a MODEL_ERROR the operator can act on, e.g. MAX_TOKENS (raise [model] max_tokens).
+    # A stable cause of a MODEL_ERROR the operator can act on, e.g. MAX_TOKENS (raise [model] max_tokens),
+    # REFUSED, DNS, TLS, TIMEOUT, HTTP_<status> (tools.vocabulary.ModelFailureCause).
     cause: str | None = None
     detail: str | None = None
+    # Where a failed model call went: the base URL without user, password, query or fragment.
+    endpoint: str | None = None
 
 
 class ExecutionResult(Contract):

@@ -2,7 +2,8 @@
 
 - It marks failures that happen inside the model call itself: only an exception raised by the chat
   generator is a MODEL_ERROR; anything else that escapes the Agent (a hook, the framework) is an
-  AGENT_ERROR. Wrapping the generator is the one place that knows the difference for certain.
+  AGENT_ERROR. Wrapping the generator is the one place that knows the difference for certain. It
+  also bounds the whole call by `[model] timeout_s` (when given one): the client bounds each phase.
 - It is the one place that sees exactly what a round sent and received: it replaces each reply's
   provider usage with a clean `RoundUsage` (estimated where the provider's is missing or unusable)
   before Haystack or the harness reads it, so no usage shape can crash the run.
@@ -19,6 +20,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from agent.model_failure import failure_cause
 from agent.usage import WireSizes, message_bytes, round_usage
 
 MAX_TOKENS = "MAX_TOKENS"
@@ -27,7 +29,8 @@ MAX_TOKENS = "MAX_TOKENS"
 class ModelCallError(Exception):
     """The chat generator failed. Only the exception's type name is kept: provider text may leak.
 
-    `reason` is a stable code when the failure has a known meaning (MAX_TOKENS), else None.
+    `reason` is a stable code when the reply itself was refused (MAX_TOKENS), else None;
+    `cause_code` is the failure's stable cause (`agent.model_failure`), read from the exception chain.
     """
 
     def __init__(self, cause: BaseException | None, reason: str | None = None) -> None:
@@ -35,6 +38,7 @@ class ModelCallError(Exception):
         super().__init__(reason or name)
         self.cause_type = name
         self.reason = reason
+        self.cause_code = reason or (failure_cause(cause) if cause is not None else None)
 
 
 class GuardedChatGenerator:
@@ -45,10 +49,14 @@ class GuardedChatGenerator:
         inner: Any,
         round_kwargs: Callable[[], dict[str, Any]] | None = None,
         on_truncated: Callable[[Any], None] | None = None,
+        timeout_s: float | None = None,
     ) -> None:
         self.inner = inner
         self._sizes = WireSizes()
         self._round_kwargs = round_kwargs
+        # The whole call, connect to last byte. The client's own timeout bounds each phase (connect,
+        # each read) apart, so a server trickling its answer, or slow at every phase, outlasts it.
+        self._timeout_s = timeout_s
         # Called with a reply cut at the token limit before the run fails, so its usage is recorded.
         self._on_truncated = on_truncated
 
@@ -63,10 +71,11 @@ class GuardedChatGenerator:
     async def run_async(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
         kwargs = self._with_round_kwargs(kwargs)
         try:
-            if callable(getattr(self.inner, "run_async", None)):
-                result = await self.inner.run_async(messages=messages, tools=tools, **kwargs)
-            else:
-                result = await asyncio.to_thread(self.inner.run, messages=messages, tools=tools, **kwargs)
+            async with asyncio.timeout(self._timeout_s):
+                if callable(getattr(self.inner, "run_async", None)):
+                    result = await self.inner.run_async(messages=messages, tools=tools, **kwargs)
+                else:
+                    result = await asyncio.to_thread(self.inner.run, messages=messages, tools=tools, **kwargs)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -49,17 +49,23 @@ def build_model(settings: ModelSettings, scenario: Scenario | None) -> ModelChoi
     return _openai(settings)
 
 
+def check_model_settings(settings: ModelSettings) -> None:
+    """What `build_model` would refuse, found without importing the client (the console checks it
+    before its first frame)."""
+    if settings.provider == "openai" and not os.environ.get(settings.api_key_env) and not settings.base_url:
+        raise ConfigError(f"model.provider is openai but env var {settings.api_key_env} is not set")
+
+
 def _openai(settings: ModelSettings) -> ModelChoice:
     from haystack.components.generators.chat import OpenAIChatGenerator
     from haystack.utils import Secret
 
+    check_model_settings(settings)
     if os.environ.get(settings.api_key_env):
         api_key = Secret.from_env_var(settings.api_key_env)
-    elif settings.base_url:
+    else:
         # Local OpenAI-compatible servers (llama.cpp, vLLM, Ollama) accept any key.
         api_key = Secret.from_token("not-needed")
-    else:
-        raise ConfigError(f"model.provider is openai but env var {settings.api_key_env} is not set")
     generator = OpenAIChatGenerator(
         api_key=api_key,
         model=settings.name,

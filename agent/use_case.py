@@ -36,6 +36,7 @@ from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.input_files import OversizedInput
 from agent.model_call import GuardedChatGenerator, ModelCallError
+from agent.model_failure import model_endpoint
 from agent.models import server_enforces_draft_schema
 from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
@@ -121,6 +122,8 @@ class DiagnosisUseCase:
         self._run_id_factory = run_id_factory
         self.redactor = redactor
         self._current: RunContext | None = None
+        # Where model calls go (None: the scripted model): named by a MODEL_ERROR and in the log.
+        self._endpoint = model_endpoint(settings.model)
 
     def cancel(self) -> None:
         """Cancel the run in progress, if any (safe to call from a signal handler on the loop)."""
@@ -267,7 +270,10 @@ class DiagnosisUseCase:
         round_kwargs = self._final_round_format(core) if self._schema_enforced else None
         return Agent(
             chat_generator=GuardedChatGenerator(
-                self.chat_generator, round_kwargs=round_kwargs, on_truncated=core.close_model_round
+                self.chat_generator,
+                round_kwargs=round_kwargs,
+                on_truncated=core.close_model_round,
+                timeout_s=self.settings.model.timeout_s if self._endpoint is not None else None,
             ),
             tools=list(frozen_tools()),
             exit_conditions=["text"],
@@ -322,12 +328,21 @@ class DiagnosisUseCase:
             await _cancel_and_wait(inner)
             raise
         except ModelCallError as exc:
-            log.warning("model call of run %s failed: %s", ctx.run_id, exc.cause_type)
+            log.warning(
+                "model call of run %s failed: cause %s (%s), endpoint %s",
+                ctx.run_id,
+                exc.cause_code or "unknown",
+                exc.cause_type,
+                self._endpoint or "none (scripted)",
+            )
             progress = ledger.snapshot() if ledger.completed_checks else None
+            code = StopReason.MODEL_ERROR.value
             if exc.reason is not None:
-                failure = Failure(code=StopReason.MODEL_ERROR.value, cause=exc.reason)
+                failure = Failure(code=code, cause=exc.reason, endpoint=self._endpoint)
             else:
-                failure = Failure(code=StopReason.MODEL_ERROR.value, detail=exc.cause_type)
+                failure = Failure(
+                    code=code, cause=exc.cause_code, detail=exc.cause_type, endpoint=self._endpoint
+                )
             return self._result(ctx, StopReason.MODEL_ERROR, None, progress, failure)
         except Exception as exc:
             # Unclassified framework failure: fail closed and publish no progress at all.

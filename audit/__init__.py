@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from audit.browse import AuditBrowser, InvocationFilter, Page, RunTimeline, TimelineEntry
+    from audit.location import default_audit_path
     from audit.sink import AuditSink
-    from audit.store import AuditStore, AuditStoreError, PruneReport, default_audit_path
+    from audit.store import AuditStore, AuditStoreError, PruneReport
 
 _HOMES = {
     "AuditBrowser": "audit.browse",
@@ -26,7 +27,7 @@ _HOMES = {
     "AuditStore": "audit.store",
     "AuditStoreError": "audit.store",
     "PruneReport": "audit.store",
-    "default_audit_path": "audit.store",
+    "default_audit_path": "audit.location",
 }
 
 __all__ = [

@@ -4,7 +4,8 @@
 `mysql://user@host:port/database` (or `mariadb://`) names a server database, whose password is only
 ever read from the environment variable named by `[audit] password_env`. A password written into the
 URL is refused: configuration files are shared and logged, environment variables are not. Messages
-never repeat the URL. Standard library only, so resolving where the audit lives stays cheap.
+never repeat the URL. Standard library (and platformdirs) only, so resolving where the audit lives stays
+cheap.
 """
 
 from __future__ import annotations
@@ -14,12 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import platformdirs
+
 SQLITE_PREFIX = "sqlite:///"
 MYSQL_SCHEMES = ("mysql", "mariadb")
 DEFAULT_MYSQL_PORT = 3306
 # A database name reaches SQL inside backticks and GET_LOCK names: plain identifiers only.
 _DATABASE_NAME = re.compile(r"[A-Za-z0-9_$]{1,64}")
 _MYSQL_SHAPE = "must look like mysql://user@host:3306/database"
+
+
+def default_audit_path() -> Path:
+    """Where the audit lives when neither `[audit] path` nor `--audit-db` says otherwise."""
+    return platformdirs.user_state_path("diagnosis-console") / "audit.db"
 
 
 class AuditLocationError(ValueError):

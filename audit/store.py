@@ -25,7 +25,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
@@ -38,7 +37,7 @@ from audit.files import (
     private_state_dir,
 )
 from audit.liveness import is_process_live
-from audit.location import SqliteLocation, local_files
+from audit.location import SqliteLocation, default_audit_path, local_files
 from audit.text_index import FTS_COLUMNS, index_finished_runs, rebuild
 from tools.vocabulary import InvocationStatus
 
@@ -63,11 +62,6 @@ _SQLITE_STATISTICS = frozenset({"sqlite_stat1", "sqlite_stat2", "sqlite_stat3", 
 
 class AuditStoreError(Exception):
     """The audit database cannot be opened or written; a run must not continue without its audit."""
-
-
-def default_audit_path() -> Path:
-    """Where the audit lives when neither `[audit] path` nor `--audit-db` says otherwise."""
-    return platformdirs.user_state_path("diagnosis-console") / "audit.db"
 
 
 def audit_timestamp(moment: datetime) -> str:

@@ -156,6 +156,8 @@ class DiagnoseApp(ConsoleHost):
         self.theme = DARK_THEME
         self._prefill = True
         self._terminal_safe = TerminalSafeFilter()
+        # Why the engine could not open at start-up; the console is then blocked and exits 3 with it.
+        self.startup_error: str | None = None
         quiet_logging()
 
     # ------------------------------------------------------------------ screens
@@ -219,6 +221,12 @@ class DiagnoseApp(ConsoleHost):
             message = neutralize(str(event.worker.error) or type(event.worker.error).__name__)
             self.engine_status = EngineStatus("failed", "no engine", message=message)
             self.investigate.engine_failed(message)
+            if self.env is None:  # the start-up itself failed: nothing can run, say so and block
+                from console.screens.startup_failed import StartupFailed
+
+                self.startup_error = message
+                self.push_screen(StartupFailed(message))
+                return
             self.notify(
                 message, title="The engine could not start", severity="error", markup=False, timeout=15
             )
@@ -229,7 +237,10 @@ class DiagnoseApp(ConsoleHost):
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keep the footer short: a key that would lead where you already are is not offered."""
+        """Keep the footer short: a key that would lead where you already are is not offered. After a
+        failed start-up only quitting is (the start-up screen's own keys)."""
+        if self.startup_error is not None:
+            return action == "quit"
         if action == "investigate":
             return len(self.screen_stack) > 1
         if action == "audit":

@@ -498,6 +498,34 @@ def _call_ids(stored: Any) -> str:
     return ", ".join(_clean(item) for item in ids) if isinstance(ids, list) else _clean(stored)
 
 
+def _result_lines(run: dict[str, Any]) -> list[str]:
+    """The run's Draft (or why there is none), from the result the audit stored: what `diagnose run`
+    printed, in the same words. The stored JSON may have been edited: any shape is shown, never
+    trusted, and every value passes the neutraliser (a newline in a value cannot forge a line)."""
+    from console.render_text import draft_lines, failure_lines
+
+    try:
+        result = json.loads(run["result_json"]) if isinstance(run.get("result_json"), str) else None
+    except (ValueError, RecursionError):
+        result = None
+    if not isinstance(result, dict):
+        if run.get("interrupted"):
+            return ["Draft: none (the run was interrupted)"]
+        if run.get("finished_at") is None:
+            return ["Draft: none yet (the run is still going)"]
+        return ["Draft: not recorded"]
+    draft = result.get("draft")
+    lines: list[str] = []
+    if isinstance(draft, dict):
+        lines += ["Draft:", *(f"  {line}" for line in draft_lines(draft, show=_clean))]
+    else:
+        lines.append(f"Draft: none ({_run_state(run)})")
+    failure = result.get("failure")
+    if isinstance(failure, dict):
+        lines += failure_lines(failure, show=_clean)
+    return lines
+
+
 def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
     run = timeline.run
     usage = ""
@@ -521,6 +549,9 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
     ]
     for label, value in header:
         out.write(f"{label:<9} {value}\n")
+    out.write("\n")
+    for line in _result_lines(run):
+        out.write(line + "\n")
     out.write("\n")
     if not timeline.entries:
         out.write("(no model rounds, invocations or protocol events)\n")

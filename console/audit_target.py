@@ -13,6 +13,7 @@ from audit.location import (
     EvidenceAccount,
     SqliteLocation,
     check_separate_from_evidence,
+    default_audit_path,
     parse_audit_argument,
     parse_audit_url,
 )
@@ -31,8 +32,6 @@ def audit_location(settings: Settings, audit_db: str | Path | None = None) -> Au
     elif audit.path is not None:
         location = SqliteLocation(Path(audit.path))
     else:
-        from audit.store import default_audit_path
-
         location = SqliteLocation(default_audit_path())
     mysql = settings.mysql
     evidence = EvidenceAccount(mysql.dsn, mysql.password_env, tuple(mysql.allowed_schemas))

@@ -17,11 +17,10 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from agent.input_files import (
     MIB,
@@ -35,11 +34,17 @@ from agent.input_files import (
 from agent.scenario_folder import is_scenario_file_name, scenario_files
 from console import telemetry
 from console.errors import SetupError
-from console.presentation import SETUP_ERROR
+from console.interrupts import Interrupts
+from console.presentation import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, exit_code_help
+from console.run_config import asks_for_more_than_defaults, resolve_run_config
 from console.safe_text import neutralize
+from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_descriptors, silence_stdout
 
 if TYPE_CHECKING:
+    from agent.use_case import DiagnosisUseCase
     from audit.output_files import OutputFile
+    from console.wait_line import ModelWaitLine
+    from console.wiring import RunEnvironment
     from tools.run_events import EventSink, RunEvent
 
 # Input files are read with a cap well above any sane budget (the use case applies the real limits
@@ -55,11 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     from console.demo_cli import add_demo_parser
     from console.eval_cli import add_eval_parser
 
-    parser = argparse.ArgumentParser(
+    parser = CommandLineParser(
         prog="diagnose",
         description="Evidence-bound incident diagnosis console.",
         epilog="Without a command, or with only console options (diagnose --scenario NAME), "
-        "the console opens: diagnose [--config F] [--scenario NAME|FILE] [--scenario-dir DIR].",
+        "the console opens: diagnose [--config F] [--scenario NAME|FILE] [--scenario-dir DIR]. "
+        f"A command line that does not parse exits {USAGE_ERROR}; diagnose run --help lists every exit code.",
     )
     sub = parser.add_subparsers(dest="command")
 
@@ -68,7 +74,12 @@ def _parser() -> argparse.ArgumentParser:
     console.add_argument("--scenario", metavar="NAME|FILE", help=_SCENARIO_HELP)
     console.add_argument("--scenario-dir", type=Path, metavar="DIR", help=_SCENARIO_DIR_HELP)
 
-    run = sub.add_parser("run", help="one headless diagnosis run")
+    run = sub.add_parser(
+        "run",
+        help="one headless diagnosis run",
+        epilog=exit_code_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     query = run.add_mutually_exclusive_group()
     query.add_argument(
         "--query", metavar="TEXT", help="the incident query, kept exactly (default: the scenario's own query)"
@@ -125,6 +136,16 @@ def _parser() -> argparse.ArgumentParser:
         help="browser sessions served at once (default: [serve] max_consoles)",
     )
     return parser
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """argparse with usage errors on their own exit code (`USAGE_ERROR`), never a run outcome's: its
+    default 2 is the code of a REJECTED run. The message may echo what was typed: it is neutralised.
+    Subcommand parsers are of this class too (argparse makes them of the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {neutralize(message, newlines=False)}\n")
 
 
 _CONFIG_HELP = "TOML configuration file (default: $DIAGNOSE_CONFIG, else the embedded defaults)"
@@ -205,8 +226,40 @@ def _arguments(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _arguments(sys.argv[1:] if argv is None else argv)
-    command = args.command or "console"
+    closed = occupy_closed_descriptors()  # before any file is opened: nothing may take their numbers
+    interrupts = Interrupts()
+    interrupts.install()
+    stdout = sys.stdout
+    command = "console"
+    try:
+        if 1 in closed:
+            error("standard output is closed: nothing could be shown (redirect it to a file or /dev/null)")
+            return OUTPUT_ERROR
+        sys.stdout = GuardedStdout(stdout)
+        args = _arguments(sys.argv[1:] if argv is None else argv)
+        command = args.command or "console"
+        if command in ("console", "serve"):
+            sys.stdout = stdout  # Textual and aiohttp own the terminal, and Ctrl-C (a key in the console)
+            interrupts.restore()
+        code = _command(command, args, interrupts)
+        try:
+            sys.stdout.flush()  # a full disk must fail here, not in the interpreter's final flush
+        except BrokenPipeError:
+            silence_stdout()  # the reader left: the command ends with its own code
+        return code
+    except KeyboardInterrupt:
+        error("interrupted before a run started: nothing was run" if command == "run" else "interrupted")
+        return INTERRUPTED
+    except OutputFailed as exc:
+        silence_stdout()
+        error(f"cannot write standard output: {exc}")
+        return OUTPUT_ERROR
+    finally:
+        sys.stdout = stdout
+        interrupts.restore()
+
+
+def _command(command: str, args: argparse.Namespace, interrupts: Interrupts) -> int:
     telemetry.apply_opt_in(getattr(args, "config", None))  # before anything imports Haystack
     _log_to_file()
     try:
@@ -230,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from console.serve import serve
 
             return serve(args.host, args.port, args.config, args.max_consoles, args.public_url)
-        return asyncio.run(_run(args))
+        return asyncio.run(_run(args, interrupts))
     except SetupError as exc:
         error(str(exc))
         return SETUP_ERROR
@@ -251,6 +304,8 @@ def error(message: str) -> None:
     """`diagnose: <message>` on stderr: redacted, one line, nothing that can drive the terminal."""
     from tools.redaction import NOOP
 
+    if sys.stderr is None:
+        return  # stderr was closed at start: the exit code is all that is left
     try:
         print(f"diagnose: {neutralize(NOOP.text(message), newlines=False)}", file=sys.stderr)
     except OSError:
@@ -276,26 +331,18 @@ def _print_out(text: str, exit_code: int) -> None:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         raise StdoutClosed(exit_code) from None
 
 
 def _print_err(text: str) -> None:
+    if sys.stderr is None:
+        return
     try:
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
     except OSError:
         pass  # stderr is gone: the exit code is all that is left
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail on the closed pipe."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass
 
 
 def _scenarios(as_json: bool) -> int:
@@ -332,33 +379,51 @@ def _scenario_from_folder(args: argparse.Namespace) -> None:
             return
 
 
-def _check_scenarios(args: argparse.Namespace) -> None:
-    """A scenario file named on the command line, or any file of `--scenario-dir`, that cannot be used
-    stops the console before it starts (exit 3), naming the file and the key."""
+def _check_console_setup(args: argparse.Namespace) -> None:
+    """What `diagnose run` would refuse at setup, refused before the console's first frame (exit 3, the
+    same line): the configuration, the scenario, the model settings, where the audit is, and every
+    file of `--scenario-dir` (the picker lists them all). Opening the audit and the evidence sources
+    needs the engine: that comes after the first frame (`console.screens.startup_failed`)."""
     _scenario_from_folder(args)
-    scenario = getattr(args, "scenario", None)
     folder = getattr(args, "scenario_dir", None)
-    if scenario and not is_scenario_file_name(scenario) and not Path(scenario).exists():
-        scenario = None  # a built-in name: package data, checked by the engine as it opens
-    if not scenario and folder is None:
-        return  # nothing to check: the console's first frame must not wait for the settings model
-    from agent.scenarios import ScenarioError, load_scenario_file, resolve_scenario
+    config, scenario = getattr(args, "config", None), getattr(args, "scenario", None)
+    if folder is not None:
+        if not folder.is_dir():
+            raise SetupError(f"--scenario-dir {folder} is not a folder")
+        from agent.scenarios import ScenarioError, load_scenario_file
 
-    try:
-        if scenario:
-            resolve_scenario(scenario)
-        if folder is not None:
-            if not folder.is_dir():
-                raise SetupError(f"--scenario-dir {folder} is not a folder")
+        try:
             for path in scenario_files(folder):
                 load_scenario_file(path)
-    except ScenarioError as exc:
-        raise SetupError(str(exc)) from None
+        except ScenarioError as exc:
+            raise SetupError(str(exc)) from None
+    if asks_for_more_than_defaults(config, scenario):
+        resolve_run_config(config, scenario)
+
+
+def console_terminal_problem() -> str | None:
+    """Why the console cannot run here, if it cannot: it reads keys from standard input and draws on the
+    terminal, so each standard stream must be one. Without (a pipe, a file, cron) Textual would write
+    escape codes forever into whatever is there. Another Textual driver (textual-serve's, named by
+    TEXTUAL_DRIVER) draws elsewhere and needs none."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return None
+    for name, stream in (("input", sys.stdin), ("output", sys.stdout), ("error", sys.stderr)):
+        if stream is None or not stream.isatty():
+            return (
+                f"the console needs a terminal, and standard {name} is not one; "
+                "for a run without a terminal use diagnose run (diagnose run --help)"
+            )
+    return None
 
 
 def _console(args: argparse.Namespace) -> int:
     """Open the Textual console; it paints first and opens the run environment in the background."""
-    _check_scenarios(args)
+    _check_console_setup(args)
+    problem = console_terminal_problem()
+    if problem is not None:
+        error(problem)
+        return USAGE_ERROR
     from console.app import DiagnoseApp
 
     logging.captureWarnings(True)  # warnings go to the log file too, never over the screen
@@ -369,6 +434,9 @@ def _console(args: argparse.Namespace) -> int:
         scenario_dir=getattr(args, "scenario_dir", None),
     )
     app.run()
+    if app.startup_error is not None:  # the console was blocked, and said why: the terminal keeps it
+        error(app.startup_error)
+        return SETUP_ERROR
     return app.return_code or 0
 
 
@@ -394,6 +462,8 @@ def _read_query_file(path: Path) -> str | OversizedInput:
     source = "standard input" if str(path) == "-" else f"query file {path}"
     try:
         if str(path) == "-":
+            if sys.stdin is None:  # closed at start (`<&-`): there is no query to read
+                raise SetupError("standard input is closed: there is no query to read (--query-file -)")
             data = read_bounded(sys.stdin.buffer, what=source, limit=MAX_INPUT_FILE_BYTES)
         else:
             data = read_input_file(path, what="query file", limit=MAX_INPUT_FILE_BYTES)
@@ -428,24 +498,44 @@ def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
         return text  # not JSON (or nested past any PreviousTurn): the use case rejects it as invalid
 
 
+def _model_wait_line(env: RunEnvironment) -> ModelWaitLine | None:
+    """On a terminal, a line on stderr while a model round waits (`console.wait_line`)."""
+    if sys.stderr is None or not sys.stderr.isatty():
+        return None
+    from agent.model_failure import model_endpoint
+    from console.wait_line import ModelWaitLine
+
+    return ModelWaitLine(sys.stderr, env.redactor.text(model_endpoint(env.settings.model) or env.model_label))
+
+
 class _NdjsonSink:
     """`--events`: one JSON run event per line. A write failure (a full disk, a closed pipe) stops the
-    stream but not the run; the command reports it after the result is printed."""
+    stream; the command reports it after the result is printed. On standard output the events are
+    what the command was asked for, so a stdout that fails also stops the run: `on_failure` cancels
+    it (called again with each later event, since the run may not be cancellable yet)."""
 
-    def __init__(self, stream: TextIO, file: OutputFile | None = None) -> None:
+    def __init__(
+        self, stream: TextIO, file: OutputFile | None = None, on_failure: Callable[[], None] | None = None
+    ) -> None:
         self.stream = stream
         self.file = file  # None: stdout, which is not ours to close
-        self.failure: OSError | None = None
+        self.failure: OSError | OutputFailed | None = None
+        self._on_failure = on_failure
 
     def __call__(self, event: RunEvent) -> None:
-        if self.failure is not None:
-            return
-        line = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
-        try:
-            self.stream.write(neutralize(line, form="json") + "\n")
-            self.stream.flush()
-        except OSError as exc:
-            self.failure = exc
+        if self.failure is None:
+            line = json.dumps(event.to_wire(), ensure_ascii=False, separators=(",", ":"))
+            try:
+                self.stream.write(neutralize(line, form="json") + "\n")
+                self.stream.flush()
+            except (OSError, OutputFailed) as exc:
+                self.failure = exc
+        if self.failure is not None and self._on_failure is not None:
+            self._on_failure()
+
+    @property
+    def reader_left(self) -> bool:
+        return isinstance(self.failure, BrokenPipeError)
 
     def discard(self) -> None:
         if self.file is not None:
@@ -474,39 +564,61 @@ def _events_file(path: Path, *, force: bool, protected: Sequence[Path]) -> _Ndjs
     return _NdjsonSink(file.stream, file)
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace, interrupts: Interrupts) -> int:
     from agent.secrets import redact_logs
     from console.wiring import open_run_environment
 
+    # Until the run starts, Ctrl-C stops the command (`Interrupts`): no run exists yet.
     _scenario_from_folder(args)
     env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)
-    redact_logs(env.redactor)
-    for line in env.audit.open_warnings:
-        warning(line)
-    query = _read_query(args, env.scenario)
-    previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
+    try:
+        redact_logs(env.redactor)
+        for line in env.audit.open_warnings:
+            warning(line)
+        query = _read_query(args, env.scenario)
+        previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
+    except BaseException:
+        env.audit.close()
+        raise
+
+    loop = asyncio.get_running_loop()
+    use_case: DiagnosisUseCase | None = None
+
+    def cancel_soon() -> None:
+        if use_case is not None:
+            loop.call_soon_threadsafe(use_case.cancel)
 
     events: _NdjsonSink | None = None
     sinks: list[EventSink] = []
     if args.events:
         if args.events == "-":
-            events = _NdjsonSink(sys.stdout)
+            events = _NdjsonSink(sys.stdout, on_failure=cancel_soon)
         else:
-            events = _events_file(Path(args.events), force=args.force, protected=env.audit_files)
+            try:
+                events = _events_file(Path(args.events), force=args.force, protected=env.audit_files)
+            except SetupError:
+                env.audit.close()
+                raise
         sinks.append(events)
 
+    wait_line = _model_wait_line(env)
+    if wait_line is not None:
+        sinks.append(wait_line)
     try:
         use_case = env.use_case(sinks=sinks)
     except BaseException:
         if events is not None:
             events.discard()  # no run: an events file of nothing is not left behind
         raise
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, use_case.cancel)
+    interrupts.during(cancel_soon)  # Ctrl-C now cancels the run: audited CANCELLED, exit 12
+    ticker = asyncio.create_task(wait_line.tick()) if wait_line is not None else None
     try:
         result = await use_case.execute(query, previous_turn)
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        interrupts.settled()  # the result stands: Ctrl-C no longer changes it
+        if ticker is not None and wait_line is not None:
+            ticker.cancel()
+            wait_line.erase()
         await env.aclose()
         if events is not None:
             events.close()
@@ -522,13 +634,21 @@ async def _run(args: argparse.Namespace) -> int:
     else:
         from console.render_text import render_result
 
-        text = render_result(result, model_label=env.model_label, redact=env.redactor.text)
+        text = render_result(
+            result,
+            model_label=env.model_label,
+            redact=env.redactor.text,
+            model_timeout_s=env.settings.model.timeout_s,
+        )
     if events is not None and events.stream is sys.stdout:
-        if events.failure is not None:
-            _silence_stdout()  # stdout itself is closed: nothing more can be shown
-            raise StdoutClosed(result.exit_code)
+        if events.reader_left:  # it has what it wanted (the run was cancelled for it): end quietly
+            silence_stdout()
+            return result.exit_code
         _print_err(text)  # stdout carries exactly one format: the NDJSON events
-        return result.exit_code
+        if events.failure is None:
+            return result.exit_code
+        silence_stdout()
+        raise events.failure if isinstance(events.failure, OutputFailed) else OutputFailed(events.failure)
     _print_out(text, result.exit_code)
     if events is not None and events.failure is not None:
         error(

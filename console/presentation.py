@@ -14,6 +14,7 @@ from tools.vocabulary import (
     Evaluation,
     EvidenceStatus,
     InvocationStatus,
+    ModelFailureCause,
     Outcome,
     StopCause,
     StopReason,
@@ -30,13 +31,38 @@ class CallState(StrEnum):
 
 # --- process exit codes -----------------------------------------------------------------------------------
 # `diagnose run` exits with the outcome's code (EXIT_CODE_OF: 0, 10, 11, 12, 1, 2); these are the others.
+# Each is apart from every outcome's code, so a script can tell "the run ended so" from "no run ended".
 SETUP_ERROR = 3  # the run or command could not be set up: configuration, scenario, audit file
 NOT_FOUND = 1  # `diagnose audit show`: no such run
-USAGE_ERROR = 2  # `diagnose audit`: an argument that does not parse (a cursor, a time)
+# A command line that does not parse (argparse's own errors included): sysexits' EX_USAGE, since
+# argparse's default 2 is the code of a REJECTED run.
+USAGE_ERROR = 64
+# Standard output could not be written (a full disk, a closed descriptor): sysexits' EX_IOERR. A reader
+# that left (`| head`) is not an error: the command ends with its own code.
+OUTPUT_ERROR = 74
+# Ctrl-C: a running run ends CANCELLED (its own code); before a run exists, or in another command,
+# the command stops with the same code, so a script sees one code for "the operator stopped it".
+INTERRUPTED = EXIT_CODE_OF[Outcome.CANCELLED]
 
 
 def exit_code(outcome: Outcome | str) -> int:
     return EXIT_CODE_OF[Outcome(outcome)]
+
+
+def exit_code_help() -> str:
+    """Every exit code `diagnose run` can end with, one a line (its `--help` epilog)."""
+    rows = [(EXIT_CODE_OF[outcome], f"{outcome.value}: {OUTCOME_MEANING[outcome]}") for outcome in Outcome]
+    rows += [
+        (SETUP_ERROR, "setup error: unusable configuration, scenario, audit, input or --events file"),
+        (USAGE_ERROR, "usage error: the command line does not parse"),
+        (OUTPUT_ERROR, "output error: standard output could not be written (disk full, closed)"),
+    ]
+    lines = [f"  {code:>3}  {text}" for code, text in rows]
+    lines.insert(
+        [code for code, _ in rows].index(EXIT_CODE_OF[Outcome.CANCELLED]) + 1,
+        "       (also Ctrl-C before a run started, or the reader of --events - leaving)",
+    )
+    return "exit codes:\n" + "\n".join(lines)
 
 
 # --- outcomes and stop reasons ----------------------------------------------------------------------------
@@ -124,3 +150,23 @@ STOP_CAUSE_TEXT: dict[str, str] = {  # the protocol panel: "STOP_REQUIRED  yes Â
     StopCause.BUDGET: "one model call left",
     StopCause.SATURATION: "saturation",
 }
+
+# --- why a model call failed (failure.cause of a MODEL_ERROR) ---------------------------------------------
+MODEL_CAUSE_TEXT: dict[str, str] = {
+    ModelFailureCause.REFUSED: "the model endpoint refused the connection: nothing listens there",
+    ModelFailureCause.DNS: "the model endpoint's host name does not resolve",
+    ModelFailureCause.TLS: "the TLS handshake with the model endpoint failed (certificate, protocol, "
+    "or plain HTTP on an https URL)",
+    ModelFailureCause.UNREACHABLE: "no route to the model endpoint",
+    ModelFailureCause.TIMEOUT: "no complete answer from the model endpoint within [model] timeout_s",
+    ModelFailureCause.CONNECTION_CLOSED: "the model endpoint closed the connection without an answer",
+    ModelFailureCause.INVALID_RESPONSE: "the model endpoint's answer is not a chat completion",
+    ModelFailureCause.MAX_TOKENS: "the reply was cut at [model] max_tokens",
+}
+
+
+def model_cause_text(cause: str) -> str:
+    """A model failure's cause in words (`HTTP_<status>` included)."""
+    if cause.startswith("HTTP_") and cause[5:].isdigit():
+        return f"the model endpoint answered HTTP {cause[5:]}"
+    return MODEL_CAUSE_TEXT.get(cause, cause)

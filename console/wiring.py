@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.evidence import build_boundary
-from agent.models import DEFAULT_SCENARIO, build_model
-from agent.scenarios import Scenario, ScenarioError, resolve_scenario
+from agent.models import build_model
+from agent.scenarios import Scenario, ScenarioError
 from agent.secrets import build_redactor
-from agent.settings import ConfigError, Settings, load_settings
+from agent.settings import ConfigError, Settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStoreError
 from audit.backend import AuditBackend, open_audit_store
-from audit.location import AuditLocation, AuditLocationError, local_files
-from console.audit_target import audit_location
+from audit.location import AuditLocation, local_files
 from console.errors import SetupError
+from console.run_config import resolve_run_config
 from tools.boundary import ToolBoundary
 from tools.redaction import Redactor
 from tools.run_events import EventSink
@@ -83,26 +83,18 @@ def open_run_environment(
 ) -> RunEnvironment:
     """Settings, scenario, evidence boundary and the open audit; `SetupError` for anything unusable.
     `audit_db` is `--audit-db`: a file path or a URL (console.audit_target)."""
+    run = resolve_run_config(config, scenario, audit_db)
+    settings, chosen = run.settings, run.scenario
     try:
-        base = load_settings(config)
-        wanted = scenario or base.model.scenario
-        if wanted is None and base.model.provider == "scripted":
-            wanted = DEFAULT_SCENARIO
-        chosen = resolve_scenario(wanted) if wanted else None
-        settings = load_settings(config, overrides=chosen.settings) if chosen and chosen.settings else base
         build_model(settings.model, chosen)  # fail early on a bad model configuration
         redactor = build_redactor(settings)
         boundary = build_boundary(settings, redactor)
     except (ConfigError, ScenarioError) as exc:
         raise SetupError(str(exc)) from None
     try:
-        location = audit_location(settings, audit_db)
-    except AuditLocationError as exc:
-        raise SetupError(f"audit unavailable: {exc}") from None
-    try:
         store = open_audit_store(
-            location, heartbeat_s=settings.audit.heartbeat_s, lease_s=settings.audit.lease_s
+            run.audit, heartbeat_s=settings.audit.heartbeat_s, lease_s=settings.audit.lease_s
         )
     except AuditStoreError as exc:
         raise SetupError(f"audit unavailable: {exc}") from None
-    return RunEnvironment(settings, chosen, boundary, store, redactor, location)
+    return RunEnvironment(settings, chosen, boundary, store, redactor, run.audit)

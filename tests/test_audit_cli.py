@@ -13,16 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audit.sink import AuditSink
 from audit.store import AuditStore, audit_timestamp
 from console.audit_cli import add_audit_parser, run_audit_command
+from console.cli import CommandLineParser
+from console.presentation import USAGE_ERROR
+from console.safe_text import neutralize
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
 
 
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="diagnose")
+    root = CommandLineParser(prog="diagnose")  # the product's: usage errors exit USAGE_ERROR
     add_audit_parser(root.add_subparsers(dest="command"))
     return root
 
@@ -124,7 +129,7 @@ def test_show_renders_the_timeline(cli: Cli) -> None:
     assert "2 model calls, 1720 tokens (1600 prompt + 120 completion)" in out
     assert "\nmodel     scripted:demo\n" in out
     assert "\nlimits    6 model calls, 20000 tokens, 60 s, 1000 run bytes" in out
-    body = out.split("\n\n", 1)[1].splitlines()
+    body = out.split("\n\n", 2)[2].splitlines()  # after the header and the result
     kinds = [line[14:].split()[0] for line in body if not line.startswith(" ")]
     assert kinds == ["round", "call-1", "call-2", "round", "call-3", "protocol", "protocol"]
     assert any(
@@ -151,6 +156,94 @@ def test_show_renders_the_timeline(cli: Cli) -> None:
         "hits": [{"title": "连接池"}]
     }
     assert timeline["entries"][0]["data"]["tool_call_ids"] == ["call-1", "call-2"]
+
+
+def draft_section(summary: str) -> list[str]:
+    """The Draft lines of `diagnose run`'s summary: from `conclusion:` to the end."""
+    lines = summary.splitlines()
+    return lines[next(i for i, line in enumerate(lines) if line.startswith("conclusion: ")) :]
+
+
+@pytest.mark.parametrize("scenario", ["evidence-backed-diagnosis", "tool-finds-no-evidence"])
+def test_show_prints_the_draft_in_the_words_run_printed_it(
+    scenario: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from console.cli import main
+
+    db = tmp_path / "audit.db"
+    assert main(["run", "--scenario", scenario, "--audit-db", str(db)]) == 0
+    printed = capsys.readouterr().out
+    run_id = printed.split()[1]
+    code, out, _ = Cli(capsys, db)("show", run_id)
+    assert code == 0
+    shown = out.splitlines()
+    start = shown.index("Draft:")
+    assert shown[start + 1 : start + 1 + len(draft_section(printed))] == [
+        f"  {line}" for line in draft_section(printed)
+    ]
+    draft = Cli(capsys, db).json("show", run_id)["run"]["result"]["draft"]
+    for item in draft["analysis"]:  # each finding with its evidence, each negative observation's scope
+        cited = item["evidence"] if isinstance(item["evidence"], str) else ", ".join(item["evidence"])
+        scope = f" [scope: {item['scope']}]" if item.get("scope") else ""
+        assert f"    - {item['kind']}: {item['statement']} <- {cited}{scope}" in shown
+    for entry in (*draft["action_plan"], *draft["recommendations"], *draft["limitations"]["missing_info"]):
+        assert f"    - {entry}" in shown
+
+
+def test_show_says_why_a_run_has_no_draft(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from console.cli import main
+
+    db = tmp_path / "audit.db"
+    assert main(["run", "--scenario", "fenced-json-fails-closed", "--audit-db", str(db)]) == 1
+    run_id = capsys.readouterr().out.split()[1]
+    _, out, _ = Cli(capsys, db)("show", run_id)
+    assert "\nDraft: none (FAILED / INVALID_DRAFT)\nfailure: INVALID_DRAFT (" in out
+    assert "\nwhy: starts with a Markdown code fence" in out
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=25,
+)
+HOSTILE = st.lists(st.sampled_from(["a", "\n", "\x1b[2J", "\x9b", "\u202e", "\u2028", "\r", "中"])).map(
+    "".join
+)
+DRAFT_SHAPED = st.fixed_dictionaries(
+    {
+        "conclusion": st.none() | HOSTILE | JSON_VALUES,
+        "analysis": st.lists(
+            st.fixed_dictionaries(
+                {"kind": HOSTILE, "statement": HOSTILE, "evidence": st.lists(HOSTILE) | HOSTILE},
+                optional={"scope": HOSTILE | JSON_VALUES},
+            )
+            | JSON_VALUES,
+            max_size=3,
+        )
+        | JSON_VALUES,
+        "action_plan": st.lists(HOSTILE, max_size=3) | JSON_VALUES,
+        "limitations": st.fixed_dictionaries({"missing_info": st.lists(HOSTILE, max_size=2)}) | JSON_VALUES,
+    }
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    result=st.fixed_dictionaries(
+        {
+            "draft": DRAFT_SHAPED | JSON_VALUES,
+            "failure": st.dictionaries(st.text(max_size=10), HOSTILE) | JSON_VALUES,
+        }
+    )
+    | JSON_VALUES
+)
+def test_an_edited_stored_result_is_shown_without_failing_or_driving_the_terminal(result: Any) -> None:
+    """The audit file may have been edited by anyone able to write it: any JSON, any text in it."""
+    from console.audit_cli import _result_lines
+
+    lines = _result_lines({"result_json": json.dumps(result), "finished_at": "2026-11-30T03:00:00Z"})
+    for line in lines:
+        assert neutralize(line, newlines=False) == line  # no control, bidi or line-breaking character
 
 
 def test_show_unknown_run(cli: Cli) -> None:
@@ -206,7 +299,7 @@ def test_invocations_table_and_limit(cli: Cli) -> None:
 
 def test_bad_arguments(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli("invocations", "--cursor", "garbage")
-    assert code == 2 and "invalid invocation cursor" in err
+    assert code == USAGE_ERROR and "invalid invocation cursor" in err
     for argv in (
         ["prune", "--older-than", "30 days"],
         ["invocations", "--since", "last week"],
@@ -214,7 +307,7 @@ def test_bad_arguments(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
     ):
         with pytest.raises(SystemExit) as exit_info:
             parser().parse_args(["audit", *argv])
-        assert exit_info.value.code == 2
+        assert exit_info.value.code == USAGE_ERROR
     capsys.readouterr()
 
 

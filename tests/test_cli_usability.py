@@ -21,6 +21,7 @@ from console.app import DiagnoseApp
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.cli import main
 from console.export import run_markdown
+from console.presentation import USAGE_ERROR
 from tests.support.audit_events import Events
 from tools.run_events import EventType
 
@@ -69,6 +70,7 @@ def test_events_to_stdout_leave_stdout_pure_ndjson(tmp_path: Path, as_json: bool
 def test_console_options_without_the_console_word(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     opened: list[DiagnoseApp] = []
     monkeypatch.setattr(DiagnoseApp, "run", lambda self, *a, **k: opened.append(self))
+    monkeypatch.setattr(cli, "console_terminal_problem", lambda: None)  # it draws nothing here
     assert main(["--scenario", "stop-required-ignored"]) == 0
     assert opened[-1].scenario_arg == "stop-required-ignored"
     # A bad scenario file is refused before the console starts, as with `diagnose console`.
@@ -95,6 +97,7 @@ def test_scenario_names_come_from_the_scenario_dir(
 
     opened: list[DiagnoseApp] = []
     monkeypatch.setattr(DiagnoseApp, "run", lambda self, *a, **k: opened.append(self))
+    monkeypatch.setattr(cli, "console_terminal_problem", lambda: None)  # it draws nothing here
     assert main(["--scenario", "my-lesson", "--scenario-dir", str(folder)]) == 0
     assert opened[-1].scenario_arg == str(folder / "lesson-1.yaml")
     # The file name works too, and a built-in name still means the built-in.
@@ -126,7 +129,7 @@ def test_a_headless_run_from_a_scenario_dir_never_loads_the_console_screens(tmp_
 
 
 def audit_parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="diagnose")
+    root = cli.CommandLineParser(prog="diagnose")  # the product's: usage errors exit USAGE_ERROR
     add_audit_parser(root.add_subparsers(dest="command"))
     return root
 
@@ -148,7 +151,7 @@ def test_an_unknown_filter_value_is_a_usage_error_listing_the_valid_ones(
 ) -> None:
     with pytest.raises(SystemExit) as exited:
         audit_parser().parse_args(["audit", *argv])
-    assert exited.value.code == 2
+    assert exited.value.code == USAGE_ERROR
     err = capsys.readouterr().err
     assert f"unknown {argv[-2].removeprefix('--').replace('-', ' ')} {argv[-1]!r}; valid: {valid}" in err
 

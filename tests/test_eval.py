@@ -13,6 +13,7 @@ import pytest
 from console.cli import main
 from console.evaluation.cases import MAX_CASE_BYTES, EvalCaseError, load_case_file, load_cases
 from console.evaluation.runner import EvalRunner
+from console.presentation import USAGE_ERROR
 from tests.support.openai_server import completion, fake_openai
 
 WINDOW = {"start": "2026-11-30T02:00:00Z", "end": "2026-11-30T03:00:00Z"}
@@ -184,7 +185,7 @@ def test_cli_reports_a_bad_case_without_a_traceback(
 def test_repeat_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["eval", "--repeat", "0"])
-    assert info.value.code == 2
+    assert info.value.code == USAGE_ERROR
     assert "between 1 and 100" in capsys.readouterr().err
 
 

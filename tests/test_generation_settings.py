@@ -79,7 +79,8 @@ async def test_reply_cut_at_the_token_limit_is_a_typed_model_error() -> None:
         uc.sinks.append(events.append)
         result = await uc.execute("线上好像有点问题")
     assert (result.outcome, result.stop_reason) == ("FAILED", "MODEL_ERROR")
-    assert result.to_json_dict()["failure"] == {"code": "MODEL_ERROR", "cause": "MAX_TOKENS"}
+    expected = {"code": "MODEL_ERROR", "cause": "MAX_TOKENS", "endpoint": srv.url}
+    assert result.to_json_dict()["failure"] == expected
     assert len(srv.requests) == 1  # no second call to finish the answer
     # The cut round still counts: its tokens were spent.
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (900, 64)

@@ -187,3 +187,22 @@ EXIT_CODE_OF: dict[Outcome, int] = {
     Outcome.FAILED: 1,
     Outcome.REJECTED: 2,
 }
+
+
+class ModelFailureCause(StrEnum):
+    """Why a model call failed (`failure.cause` of a MODEL_ERROR), in words an operator can act on;
+    besides these, `HTTP_<status>` (`http_cause`) when the server answered with an error status."""
+
+    REFUSED = "REFUSED"  # nothing listens at that host and port
+    DNS = "DNS"  # the host name does not resolve
+    TLS = "TLS"  # the TLS handshake failed: certificate, protocol, or plain HTTP on an https URL
+    UNREACHABLE = "UNREACHABLE"  # no route to the host or its network
+    TIMEOUT = "TIMEOUT"  # no complete answer within [model] timeout_s
+    CONNECTION_CLOSED = "CONNECTION_CLOSED"  # the server closed the connection without an answer
+    INVALID_RESPONSE = "INVALID_RESPONSE"  # an answer that is not a chat completion
+    MAX_TOKENS = "MAX_TOKENS"  # the reply was cut at [model] max_tokens
+
+
+def http_cause(status: int) -> str:
+    """`HTTP_<status>`: the model server answered with an error status (401 a key, 404 a model name...)."""
+    return f"HTTP_{status}"

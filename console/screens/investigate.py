@@ -398,6 +398,7 @@ class InvestigateScreen(Screen[None]):
         The queued run sends what the query box holds now (a scenario's query fills it on load)."""
         if limits is not None:
             self.run_view.show_limits(limits)
+        self._set_activity()
         queued, self.queued = self.queued, None
         if queued is not None:
             area = self.query_one("#query", TextArea)
@@ -427,12 +428,16 @@ class InvestigateScreen(Screen[None]):
             elapsed = time.monotonic() - self._run_started
         if override is None and self.queued is not None:
             override = "run queued: it starts as soon as the engine is ready"
+        if override is None and not self.running and self.app.engine_status.state == "failed":
+            override = "no engine: nothing can run · f4 picks another scenario"
         self.activity = override or activity_text(self.state, self.running, elapsed)
 
 
 def activity_text(state: RunState, running: bool, elapsed_s: float | None = None) -> str:
     if state.result is not None:
-        return f"finished: {state.outcome} (exit {exit_code(str(state.outcome))})"
+        failure = state.result.get("failure") or {}
+        cause = f" · {failure['cause']}" if isinstance(failure, dict) and failure.get("cause") else ""
+        return f"finished: {state.outcome}{cause} (exit {exit_code(str(state.outcome))})"
     if not running and state.phase == "idle":
         return "idle · ctrl+r runs the query"
     label = f"running {elapsed_s:.0f} s" if elapsed_s is not None else "running"

@@ -25,9 +25,11 @@ from console.presentation import (
     STATUS_STYLE,
     STOP_REASON_TEXT,
     exit_code,
+    model_cause_text,
 )
 from console.safe_text import neutralize, neutralize_values
 from console.widgets.run_state import RunState
+from tools.vocabulary import StopReason
 
 
 def heading(text: str) -> Text:
@@ -208,6 +210,8 @@ class ResultView(VerticalScroll):
         if failure:
             extra = [f"{k}: {v}" for k, v in failure.items() if k != "code" and v is not None]
             parts.append(Text(f"failure {failure.get('code')}" + (f" ({'; '.join(extra)})" if extra else "")))
+            if failure.get("code") == StopReason.MODEL_ERROR and failure.get("cause"):
+                parts.append(Text(model_cause_text(str(failure["cause"])), "bold"))
         if state.ending_budget is not None:
             parts.append(Text(f"budget that ended the run: {state.ending_budget.replace('_', ' ')}", "bold"))
         progress = result.get("progress")

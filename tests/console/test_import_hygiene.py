@@ -85,8 +85,10 @@ App._display = first_frame
 _run = App.run
 App.run = lambda self, *a, **kw: _run(self, *a, **{**kw, "headless": True})
 
+import console.cli
 from console.cli import main
 
+console.cli.console_terminal_problem = lambda: None  # it paints headless: no terminal is needed
 seen["exit_code"] = main([])
 sys.__stdout__.write(json.dumps(seen))
 """

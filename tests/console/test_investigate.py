@@ -23,6 +23,7 @@ from console.widgets.result import ResultView
 from tests.support.console import (
     SIZE,
     engine_ready,
+    fail_reloads,
     has_row,
     plain,
     result_text,
@@ -236,8 +237,12 @@ async def test_follow_up_sends_exactly_the_carried_previous_turn(app_factory: Ap
 
 
 async def test_escape_when_idle_and_a_failed_engine(app_factory: AppFactory) -> None:
-    app = app_factory("no-such-scenario")
+    app = app_factory()
+    fail_reloads(app, "unknown scenario 'no-such-scenario'")
     async with app.run_test(size=SIZE) as pilot:
+        await engine_ready(pilot)
+        app.investigate.clear_run()
+        app.load_engine("no-such-scenario")
         await settled(pilot)
         assert app.engine_status.state == "failed"
         assert "unknown scenario 'no-such-scenario'" in (app.engine_status.message or "")

@@ -21,7 +21,15 @@ from console.widgets.budget import BudgetGauge
 from console.widgets.detail import DetailPanel
 from console.widgets.result import ResultView
 from console.widgets.timeline import Timeline
-from tests.support.console import SIZE, engine_ready, make_app, painted_text, run_to_end, settled
+from tests.support.console import (
+    SIZE,
+    engine_ready,
+    fail_reloads,
+    make_app,
+    painted_text,
+    run_to_end,
+    settled,
+)
 
 AppFactory = Callable[..., DiagnoseApp]
 
@@ -144,14 +152,18 @@ async def test_ctrl_r_while_the_engine_loads_is_queued_and_runs(tmp_path: Path) 
 
 
 async def test_ctrl_r_when_the_engine_failed_says_why(app_factory: AppFactory) -> None:
-    app = app_factory("no-such-scenario")
+    app = app_factory()
+    fail_reloads(app, "audit unavailable: the disk is gone")
     async with app.run_test(size=SIZE) as pilot:
+        await engine_ready(pilot)
+        app.load_engine("stop-required-ignored")
         await settled(pilot)
         await pilot.press("ctrl+r")
         await pilot.pause()
         said = [n.message for n in app._notifications]
-        assert any(m.startswith("Cannot run: unknown scenario 'no-such-scenario'") for m in said), said
+        assert any(m.startswith("Cannot run: audit unavailable: the disk is gone") for m in said), said
         assert app.investigate.use_case is None
+        assert app.investigate.activity == "no engine: nothing can run · f4 picks another scenario"
 
 
 # ------------------------------------------------------------------ item 6: scenario switch clears

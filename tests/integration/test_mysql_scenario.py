@@ -39,9 +39,9 @@ def test_mysql_scenario_cites_found_rows(
     ]
 
 
-def test_demo_loader_refuses_without_dsn(
+def test_demo_loader_refuses_without_its_admin_account(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DIAGNOSE_MYSQL__DSN", raising=False)
     assert main(["demo", "load-mysql"]) == 3
-    assert "[mysql] dsn is not configured" in capsys.readouterr().err
+    assert "--admin-dsn" in capsys.readouterr().err  # tests/integration/test_demo_load_mysql.py

@@ -24,6 +24,7 @@ import pytest
 from audit import AuditSink, AuditStore
 from audit.files import MissingFolderError, UnsafeFileError, make_last_folder
 from audit.output_files import OutputExistsError, OutputFile, write_output
+from console.presentation import USAGE_ERROR
 from tests.support.audit_events import Events
 from tests.support.resilience import REPO, run_cli, run_cli_process
 
@@ -178,7 +179,7 @@ def test_export_output_refuses_an_existing_file_and_the_audit_itself(
     precious = accounts_copy(tmp_path)
     before = fingerprint(precious)
     code, out, err = diagnose(tmp_path, "audit", "export", "--audit-db", audit_db, "--output", precious)
-    assert code == 2 and "already exists; --force replaces it" in err
+    assert code == USAGE_ERROR and "already exists; --force replaces it" in err
     assert fingerprint(precious) == before
 
     audit_before = fingerprint(audit_db)
@@ -187,7 +188,7 @@ def test_export_output_refuses_an_existing_file_and_the_audit_itself(
     )
     assert code == 3 and "is the audit database in use; it is never replaced" in err
     code, _, err = in_process("audit", "export", "--audit-db", audit_db, "--output", audit_db)
-    assert code == 2 and "already exists" in err
+    assert code == USAGE_ERROR and "already exists" in err
     assert fingerprint(audit_db)[0] == audit_before[0]  # not one byte of the audit lost
     code, out, _ = in_process("audit", "runs", "--audit-db", audit_db)
     assert code == 0 and "run-1" in out
@@ -214,7 +215,7 @@ def test_export_output_never_writes_through_a_link(
     link = tmp_path / "export.jsonl"
     link.symlink_to(target)
     before = fingerprint(target)
-    assert in_process("audit", "export", "--audit-db", audit_db, "--output", link)[0] == 2
+    assert in_process("audit", "export", "--audit-db", audit_db, "--output", link)[0] == USAGE_ERROR
     code, _, err = in_process("audit", "export", "--audit-db", audit_db, "--output", link, "--force")
     assert code == 3 and "symbolic link" in err
     assert fingerprint(target) == before and link.is_symlink()
@@ -350,7 +351,7 @@ def test_prune_durations_read_one_way_only(tmp_path: Path) -> None:
     assert parse_age("30d").days == 30 and parse_age("2w").days == 14
     assert parse_age("6mo").days == 180 and parse_age("1y").days == 365
     code, _, err = diagnose(tmp_path, "audit", "prune", "--older-than", "1m", "--audit-db", tmp_path / "x.db")
-    assert code == 2 and "'1m' is ambiguous: write 1min for minutes or 1mo for months" in err
+    assert code == USAGE_ERROR and "'1m' is ambiguous: write 1min for minutes or 1mo for months" in err
 
 
 def test_prune_dry_run_counts_and_deletes_nothing(audit_db: Path, tmp_path: Path) -> None:
@@ -366,7 +367,7 @@ def test_prune_dry_run_counts_and_deletes_nothing(audit_db: Path, tmp_path: Path
 
 def test_prune_off_a_terminal_needs_yes(audit_db: Path, tmp_path: Path) -> None:
     code, out, err = diagnose(tmp_path, "audit", "prune", "--older-than", "0s", "--audit-db", audit_db)
-    assert code == 2 and out == ""
+    assert code == USAGE_ERROR and out == ""
     assert "prune would delete 1 runs" in err and "pass --yes to confirm" in err
     with AuditStore(audit_db) as store:
         assert store.get_run("run-1") is not None

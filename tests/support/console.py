@@ -146,3 +146,19 @@ def result_text(app: DiagnoseApp) -> str:
 def painted_text(app: DiagnoseApp) -> str:
     """Every line the compositor paints for the current screen, as plain text (what the terminal shows)."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def fail_reloads(app: DiagnoseApp, message: str) -> None:
+    """The engine opens at start-up, and every later (re)open fails with `message`: a scenario picked
+    later whose audit or sources went away. (A failed start-up blocks the console instead.)"""
+    opened: list[str | None] = []
+
+    def factory(scenario: str | None) -> Any:
+        opened.append(scenario)
+        if len(opened) > 1:
+            from console.errors import SetupError
+
+            raise SetupError(message)
+        return app._open_environment(scenario)
+
+    app.env_factory = factory

@@ -1,9 +1,10 @@
 """A local HTTP server on 127.0.0.1 shaped like the OpenAI chat-completions API, for model-path tests.
 
 Each request is answered by the next scripted reply: a chat-completion dict, `(status, raw body)`,
-`Hang(seconds)` (accept the request and say nothing, to pass the client's timeout) or `Drop()` (close
-the connection without an HTTP response). Every request body is recorded so tests can count model
-calls and inspect what the model was sent. A hang is released when the server stops.
+`Hang(seconds)` (accept the request and say nothing, to pass the client's timeout), `Drop()` (close
+the connection without an HTTP response) or `Trickle(completion, seconds)` (a valid answer, slowly).
+Every request body is recorded so tests can count model calls and inspect what the model was sent. A
+hang is released when the server stops.
 """
 
 from __future__ import annotations
@@ -27,7 +28,17 @@ class Drop:
     pass
 
 
-Reply = dict[str, Any] | tuple[int, str] | Hang | Drop
+@dataclass(frozen=True)
+class Trickle:
+    """A valid completion, its body sent in `pieces` over `seconds`: every read of the client gets
+    bytes in time, so only a bound on the whole call stops it."""
+
+    completion: dict[str, Any]
+    seconds: float
+    pieces: int = 10
+
+
+Reply = dict[str, Any] | tuple[int, str] | Hang | Drop | Trickle
 EXHAUSTED = '{"error": {"message": "script exhausted"}}'
 
 
@@ -88,6 +99,19 @@ def fake_openai(replies: Sequence[Reply]) -> Iterator[FakeOpenAI]:
                 return
             if isinstance(reply, Drop):
                 self.close_connection = True
+                return
+            if isinstance(reply, Trickle):
+                answer = json.dumps(reply.completion).encode("utf-8")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                step = -(-len(answer) // reply.pieces)
+                for start in range(0, len(answer), step):
+                    self.wfile.write(answer[start : start + step])
+                    self.wfile.flush()
+                    if state.release.wait(reply.seconds / reply.pieces):
+                        return
                 return
             status, body = reply if isinstance(reply, tuple) else (200, json.dumps(reply))
             data = body.encode("utf-8")
