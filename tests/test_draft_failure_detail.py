@@ -13,6 +13,7 @@ import pytest
 
 from agent.draft_detail import MAX_DETAIL_CHARS
 from agent.draft_parser import DraftRejected, parse_draft
+from agent.draft_rules import RunEvidence
 from console.cli import main
 
 STATUS = {"call-1": "FOUND", "call-2": "EMPTY", "call-7": "ERROR", "call-9": "NOT_EXECUTED"}
@@ -35,7 +36,7 @@ def finding(*ids: str, **extra: Any) -> dict[str, Any]:
 
 def refused(text: str | None) -> tuple[str, str]:
     with pytest.raises(DraftRejected) as caught:
-        parse_draft(text, 16_384, STATUS.get)
+        parse_draft(text, 16_384, RunEvidence.of(STATUS))
     return caught.value.violation, caught.value.detail
 
 
@@ -85,16 +86,21 @@ VALID = json.dumps(draft(), ensure_ascii=False)
             id="bad-evidence",
         ),
         pytest.param(
-            json.dumps(draft("连接池耗尽", [finding("call-7")])),
-            "CONCLUSION_WITHOUT_FOUND_EVIDENCE",
-            "a conclusion, but no FINDING cites a FOUND call"
-            " (analysis[0] cites call-7, which returned ERROR)",
+            json.dumps(draft("连接池耗尽", [finding("call-1", "call-7")])),
+            "FINDING_CITES_NON_FOUND",
+            "analysis[0] is a FINDING citing call-7, which returned ERROR",
             id="cites-error",
         ),
         pytest.param(
+            json.dumps(draft("连接池耗尽", [{**finding("call-1"), "kind": "NEGATIVE_OBSERVATION"}])),
+            "CONCLUSION_WITHOUT_FOUND_EVIDENCE",
+            "a conclusion, but no FINDING cites a FOUND call",
+            id="conclusion-without-finding",
+        ),
+        pytest.param(
             json.dumps(draft(None, [finding("call-9")])),
-            "FINDING_WITHOUT_FOUND_EVIDENCE",
-            "analysis[0] cites call-9, which was not executed",
+            "UNKNOWN_CITATION",
+            "analysis[0] cites call-9, which is not a tool call of this run",
             id="cites-not-executed",
         ),
         pytest.param(
@@ -138,12 +144,9 @@ def test_a_hostile_citation_is_not_quoted(hostile: str) -> None:
 
 
 def test_a_detail_is_one_bounded_line_of_printable_text() -> None:
-    many = [finding("call-2", "call-7", "call-9", "call-2", "call-7", "call-9")] * 3
+    many = [finding("call-1", "call-1", "call-1", "c" * 64)] * 3
     _, detail = refused(json.dumps(draft(None, many)))
-    assert (
-        detail == "analysis[0] cites call-2 (EMPTY), call-7 (ERROR), call-9 (NOT_EXECUTED), call-2 (EMPTY)"
-        " and 2 more; none returned FOUND"
-    )
+    assert detail == f"analysis[0] cites {'c' * 64}, which is not a tool call of this run"
     assert len(detail) <= MAX_DETAIL_CHARS and detail.isprintable()
 
 
