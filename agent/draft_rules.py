@@ -113,6 +113,21 @@ NO_CALLS = RunEvidence({})
 
 FINDING_CITES_NON_FOUND = "FINDING_CITES_NON_FOUND"
 FINDING_CITES_NO_GAIN = "FINDING_CITES_NO_GAIN"
+# Every `violation` a refused Draft can carry (agent/draft_parser.py), in the order they are checked.
+DRAFT_VIOLATIONS = (
+    "EMPTY_OUTPUT",
+    "INVALID_ENCODING",
+    "DRAFT_TOO_LARGE",
+    "NOT_A_JSON_OBJECT",
+    "MALFORMED_JSON",
+    "DUPLICATE_KEY",
+    "SCHEMA_MISMATCH",
+    "UNKNOWN_CITATION",
+    FINDING_CITES_NON_FOUND,
+    FINDING_CITES_NO_GAIN,
+    "CONCLUSION_WITHOUT_FOUND_EVIDENCE",
+    "NULL_CONCLUSION_WITHOUT_MISSING_INFO",
+)
 
 
 def finding_violation(evidence: RunEvidence, tool_call_id: str) -> str | None:

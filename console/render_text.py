@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.contracts import ExecutionResult
-from console.presentation import OUTCOME_MEANING, exit_code
+from console.presentation import OUTCOME_MEANING, VIOLATION_TEXT, exit_code
 from console.safe_text import neutralize
 
 
@@ -22,6 +22,8 @@ def _render(result: ExecutionResult, model_label: str) -> str:
         failure = result.failure
         code = failure.violation or failure.cause
         lines.append(f"failure: {failure.code}" + (f" ({code})" if code else ""))
+        if failure.violation in VIOLATION_TEXT:
+            lines.append(f"meaning: {VIOLATION_TEXT[failure.violation]}")
         if failure.detail:
             lines.append(f"why: {failure.detail}")
     draft = result.draft

@@ -13,8 +13,9 @@ import pytest
 
 from agent.draft_detail import MAX_DETAIL_CHARS
 from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import RunEvidence
+from agent.draft_rules import DRAFT_VIOLATIONS, RunEvidence
 from console.cli import main
+from console.presentation import VIOLATION_TEXT
 
 STATUS = {"call-1": "FOUND", "call-2": "EMPTY", "call-7": "ERROR", "call-9": "NOT_EXECUTED"}
 
@@ -167,3 +168,8 @@ def test_headless_run_prints_why_and_the_json_carries_it(
         "detail": "starts with a Markdown code fence",
     }
     assert "连接池耗尽" not in json.dumps(result, ensure_ascii=False)  # the refused text is gone
+
+
+def test_every_violation_has_words_for_the_result_panel() -> None:
+    """The console explains every code the parser can refuse a Draft with (console/presentation.py)."""
+    assert set(VIOLATION_TEXT) == set(DRAFT_VIOLATIONS)

@@ -24,6 +24,7 @@ from console.presentation import (
     OUTCOME_MEANING,
     STATUS_STYLE,
     STOP_REASON_TEXT,
+    VIOLATION_TEXT,
     exit_code,
 )
 from console.safe_text import neutralize, neutralize_values
@@ -208,6 +209,9 @@ class ResultView(VerticalScroll):
         if failure:
             extra = [f"{k}: {v}" for k, v in failure.items() if k != "code" and v is not None]
             parts.append(Text(f"failure {failure.get('code')}" + (f" ({'; '.join(extra)})" if extra else "")))
+            words = VIOLATION_TEXT.get(str(failure.get("violation")))
+            if words:
+                parts.append(Text(f"why: {words}", style="bold"))
         if state.ending_budget is not None:
             parts.append(Text(f"budget that ended the run: {state.ending_budget.replace('_', ' ')}", "bold"))
         progress = result.get("progress")
