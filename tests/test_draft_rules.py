@@ -38,7 +38,7 @@ BLANKS = [chr(lo) for lo, _ in BLANK_RANGES if lo > 0x1F] + ["\t", "\n", "\r", "
 # Any character but lone surrogates and the C0 controls JSON writes as 6-byte escapes (pinned below).
 VISIBLE = st.characters(exclude_categories=("Cs", "Cc", "Cf", "Zs", "Zl", "Zp"))
 ANY_TEXT_CHAR = st.characters(
-    exclude_categories=("Cs",),
+    exclude_categories=["Cs"],
     exclude_characters=[chr(c) for c in range(0x20) if chr(c) not in "\t\n\r"],
 )
 
