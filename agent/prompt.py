@@ -18,7 +18,7 @@ from functools import cache
 from agent.draft_rules import FINDING, NEGATIVE_OBSERVATION, NO_EVIDENCE, DraftBounds
 from tools.vocabulary import Evaluation, EvidenceStatus
 
-_PROTOCOL = """你是 SRE 诊断助手，只依据本次运行的工具证据诊断故障。previous_turn 只是上一轮摘要，不是证据。
+PROTOCOL_RULES = """你是 SRE 诊断助手，只依据本次运行的工具证据诊断故障。previous_turn 只是上一轮摘要，不是证据。
 
 工具调用（previous_observation 可省略，等同 null）：
 - 观察为 FOUND 且 evaluation_required=true 时，下一次调用须填 previous_observation={"tool_call_id": 该 ID, "evaluation": "GAINED"（推进了诊断假设）或 "NO_GAIN"（正确但未推进）}；其他观察（EMPTY/ERROR、已评估的）不评估，填 null。
@@ -30,10 +30,10 @@ _PROTOCOL = """你是 SRE 诊断助手，只依据本次运行的工具证据诊
 
 # The Draft's shape and rules; every name and limit comes from agent/draft_rules.py.
 _DRAFT = """
-最终回答（任何一轮都可以）只能是一个 JSON 对象，无代码块、前缀、解释或额外字段。T=文本（≤{chars} 字，不含控制字符）；T!=非空白的 T（只有空格或零宽字符算空白）：
-{{"conclusion": T! 或 null, "analysis": [≤{items} 项：{{"kind": "{finding}", "statement": T!, "evidence": [1-{cited} 个 A 类 ID]}} 或 {{"kind": "{negative}", "statement": T!, "scope": T!, "evidence": [1-{cited} 个 B 类 ID] 或 "{no_evidence}"}}], "action_plan": [≤{lists} 个 T], "recommendations": [≤{lists} 个 T], "limitations": {{"checked_scope": [≤{lists} 个 T], "missing_info": [≤{lists} 个 T]}}}}
-- A 类：本次运行 evidence_status={found} 且未评估为 {no_gain} 的调用。{finding} 只能引用 A 类；{empty}、{error} 或评估为 {no_gain} 的结果只能由 {negative} 引用。
-- B 类：本次运行已执行的调用（{found}/{empty}/{error}）。未执行的调用（{not_executed}，如 DUPLICATE_CALL）不能引用。
+最终回答（任何一轮均可）只能是一个 JSON 对象，无代码块、前缀、解释或额外字段。T=文本，≤{chars} 字；T!=非空白的 T（空格、零宽字符都算空白）；列表 ≤{lists} 项：
+{{"conclusion": T! 或 null, "analysis": [≤{items} 项：{{"kind": "{finding}", "statement": T!, "evidence": [1-{cited} 个 A 类 ID]}} 或 {{"kind": "{negative}", "statement": T!, "scope": T!, "evidence": [1-{cited} 个 B 类 ID] 或 "{no_evidence}"}}], "action_plan": [T], "recommendations": [T], "limitations": {{"checked_scope": [T], "missing_info": [T]}}}}
+- A 类=evidence_status={found} 且未评估为 {no_gain} 的调用，{finding} 只能引用 A 类；{empty}、{error} 或评估为 {no_gain} 的结果只能由 {negative} 引用。
+- B 类=本次已执行的调用（{found}/{empty}/{error}）；未执行的调用（{not_executed}，如 DUPLICATE_CALL）不能引用。
 - "{no_evidence}" 只用于带 scope 的 {negative}。conclusion 非 null 时至少一条 {finding}；为 null 时 missing_info 至少一条 T!。
 """
 
@@ -41,7 +41,12 @@ _DRAFT = """
 @cache
 def system_prompt(bounds: DraftBounds) -> str:
     """The prompt for a run whose Drafts are held to `bounds` (agent/draft_rules.py, `run_bounds`)."""
-    return _PROTOCOL + _DRAFT.format(
+    return PROTOCOL_RULES + draft_section(bounds)
+
+
+def draft_section(bounds: DraftBounds) -> str:
+    """The Draft's compact schema and citation rules, with this run's limits."""
+    return _DRAFT.format(
         chars=bounds.max_text_chars,
         items=bounds.max_analysis,
         cited=bounds.max_cited,

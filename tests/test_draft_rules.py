@@ -299,7 +299,7 @@ def test_the_prompt_states_the_rules_the_parser_checks() -> None:
         f"≤{bounds.max_text_chars} 字",
         f"≤{bounds.max_analysis} 项",
         f"1-{bounds.max_cited} 个 A 类 ID",
-        f"≤{bounds.max_list_items} 个 T",
+        f"列表 ≤{bounds.max_list_items} 项",
         f'"kind": "{FINDING}"',
         f'"kind": "{NEGATIVE_OBSERVATION}"',
         f'"{NO_EVIDENCE}"',
@@ -308,7 +308,7 @@ def test_the_prompt_states_the_rules_the_parser_checks() -> None:
         "未执行的调用（NOT_EXECUTED，如 DUPLICATE_CALL）不能引用",  # UNKNOWN_CITATION
         "conclusion 非 null 时至少一条 FINDING",  # CONCLUSION_WITHOUT_FOUND_EVIDENCE
         "为 null 时 missing_info 至少一条 T!",  # NULL_CONCLUSION_WITHOUT_MISSING_INFO
-        "零宽字符算空白",  # SCHEMA_MISMATCH on blank text
+        "零宽字符都算空白",  # SCHEMA_MISMATCH on blank text
     ):
         assert needed in prompt, needed
     # The old prompt let a NEGATIVE_OBSERVATION cite a call that was not executed.

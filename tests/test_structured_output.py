@@ -116,10 +116,10 @@ async def test_a_model_answering_on_the_first_round_was_given_the_draft_schema()
         f"≤{bounds.max_text_chars} 字",
         f"≤{bounds.max_analysis} 项",
         f"1-{bounds.max_cited} 个 A 类 ID",
-        f"≤{bounds.max_list_items} 个 T",
+        f"列表 ≤{bounds.max_list_items} 项",
         "未评估为 NO_GAIN",
         "只能由 NEGATIVE_OBSERVATION 引用",
-        "零宽字符算空白",
+        "零宽字符都算空白",
         "NOT_EXECUTED",
     ):
         assert shape in system
