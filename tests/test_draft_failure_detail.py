@@ -158,6 +158,8 @@ def test_headless_run_prints_why_and_the_json_carries_it(
     assert main(["run", "--scenario", "fenced-json-fails-closed", "--audit-db", audit]) == 1
     human = capsys.readouterr().out.splitlines()
     assert "failure: INVALID_DRAFT (NOT_A_JSON_OBJECT)" in human
+    meaning = "the text is not only the JSON object (a code fence, prose or another JSON value)"
+    assert f"meaning: {meaning}" in human
     assert "why: starts with a Markdown code fence" in human
 
     assert main(["run", "--scenario", "fenced-json-fails-closed", "--audit-db", audit, "--json"]) == 1
