@@ -103,10 +103,10 @@ def _check_text(draft: DiagnosisDraft, bounds: DraftBounds) -> None:
     for path, count, limit in counts:
         if count > limit:
             raise DraftRejected("DRAFT_TOO_LARGE", why.too_many(path, count, limit), too_large=True)
-    for path, value in text_fields(data):
-        if len(value) > bounds.max_text_chars:
-            detail = why.too_long(path, len(value), bounds.max_text_chars)
-            raise DraftRejected("DRAFT_TOO_LARGE", detail, too_large=True)
+    for path, value, claim in text_fields(data):
+        limit = bounds.max_text_chars if claim else bounds.max_note_chars
+        if len(value) > limit:
+            raise DraftRejected("DRAFT_TOO_LARGE", why.too_long(path, len(value), limit), too_large=True)
 
 
 def _ids(evidence: list[str] | str) -> list[str]:

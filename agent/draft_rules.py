@@ -34,13 +34,14 @@ LIMITATION_FIELDS = ("checked_scope", "missing_info")
 _ANY = "\\u0000-\\U0010FFFF"
 NON_BLANK_TEXT_PATTERN = f"^[{BLANK_CLASS}]*[^{BLANK_CLASS}][{_ANY}]*$"
 
-# Bytes of the canonical JSON (`canonical_text`) one character may take: 4 (a character outside the
-# BMP; `"`, `\`, tab and newline take 2, CJK 3). The one exception: C0 control characters other than
-# tab, newline and CR, which JSON can write only as 6-byte `\u00XX` escapes. Budgeting 6 bytes for
-# every character would cut every text by a third for a case no honest Draft has; such a Draft may
-# pass the schema's length bounds and still exceed the byte limit, and the parser's byte check (run
-# first) refuses it as DRAFT_TOO_LARGE. tests/test_draft_rules.py pins this one difference.
-MAX_BYTES_PER_CHAR = 4
+# Bytes of the canonical JSON (`canonical_text`) one character may take: 3 for any character of the
+# BMP (CJK; `"`, `\`, tab and newline take 2). Two kinds of character take more: those outside the
+# BMP (4 bytes, e.g. most emoji) and C0 control characters other than tab, newline and CR (6-byte
+# `\u00XX` escapes). Budgeting for them would cut every text by a quarter to a half for what no
+# honest Draft is made of; a Draft made of them may pass the length bounds and still exceed the byte
+# limit, and the parser's byte check (run first) refuses it as DRAFT_TOO_LARGE.
+# tests/test_draft_rules.py pins this one difference.
+MAX_BYTES_PER_CHAR = 3
 MAX_CITED_PER_ITEM = 4
 # Every call ID is budgeted at least this many bytes, so that the limits stated in the prompt (before
 # any call exists) are the limits of the run unless its IDs are longer (OpenAI's are 29 characters,
@@ -48,6 +49,7 @@ MAX_CITED_PER_ITEM = 4
 MIN_ID_BUDGET_BYTES = 40
 _MIN_TEXT_CHARS = 16
 _FLOOR_TEXT_CHARS = 8
+_FLOOR_NOTE_CHARS = 4
 # Fewer bytes per token than any tokenizer we measured spends on Chinese text in JSON (about 1.9
 # for SmolLM2, 3 for Gemma and GPT-4o): a token limit of N carries a Draft of at least 2N bytes.
 MIN_BYTES_PER_TOKEN = 2
@@ -145,11 +147,16 @@ def finding_violation(evidence: RunEvidence, tool_call_id: str) -> str | None:
 # ------------------------------------------------------------------ size
 @dataclass(frozen=True)
 class DraftBounds:
-    """How many items and characters a Draft may hold so that its canonical JSON fits a byte limit."""
+    """How many items and characters a Draft may hold so that its canonical JSON fits a byte limit.
+
+    Two text lengths: `max_text_chars` for the conclusion and each statement (the claims, which need
+    room) and `max_note_chars` for a scope and each list entry (labels and steps).
+    """
 
     max_analysis: int
     max_list_items: int
     max_text_chars: int
+    max_note_chars: int
     max_cited: int = MAX_CITED_PER_ITEM
 
     def narrowed(self, other: DraftBounds) -> DraftBounds:
@@ -158,6 +165,7 @@ class DraftBounds:
             min(self.max_analysis, other.max_analysis),
             min(self.max_list_items, other.max_list_items),
             min(self.max_text_chars, other.max_text_chars),
+            min(self.max_note_chars, other.max_note_chars),
             min(self.max_cited, other.max_cited),
         )
 
@@ -168,24 +176,32 @@ _FIXED_BYTES = 160
 # `{"kind": "NEGATIVE_OBSERVATION", "statement": "", "scope": "", "evidence": []}, `: 80 bytes.
 _ITEM_BYTES = 84
 _STRING_BYTES = 4  # two quotes and a `, ` separator
+_TEXT_TO_NOTE = 2.5  # a claim gets 2.5 times the characters of a note
+_MAX_NOTE_CHARS = 100
+_MAX_TEXT_CHARS = 500
 
 
 def draft_bounds(max_bytes: int, id_budget_bytes: int = MIN_ID_BUDGET_BYTES) -> DraftBounds:
-    """The largest Draft these bounds admit fits `max_bytes` whatever its characters (tested).
+    """The largest Draft these bounds admit fits `max_bytes` whatever its BMP characters (tested).
 
-    Item counts grow with the limit; every text string gets the same share of what is left after
-    the skeleton and the citations, at MAX_BYTES_PER_CHAR. Where that share would fall under 16
-    characters, fewer items and citations are allowed instead; under about 1 KiB not even those fit
-    and a floor of 8 characters keeps the Draft writable (the parser's byte check still applies).
+    Item counts grow with the limit; the characters left after the skeleton and the citations (at
+    MAX_BYTES_PER_CHAR) are shared out, a claim getting 2.5 times a note, a note at most 100. Where a
+    note would fall under 16 characters, fewer items and citations are allowed instead; under about
+    1 KiB not even those fit and floors (8 and 4 characters) keep the Draft writable (the parser's
+    byte check still applies).
     """
     full = (min(8, max(3, max_bytes // 1536)), min(5, max(2, max_bytes // 4096)), MAX_CITED_PER_ITEM)
     for max_analysis, max_list_items, max_cited in (full, (2, 1, 2)):
         skeleton = _FIXED_BYTES + max_analysis * (_ITEM_BYTES + max_cited * id_budget_bytes)
-        strings = 1 + 2 * max_analysis + 4 * max_list_items
-        per_text = (max_bytes - skeleton - strings * _STRING_BYTES) // (MAX_BYTES_PER_CHAR * strings)
-        if per_text >= _MIN_TEXT_CHARS:
+        texts, notes = 1 + max_analysis, max_analysis + 4 * max_list_items
+        chars = (max_bytes - skeleton - (texts + notes) * _STRING_BYTES) // MAX_BYTES_PER_CHAR
+        note = min(_MAX_NOTE_CHARS, int(chars / (_TEXT_TO_NOTE * texts + notes)))
+        if note >= _MIN_TEXT_CHARS:
             break
-    return DraftBounds(max_analysis, max_list_items, min(500, max(_FLOOR_TEXT_CHARS, per_text)), max_cited)
+    text = min(_MAX_TEXT_CHARS, (chars - max(note, 0) * notes) // texts)
+    return DraftBounds(
+        max_analysis, max_list_items, max(_FLOOR_TEXT_CHARS, text), max(_FLOOR_NOTE_CHARS, note), max_cited
+    )
 
 
 def token_byte_limit(max_tokens: int) -> int:
@@ -209,18 +225,19 @@ def _json_bytes(value: str) -> int:
     return len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
 
 
-def text_fields(draft: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
-    """Every text string of a parsed Draft with its JSON path (`analysis[0].statement`)."""
+def text_fields(draft: Mapping[str, Any]) -> Iterable[tuple[str, Any, bool]]:
+    """Every text string of a parsed Draft: its JSON path (`analysis[0].statement`), its value, and
+    whether it is a claim (conclusion, statement: `max_text_chars`) or a note (`max_note_chars`)."""
     if draft.get("conclusion") is not None:
-        yield "conclusion", draft["conclusion"]
+        yield "conclusion", draft["conclusion"], True
     for index, item in enumerate(draft.get("analysis") or []):
-        yield f"analysis[{index}].statement", item.get("statement")
+        yield f"analysis[{index}].statement", item.get("statement"), True
         if item.get("scope") is not None:
-            yield f"analysis[{index}].scope", item.get("scope")
+            yield f"analysis[{index}].scope", item.get("scope"), False
     for name in LIST_FIELDS:
         for index, entry in enumerate(draft.get(name) or []):
-            yield f"{name}[{index}]", entry
+            yield f"{name}[{index}]", entry, False
     limitations = draft.get("limitations") or {}
     for name in LIMITATION_FIELDS:
         for index, entry in enumerate(limitations.get(name) or []):
-            yield f"limitations.{name}[{index}]", entry
+            yield f"limitations.{name}[{index}]", entry, False

@@ -11,8 +11,8 @@ schema is built from the Draft rules (agent/draft_rules.py) and what the run act
   the non-blank pattern;
 - item counts and string lengths are the run's `DraftBounds`.
 Without a token limit it admits exactly the Drafts the parser accepts (tests/test_draft_rules.py
-proves it on generated Drafts; the one pinned exception is a text of C0 control characters, see
-agent/draft_rules.py). The schema sent on a final round is also fitted to the round's
+proves it on generated Drafts; the one pinned exception is text of characters whose JSON takes
+more than 3 bytes, see agent/draft_rules.py). The schema sent on a final round is also fitted to the round's
 `max_tokens` (a Draft the server is told to produce must be one it may finish), which only narrows
 it. A server whose grammar ignores `contains` or `pattern` may produce a Draft outside the schema:
 the parser still checks everything.
@@ -37,9 +37,10 @@ def run_draft_schema(
 ) -> dict[str, Any]:
     """The JSON schema of an acceptable Draft for a run with these executed calls."""
     bounds = run_bounds(max_draft_bytes, evidence, max_tokens)
-    text = {"type": "string", "maxLength": bounds.max_text_chars}
+    text = {"type": "string", "maxLength": bounds.max_note_chars}
     statement = {"type": "string", "maxLength": bounds.max_text_chars, "pattern": NON_BLANK_TEXT_PATTERN}
-    optional_scope = {**statement, "type": ["string", "null"]}
+    scope = {"type": "string", "maxLength": bounds.max_note_chars, "pattern": NON_BLANK_TEXT_PATTERN}
+    optional_scope = {**scope, "type": ["string", "null"]}
     non_blank_entry = {"type": "string", "pattern": NON_BLANK_TEXT_PATTERN}
 
     def strings(**extra: Any) -> dict[str, Any]:
@@ -61,9 +62,7 @@ def run_draft_schema(
         items.append(
             _item(NEGATIVE_OBSERVATION, statement, optional_scope, cited(citable), scope_required=False)
         )
-    items.append(
-        _item(NEGATIVE_OBSERVATION, statement, statement, {"const": NO_EVIDENCE}, scope_required=True)
-    )
+    items.append(_item(NEGATIVE_OBSERVATION, statement, scope, {"const": NO_EVIDENCE}, scope_required=True))
     analysis_items = items[0] if len(items) == 1 else {"anyOf": items}
 
     def draft(

@@ -30,11 +30,11 @@ PROTOCOL_RULES = """你是 SRE 诊断助手，只依据本次运行的工具证�
 
 # The Draft's shape and rules; every name and limit comes from agent/draft_rules.py.
 _DRAFT = """
-最终回答（任何一轮均可）只能是一个 JSON 对象，无代码块、前缀、解释或额外字段。T=文本，≤{chars} 字；T!=非空白的 T（空格、零宽字符都算空白）；列表 ≤{lists} 项：
-{{"conclusion": T! 或 null, "analysis": [≤{items} 项：{{"kind": "{finding}", "statement": T!, "evidence": [1-{cited} 个 A 类 ID]}} 或 {{"kind": "{negative}", "statement": T!, "scope": T!, "evidence": [1-{cited} 个 B 类 ID] 或 "{no_evidence}"}}], "action_plan": [T], "recommendations": [T], "limitations": {{"checked_scope": [T], "missing_info": [T]}}}}
+最终回答（任何一轮均可）只能是一个 JSON 对象，无代码块、前缀、解释或额外字段。T=非空白文本，≤{chars} 字；S=非空白文本，≤{notes} 字；N=文本，≤{notes} 字（空格、零宽字符都算空白）；列表 ≤{lists} 项：
+{{"conclusion": T 或 null, "analysis": [≤{items} 项：{{"kind": "{finding}", "statement": T, "evidence": [1-{cited} 个 A 类 ID]}} 或 {{"kind": "{negative}", "statement": T, "scope": S, "evidence": [1-{cited} 个 B 类 ID] 或 "{no_evidence}"}}], "action_plan": [N], "recommendations": [N], "limitations": {{"checked_scope": [N], "missing_info": [N]}}}}
 - A 类=evidence_status={found} 且未评估为 {no_gain} 的调用，{finding} 只能引用 A 类；{empty}、{error} 或评估为 {no_gain} 的结果只能由 {negative} 引用。
 - B 类=本次已执行的调用（{found}/{empty}/{error}）；未执行的调用（{not_executed}，如 DUPLICATE_CALL）不能引用。
-- "{no_evidence}" 只用于带 scope 的 {negative}。conclusion 非 null 时至少一条 {finding}；为 null 时 missing_info 至少一条 T!。
+- "{no_evidence}" 只用于带 scope 的 {negative}。conclusion 非 null 时至少一条 {finding}；为 null 时 missing_info 至少一条非空白。
 """
 
 
@@ -48,6 +48,7 @@ def draft_section(bounds: DraftBounds) -> str:
     """The Draft's compact schema and citation rules, with this run's limits."""
     return _DRAFT.format(
         chars=bounds.max_text_chars,
+        notes=bounds.max_note_chars,
         items=bounds.max_analysis,
         cited=bounds.max_cited,
         lists=bounds.max_list_items,

@@ -92,11 +92,11 @@ def test_empty_output(raw: str | None) -> None:
 
 
 def test_draft_too_large_counts_utf8_bytes_not_characters() -> None:
-    raw = text(draft(action_plan=["回滚" * 4], limitations={"checked_scope": [], "missing_info": ["根因"]}))
+    raw = text(draft(action_plan=["回滚" * 2], limitations={"checked_scope": [], "missing_info": ["根因"]}))
     size = len(raw.encode("utf-8"))
     assert len(raw) < size
 
-    assert parse_draft(raw, size, EVIDENCE).action_plan == ["回滚" * 4]
+    assert parse_draft(raw, size, EVIDENCE).action_plan == ["回滚" * 2]
     error = rejected(raw, max_bytes=size - 1)
     assert (error.violation, error.too_large) == ("DRAFT_TOO_LARGE", True)
     assert len(raw) <= size - 1  # the character count alone would have let it through

@@ -6,8 +6,9 @@ the strict parser accepts the Draft's canonical JSON exactly when the run's sche
 walker over the keywords the schema uses) and then mutated at every rule: blank and zero-width
 text, a text one character too long, one item too many, a FINDING citing an EMPTY, ERROR, NO_GAIN or
 unknown call, a conclusion without a FINDING, a null conclusion without missing information, an
-unknown key, a missing key. The one difference the rules allow on purpose (a text of C0 control
-characters JSON writes as 6-byte escapes) is pinned by its own test.
+unknown key, a missing key. The one difference the rules allow on purpose (text of characters whose
+canonical JSON takes more than 3 bytes: outside the BMP, or C0 controls written as 6-byte escapes)
+is pinned by its own test.
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ from agent.draft_schema import run_draft_schema
 from agent.prompt import system_prompt
 
 EXAMPLES = 250  # the `long` variant runs 5,000
-BLANKS = [chr(lo) for lo, _ in BLANK_RANGES if lo > 0x1F] + ["\t", "\n", "\r", " ", "\U000e0020"]
-# Any character but lone surrogates and the C0 controls JSON writes as 6-byte escapes (pinned below).
-VISIBLE = st.characters(exclude_categories=("Cs", "Cc", "Cf", "Zs", "Zl", "Zp"))
+BLANKS = [chr(lo) for lo, _ in BLANK_RANGES if 0x1F < lo <= 0xFFFF] + ["\t", "\n", "\r", " "]
+# Any character of the BMP but lone surrogates and the C0 controls JSON writes as 6-byte escapes
+# (the characters over 3 bytes are pinned below).
+VISIBLE = st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs", "Cc", "Cf", "Zs", "Zl", "Zp"))
 ANY_TEXT_CHAR = st.characters(
+    max_codepoint=0xFFFF,
     exclude_categories=["Cs"],
     exclude_characters=[chr(c) for c in range(0x20) if chr(c) not in "\t\n\r"],
 )
@@ -136,19 +139,20 @@ def arrays(draw: st.DrawFn, schema: dict[str, Any]) -> list[Any]:
 
 
 # ------------------------------------------------------------------ mutations
-def _texts_of(draft: dict[str, Any]) -> list[tuple[Any, Any]]:
-    """(container, key) of every text a mutation may change."""
-    places: list[tuple[Any, Any]] = []
+def _texts_of(draft: dict[str, Any]) -> list[tuple[Any, Any, bool]]:
+    """(container, key, is a claim) of every text a mutation may change."""
+    places: list[tuple[Any, Any, bool]] = []
     if draft["conclusion"] is not None:
-        places.append((draft, "conclusion"))
+        places.append((draft, "conclusion", True))
     for item in draft["analysis"]:
-        places.append((item, "statement"))
+        places.append((item, "statement", True))
         if item.get("scope") is not None:
-            places.append((item, "scope"))
+            places.append((item, "scope", False))
     for name in ("action_plan", "recommendations"):
-        places += [(draft[name], i) for i in range(len(draft[name]))]
+        places += [(draft[name], i, False) for i in range(len(draft[name]))]
+    limitations = draft["limitations"]
     for name in ("checked_scope", "missing_info"):
-        places += [(draft["limitations"][name], i) for i in range(len(draft["limitations"][name]))]
+        places += [(limitations[name], i, False) for i in range(len(limitations[name]))]
     return places
 
 
@@ -173,11 +177,10 @@ def mutated(draw: st.DrawFn, draft: dict[str, Any], evidence: RunEvidence, max_b
         choices += ["swap-kind"]
     choice = draw(st.sampled_from(choices))
     if choice in ("blank-text", "zero-width-text", "too-long-text"):
-        container, key = draw(st.sampled_from(places))
+        container, key, claim = draw(st.sampled_from(places))
         if choice == "too-long-text":
-            container[key] = container[key] + draw(VISIBLE) * (
-                bounds.max_text_chars + 1 - len(container[key])
-            )
+            limit = bounds.max_text_chars if claim else bounds.max_note_chars
+            container[key] = container[key] + draw(VISIBLE) * (limit + 1 - len(container[key]))
         else:
             alphabet = ["\u200b", "\u2060", "\ufeff", "\u200c"] if choice == "zero-width-text" else BLANKS
             container[key] = "".join(draw(st.lists(st.sampled_from(alphabet), min_size=0, max_size=4)))
@@ -262,33 +265,37 @@ def test_the_schema_sent_to_a_server_is_narrowed_to_its_token_limit_never_widene
 
 
 @pytest.mark.parametrize("max_bytes", [2_048, 4_096, 16_384])
-def test_pinned_exception_c0_controls_pass_the_length_bounds_and_fail_the_byte_limit(max_bytes: int) -> None:
-    """JSON writes U+0001 as `\\u0001` (6 bytes); the bounds budget 4 bytes a character. A Draft made
-    of such text meets every schema keyword, and the parser's byte check refuses it; the same
-    Draft with 4-byte characters instead fits and is accepted."""
+@pytest.mark.parametrize("wide", ["\x01", "\U0001f525"], ids=["c0-control", "outside-the-bmp"])
+def test_pinned_exception_characters_over_3_bytes_pass_the_bounds_and_fail_the_byte_limit(
+    max_bytes: int, wide: str
+) -> None:
+    """The bounds budget 3 bytes a character (any BMP character). U+0001 is written `\\u0001` (6
+    bytes), U+1F525 takes 4: a Draft made of them meets every schema keyword and the parser's byte
+    check refuses it; the same Draft of CJK characters fits and is accepted."""
     call = "c" * 38
     evidence = RunEvidence.of({call: "EMPTY"})
     bounds = run_bounds(max_bytes, evidence)
 
     def largest(filler: str) -> dict[str, Any]:
-        text = "x" + filler * (bounds.max_text_chars - 1)
-        item = {"kind": NEGATIVE_OBSERVATION, "statement": text, "scope": text, "evidence": [call] * 4}
-        full = [text] * bounds.max_list_items
+        claim = "x" + filler * (bounds.max_text_chars - 1)
+        note = "x" + filler * (bounds.max_note_chars - 1)
+        item = {"kind": NEGATIVE_OBSERVATION, "statement": claim, "scope": note, "evidence": [call] * 4}
+        notes = [note] * bounds.max_list_items
         return {
             "conclusion": None,
             "analysis": [item] * bounds.max_analysis,
-            "action_plan": full,
-            "recommendations": full,
-            "limitations": {"checked_scope": full, "missing_info": full},
+            "action_plan": notes,
+            "recommendations": notes,
+            "limitations": {"checked_scope": notes, "missing_info": notes},
         }
 
     schema = run_draft_schema(evidence, max_bytes)
-    controls, astral = largest("\x01"), largest("\U0001f525")
-    assert admits(schema, controls) and admits(schema, astral)
+    over, cjk = largest(wide), largest("诊")
+    assert admits(schema, over) and admits(schema, cjk)
     with pytest.raises(DraftRejected) as caught:
-        parse_draft(canonical_text(controls), max_bytes, evidence)
+        parse_draft(canonical_text(over), max_bytes, evidence)
     assert caught.value.violation == "DRAFT_TOO_LARGE"
-    assert parse_draft(canonical_text(astral), max_bytes, evidence).analysis
+    assert parse_draft(canonical_text(cjk), max_bytes, evidence).analysis
 
 
 def test_the_prompt_states_the_rules_the_parser_checks() -> None:
@@ -296,7 +303,8 @@ def test_the_prompt_states_the_rules_the_parser_checks() -> None:
     bounds = run_bounds(16_384)
     prompt = system_prompt(bounds)
     for needed in (
-        f"≤{bounds.max_text_chars} 字",
+        f"T=非空白文本，≤{bounds.max_text_chars} 字",
+        f"S=非空白文本，≤{bounds.max_note_chars} 字",
         f"≤{bounds.max_analysis} 项",
         f"1-{bounds.max_cited} 个 A 类 ID",
         f"列表 ≤{bounds.max_list_items} 项",
@@ -307,7 +315,7 @@ def test_the_prompt_states_the_rules_the_parser_checks() -> None:
         "EMPTY、ERROR 或评估为 NO_GAIN 的结果只能由 NEGATIVE_OBSERVATION 引用",
         "未执行的调用（NOT_EXECUTED，如 DUPLICATE_CALL）不能引用",  # UNKNOWN_CITATION
         "conclusion 非 null 时至少一条 FINDING",  # CONCLUSION_WITHOUT_FOUND_EVIDENCE
-        "为 null 时 missing_info 至少一条 T!",  # NULL_CONCLUSION_WITHOUT_MISSING_INFO
+        "为 null 时 missing_info 至少一条非空白",  # NULL_CONCLUSION_WITHOUT_MISSING_INFO
         "零宽字符都算空白",  # SCHEMA_MISMATCH on blank text
     ):
         assert needed in prompt, needed

@@ -113,7 +113,8 @@ async def test_a_model_answering_on_the_first_round_was_given_the_draft_schema()
     bounds = run_bounds(8_192, max_tokens=4096)
     assert system == system_prompt(bounds)
     for shape in (
-        f"≤{bounds.max_text_chars} 字",
+        f"T=非空白文本，≤{bounds.max_text_chars} 字",
+        f"S=非空白文本，≤{bounds.max_note_chars} 字",
         f"≤{bounds.max_analysis} 项",
         f"1-{bounds.max_cited} 个 A 类 ID",
         f"列表 ≤{bounds.max_list_items} 项",
