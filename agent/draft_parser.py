@@ -58,7 +58,7 @@ def parse_draft(text: str | None, max_bytes: int, evidence: RunEvidence) -> Diag
     """Parse and verify a Draft against this run's executed calls (`evidence`)."""
     if text is None:
         raise DraftRejected("EMPTY_OUTPUT", "the model's last round returned no text")
-    if not text.strip():
+    if is_blank(text):
         raise DraftRejected("EMPTY_OUTPUT", "the text is blank" if text else "the text is empty")
     if not is_encodable(text):
         raise DraftRejected("INVALID_ENCODING", "the text is not valid Unicode (it holds a lone surrogate)")

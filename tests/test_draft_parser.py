@@ -84,7 +84,7 @@ def test_no_conclusion_without_any_evidence_is_valid() -> None:
     assert parsed.conclusion is None and parsed.cited_ids() == []
 
 
-@pytest.mark.parametrize("raw", [None, "", " ", "\n\t  \n"])
+@pytest.mark.parametrize("raw", [None, "", " ", "\n\t  \n", "\u200b", "\ufeff\u2060 "])
 def test_empty_output(raw: str | None) -> None:
     error = rejected(raw)
 
