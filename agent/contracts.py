@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from agent.blank_text import is_blank
 from tools.unicode_text import unencodable_path
 
 # The result vocabulary is shared by every layer, so it lives in tools.vocabulary; it is re-exported
@@ -32,8 +33,8 @@ class Contract(BaseModel):
 
 
 def _not_blank(value: str) -> str:
-    """Whitespace is not text: a statement of spaces says nothing and must not pass as one."""
-    if not value.strip():
+    """Whitespace is not text: a statement of spaces (or of zero-width characters) says nothing."""
+    if is_blank(value):
         raise ValueError("must not be blank")
     return value
 
@@ -109,11 +110,6 @@ class DiagnosisDraft(Contract):
             if isinstance(item.evidence, list):
                 ids.extend(item.evidence)
         return ids
-
-
-def draft_json_schema() -> dict[str, Any]:
-    """The schema the agent is given in its prompt, generated from the model so they never drift."""
-    return DiagnosisDraft.model_json_schema()
 
 
 class ProgressCheck(Contract):

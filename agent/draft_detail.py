@@ -3,19 +3,23 @@
 The spec discards an invalid Draft, so an operator or trainer cannot read it; `violation` alone
 (e.g. SCHEMA_MISMATCH) does not say what to fix in the prompt or the model settings. A detail says
 where and what: "starts with a Markdown code fence", "unknown key `confidence` in analysis[0]",
-"analysis[1] cites call-7, which returned ERROR". It is built only from the parser's own words, JSON
-positions, schema names, and key names or tool call IDs that pass a narrow character set; anything
-else the model wrote is named by its place, never quoted. It is bounded and holds no control text.
+"analysis[1] is a FINDING citing call-7, which returned ERROR". It is built only from the parser's
+own words, JSON positions, schema names, and key names or tool call IDs that pass a narrow
+character set; anything else the model wrote is named by its place, never quoted.
+It is bounded and holds no control text.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from tools.vocabulary import EvidenceStatus
+from tools.vocabulary import Evaluation, EvidenceStatus
+
+if TYPE_CHECKING:
+    from agent.draft_rules import RunEvidence
 
 MAX_DETAIL_CHARS = 240
 # A key name or tool call ID may be quoted only if it is short and plain: it came from the model.
@@ -129,19 +133,24 @@ def schema_mismatch(errors: Sequence[Any]) -> str:
     return f"{where} is not valid ({kind})" if _SAFE_NAME.match(kind) else f"{where} is not valid"
 
 
-def _status_words(status: str | None) -> str:
-    if status == EvidenceStatus.NOT_EXECUTED:
-        return "which was not executed"
-    return f"which returned {status}"
+def finding_cites(index: int, cited: str, evidence: RunEvidence) -> str:
+    """analysis[i] is a FINDING citing a call that found nothing, or one the model called useless."""
+    if (
+        evidence.evaluation_of(cited) == Evaluation.NO_GAIN
+        and evidence.status_of(cited) == EvidenceStatus.FOUND
+    ):
+        return f"analysis[{index}] is a FINDING citing {call_id(cited)}, which the model evaluated NO_GAIN"
+    return (
+        f"analysis[{index}] is a FINDING citing {call_id(cited)}, which returned {evidence.status_of(cited)}"
+    )
 
 
-def cites_without_found(index: int, ids: Sequence[str], status_of: Callable[[str], str | None]) -> str:
-    """analysis[i] cites only calls that found nothing."""
-    if len(ids) == 1:
-        return f"analysis[{index}] cites {call_id(ids[0])}, {_status_words(status_of(ids[0]))}"
-    shown = ", ".join(f"{call_id(i)} ({status_of(i)})" for i in ids[:4])
-    more = f" and {len(ids) - 4} more" if len(ids) > 4 else ""
-    return f"analysis[{index}] cites {shown}{more}; none returned FOUND"
+def too_many(path: str, count: int, limit: int) -> str:
+    return f"`{path}` has {count} entries; this run allows {limit}"
+
+
+def too_long(path: str, length: int, limit: int) -> str:
+    return f"`{path}` is {length} characters; this run allows {limit}"
 
 
 def unknown_citation(index: int, cited: str) -> str:

@@ -6,23 +6,33 @@ schema-incompatible answer is discarded, because a "fixed" answer is an answer t
 
 Violation codes (stable, safe to show anyone): EMPTY_OUTPUT, INVALID_ENCODING, DRAFT_TOO_LARGE,
 NOT_A_JSON_OBJECT, MALFORMED_JSON, DUPLICATE_KEY, SCHEMA_MISMATCH (including a blank `statement` or
-`scope`), UNKNOWN_CITATION, CONCLUSION_WITHOUT_FOUND_EVIDENCE, FINDING_WITHOUT_FOUND_EVIDENCE,
-NULL_CONCLUSION_WITHOUT_MISSING_INFO. Each comes with a detail that says where and why without the text.
+`scope`), UNKNOWN_CITATION, FINDING_CITES_NON_FOUND,
+FINDING_CITES_NO_GAIN, CONCLUSION_WITHOUT_FOUND_EVIDENCE, NULL_CONCLUSION_WITHOUT_MISSING_INFO. Each
+comes with a detail that says where and why without the text. DRAFT_TOO_LARGE also covers a Draft
+over the run's item and text bounds (agent/draft_rules.py): the run-specific schema admits exactly
+the Drafts this parser accepts, so both must hold the same limits.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from agent import draft_detail as why
+from agent.blank_text import is_blank
 from agent.budget import utf8_len
 from agent.contracts import DiagnosisDraft
+from agent.draft_rules import (
+    FINDING,
+    DraftBounds,
+    RunEvidence,
+    finding_violation,
+    run_bounds,
+    text_fields,
+)
 from tools.unicode_text import holds_unencodable, is_encodable
-from tools.vocabulary import EvidenceStatus
 
 
 class DraftRejected(Exception):
@@ -45,19 +55,11 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def parse_draft(
-    text: str | None,
-    max_bytes: int,
-    status_of: Callable[[str], str | None],
-) -> DiagnosisDraft:
-    """Parse and verify a Draft against this run's canonical invocations.
-
-    `status_of(tool_call_id)` returns the evidence status of a canonical invocation of this run, or
-    None when the ID is not one.
-    """
+def parse_draft(text: str | None, max_bytes: int, evidence: RunEvidence) -> DiagnosisDraft:
+    """Parse and verify a Draft against this run's executed calls (`evidence`)."""
     if text is None:
         raise DraftRejected("EMPTY_OUTPUT", "the model's last round returned no text")
-    if not text.strip():
+    if is_blank(text):
         raise DraftRejected("EMPTY_OUTPUT", "the text is blank" if text else "the text is empty")
     if not is_encodable(text):
         raise DraftRejected("INVALID_ENCODING", "the text is not valid Unicode (it holds a lone surrogate)")
@@ -83,44 +85,64 @@ def parse_draft(
     except ValidationError as exc:
         raise DraftRejected("SCHEMA_MISMATCH", why.schema_mismatch(exc.errors())) from None
 
-    _check_evidence(draft, status_of)
+    _check_text(draft, run_bounds(max_bytes, evidence))
+    _check_evidence(draft, evidence)
     return draft
+
+
+def _check_text(draft: DiagnosisDraft, bounds: DraftBounds) -> None:
+    """No more items, citations or characters than the run allows (what keeps a Draft in its bytes)."""
+    data = draft.model_dump(mode="json")
+    counts = [("analysis", len(draft.analysis), bounds.max_analysis)]
+    counts += [(name, len(data[name]), bounds.max_list_items) for name in ("action_plan", "recommendations")]
+    counts += [
+        (f"limitations.{name}", len(data["limitations"][name]), bounds.max_list_items)
+        for name in ("checked_scope", "missing_info")
+    ]
+    counts += [
+        (f"analysis[{i}].evidence", len(item.evidence), bounds.max_cited)
+        for i, item in enumerate(draft.analysis)
+        if isinstance(item.evidence, list)
+    ]
+    for path, count, limit in counts:
+        if count > limit:
+            raise DraftRejected("DRAFT_TOO_LARGE", why.too_many(path, count, limit), too_large=True)
+    for path, value, claim in text_fields(data):
+        limit = bounds.max_text_chars if claim else bounds.max_note_chars
+        if len(value) > limit:
+            raise DraftRejected("DRAFT_TOO_LARGE", why.too_long(path, len(value), limit), too_large=True)
 
 
 def _ids(evidence: list[str] | str) -> list[str]:
     return evidence if isinstance(evidence, list) else []
 
 
-def _check_evidence(draft: DiagnosisDraft, status_of: Callable[[str], str | None]) -> None:
+def _check_evidence(draft: DiagnosisDraft, evidence: RunEvidence) -> None:
     """The Draft may not claim more than this run's evidence shows.
 
-    Every cited ID is a canonical invocation of this run; a conclusion needs a FINDING on FOUND
-    evidence; every FINDING cites at least one FOUND invocation (an EMPTY, ERROR or unexecuted call
-    found nothing, so it can back only a NEGATIVE_OBSERVATION); and a Draft without a conclusion says
-    what is missing (`limitations.missing_info` has a non-blank entry).
+    Every cited ID is an executed call of this run; every ID a FINDING cites is FOUND and was not
+    evaluated NO_GAIN by the model (an EMPTY, ERROR or NO_GAIN result backs only a
+    NEGATIVE_OBSERVATION); a conclusion needs a FINDING (and so FOUND evidence); and a Draft without
+    a conclusion says what is missing (`limitations.missing_info` has a non-blank entry).
     """
     for index, item in enumerate(draft.analysis):
         for cited in _ids(item.evidence):
-            if status_of(cited) is None:
+            if evidence.status_of(cited) is None:
                 raise DraftRejected("UNKNOWN_CITATION", why.unknown_citation(index, cited))
-    findings = [(i, item) for i, item in enumerate(draft.analysis) if item.kind == "FINDING"]
-    unbacked = [
-        (i, _ids(item.evidence))
-        for i, item in findings
-        if not any(status_of(c) == EvidenceStatus.FOUND for c in _ids(item.evidence))
-    ]
-    if draft.conclusion is not None and not draft.conclusion.strip():
+    for index, item in enumerate(draft.analysis):
+        if item.kind != FINDING:
+            continue
+        for cited in _ids(item.evidence):
+            violation = finding_violation(evidence, cited)
+            if violation is not None:
+                raise DraftRejected(violation, why.finding_cites(index, cited, evidence))
+    if draft.conclusion is not None and is_blank(draft.conclusion):
         raise DraftRejected("CONCLUSION_WITHOUT_FOUND_EVIDENCE", "the conclusion is blank")
-    if draft.conclusion is not None and len(unbacked) == len(findings):
-        detail = "a conclusion, but no FINDING cites a FOUND call"
-        if unbacked:
-            detail += f" ({why.cites_without_found(*unbacked[0], status_of)})"
-        raise DraftRejected("CONCLUSION_WITHOUT_FOUND_EVIDENCE", detail)
-    if unbacked:
+    if draft.conclusion is not None and not any(item.kind == FINDING for item in draft.analysis):
         raise DraftRejected(
-            "FINDING_WITHOUT_FOUND_EVIDENCE", why.cites_without_found(*unbacked[0], status_of)
+            "CONCLUSION_WITHOUT_FOUND_EVIDENCE", "a conclusion, but no FINDING cites a FOUND call"
         )
-    if draft.conclusion is None and not any(entry.strip() for entry in draft.limitations.missing_info):
+    if draft.conclusion is None and all(is_blank(entry) for entry in draft.limitations.missing_info):
         state = "has only blank entries" if draft.limitations.missing_info else "is empty"
         raise DraftRejected(
             "NULL_CONCLUSION_WITHOUT_MISSING_INFO", f"no conclusion, and limitations.missing_info {state}"

@@ -2,106 +2,87 @@
 
 The generic DiagnosisDraft schema lets a model write a conclusion with nothing found, or cite IDs it
 invented; a grammar-constrained server then happily produces Drafts the strict parser rejects. This
-schema is built from what the run actually has:
-- `conclusion` may be a string only if some call returned FOUND, and then the analysis consists of
-  FINDINGs (each citing FOUND calls only), so a concluded Draft always has FOUND-backed findings;
-- FINDING evidence is an enum of this run's FOUND call IDs; NEGATIVE_OBSERVATION evidence an enum of
-  this run's call IDs, or "NO_EVIDENCE" with a scope;
-- a null conclusion says at least one thing that is missing;
-- item counts and string lengths are derived from `max_draft_bytes`, and from the round's token
-  limit: a Draft the schema admits must also fit in `max_tokens` (at a conservative 2 UTF-8 bytes
-  per token), or the server would cut it and the run would fail as MAX_TOKENS.
-Every Draft it admits is one the strict parser accepts (it is narrower than the contract, never
-wider); the parser still checks everything, since not every server enforces a schema.
+schema is built from the Draft rules (agent/draft_rules.py) and what the run actually has:
+- `conclusion` may be a string only if some call may back a FINDING (FOUND, not evaluated NO_GAIN),
+  and then the analysis `contains` a FINDING; NEGATIVE_OBSERVATIONs may stand beside it;
+- FINDING evidence is an enum of those IDs; NEGATIVE_OBSERVATION evidence an enum of every executed
+  call, or "NO_EVIDENCE" with a scope;
+- a null conclusion `contains` a non-blank `missing_info` entry; statement, scope and conclusion match
+  the non-blank pattern;
+- item counts and string lengths are the run's `DraftBounds`.
+Without a token limit it admits exactly the Drafts the parser accepts (tests/test_draft_rules.py
+proves it on generated Drafts; the one pinned exception is text of characters whose JSON takes
+more than 3 bytes, see agent/draft_rules.py). The schema sent on a final round is also fitted to the round's
+`max_tokens` (a Draft the server is told to produce must be one it may finish), which only narrows
+it. A server whose grammar ignores `contains` or `pattern` may produce a Draft outside the schema:
+the parser still checks everything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-# A CJK character is 3 UTF-8 bytes; the bounds assume every character may be one.
-_BYTES_PER_CHAR = 3
-_FIXED_OVERHEAD_BYTES = 200  # keys, brackets and separators of the five top-level fields
-_ITEM_OVERHEAD_BYTES = 80  # {"kind":"NEGATIVE_OBSERVATION","statement":"","scope":"","evidence":[]}
-_MAX_CITED_PER_ITEM = 4
-# Fewer bytes per token than any tokenizer we measured spends on Chinese text in JSON (about 1.9
-# for SmolLM2, 3 for Gemma and GPT-4o): a token limit of N carries a Draft of at least 2N bytes.
-_MIN_BYTES_PER_TOKEN = 2
-
-
-@dataclass(frozen=True)
-class DraftBounds:
-    """How many items and characters a Draft may use so that it fits `max_draft_bytes`."""
-
-    max_analysis: int
-    max_list_items: int
-    max_text_chars: int
-    max_cited: int
-
-
-def draft_bounds(max_draft_bytes: int, call_ids: Sequence[str] = ()) -> DraftBounds:
-    max_analysis = min(8, max(3, max_draft_bytes // 1536))
-    max_list_items = min(5, max(2, max_draft_bytes // 4096))
-    max_cited = max(1, min(_MAX_CITED_PER_ITEM, len(call_ids)))
-    id_bytes = max((len(i.encode("utf-8")) for i in call_ids), default=0) + 3
-    overhead = _FIXED_OVERHEAD_BYTES + max_analysis * (_ITEM_OVERHEAD_BYTES + max_cited * id_bytes)
-    strings = 1 + 2 * max_analysis + 4 * max_list_items
-    text_chars = (max_draft_bytes - overhead) // (_BYTES_PER_CHAR * strings)
-    return DraftBounds(max_analysis, max_list_items, min(500, max(8, text_chars)), max_cited)
+from agent.draft_rules import (
+    FINDING,
+    NEGATIVE_OBSERVATION,
+    NO_EVIDENCE,
+    NON_BLANK_TEXT_PATTERN,
+    RunEvidence,
+    run_bounds,
+)
 
 
 def run_draft_schema(
-    found_ids: Sequence[str], call_ids: Sequence[str], max_draft_bytes: int
+    evidence: RunEvidence, max_draft_bytes: int, max_tokens: int | None = None
 ) -> dict[str, Any]:
-    """The JSON schema of an acceptable Draft for a run with these canonical invocations.
+    """The JSON schema of an acceptable Draft for a run with these executed calls."""
+    bounds = run_bounds(max_draft_bytes, evidence, max_tokens)
+    text = {"type": "string", "maxLength": bounds.max_note_chars}
+    statement = {"type": "string", "maxLength": bounds.max_text_chars, "pattern": NON_BLANK_TEXT_PATTERN}
+    scope = {"type": "string", "maxLength": bounds.max_note_chars, "pattern": NON_BLANK_TEXT_PATTERN}
+    optional_scope = {**scope, "type": ["string", "null"]}
+    non_blank_entry = {"type": "string", "pattern": NON_BLANK_TEXT_PATTERN}
 
-    `call_ids` are every canonical invocation of the run (any status); `found_ids` those that
-    returned FOUND.
-    """
-    all_ids = _unique(call_ids)
-    found = [i for i in _unique(found_ids) if i in all_ids]
-    bounds = draft_bounds(max_draft_bytes, all_ids)
-    text = {"type": "string", "minLength": 1, "maxLength": bounds.max_text_chars}
-
-    def strings(min_items: int = 0) -> dict[str, Any]:
-        return {"type": "array", "items": text, "minItems": min_items, "maxItems": bounds.max_list_items}
+    def strings(**extra: Any) -> dict[str, Any]:
+        return {"type": "array", "items": text, "maxItems": bounds.max_list_items, **extra}
 
     def cited(ids: list[str]) -> dict[str, Any]:
         return {
             "type": "array",
             "items": {"type": "string", "enum": ids},
             "minItems": 1,
-            "maxItems": min(bounds.max_cited, len(ids)),
+            "maxItems": bounds.max_cited,
         }
 
-    negative_items: list[dict[str, Any]] = [
-        _item("NEGATIVE_OBSERVATION", text, {"const": "NO_EVIDENCE"}, scoped=True),
-    ]
-    if all_ids:
-        negative_items.insert(0, _item("NEGATIVE_OBSERVATION", text, cited(all_ids), scoped=True))
+    findable, citable = evidence.finding_citable(), evidence.negative_citable()
+    items: list[dict[str, Any]] = []
+    if findable:
+        items.append(_item(FINDING, statement, optional_scope, cited(findable), scope_required=False))
+    if citable:
+        items.append(
+            _item(NEGATIVE_OBSERVATION, statement, optional_scope, cited(citable), scope_required=False)
+        )
+    items.append(_item(NEGATIVE_OBSERVATION, statement, scope, {"const": NO_EVIDENCE}, scope_required=True))
+    analysis_items = items[0] if len(items) == 1 else {"anyOf": items}
 
-    def draft(conclusion: dict[str, Any], items: list[dict[str, Any]], min_items: int) -> dict[str, Any]:
-        analysis = {
-            "type": "array",
-            "items": items[0] if len(items) == 1 else {"anyOf": items},
-            "minItems": min_items,
-            "maxItems": bounds.max_analysis,
-        }
+    def draft(
+        conclusion: dict[str, Any], analysis: dict[str, Any], missing_info: dict[str, Any]
+    ) -> dict[str, Any]:
         return {
             "type": "object",
             "properties": {
                 "conclusion": conclusion,
-                "analysis": analysis,
+                "analysis": {
+                    "type": "array",
+                    "items": analysis_items,
+                    "maxItems": bounds.max_analysis,
+                    **analysis,
+                },
                 "action_plan": strings(),
                 "recommendations": strings(),
                 "limitations": {
                     "type": "object",
-                    "properties": {
-                        "checked_scope": strings(),
-                        "missing_info": strings(1 if conclusion.get("type") == "null" else 0),
-                    },
+                    "properties": {"checked_scope": strings(), "missing_info": strings(**missing_info)},
                     "required": ["checked_scope", "missing_info"],
                     "additionalProperties": False,
                 },
@@ -110,12 +91,13 @@ def run_draft_schema(
             "additionalProperties": False,
         }
 
-    no_conclusion = draft({"type": "null"}, negative_items, 0)
-    if not found:
+    no_conclusion = draft({"type": "null"}, {}, {"minItems": 1, "contains": non_blank_entry})
+    if not findable:
         return no_conclusion
-    finding = _item("FINDING", text, cited(found), scoped=False)
-    with_conclusion = draft(text, [finding], 1)
-    no_conclusion = draft({"type": "null"}, [finding, *negative_items], 0)
+    has_finding = {
+        "contains": {"type": "object", "properties": {"kind": {"const": FINDING}}, "required": ["kind"]}
+    }
+    with_conclusion = draft(statement, {"minItems": 1, **has_finding}, {})
     return {"anyOf": [with_conclusion, no_conclusion]}
 
 
@@ -132,7 +114,7 @@ def draft_response_format(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def final_round_kwargs(
-    found_ids: Sequence[str], call_ids: Sequence[str], max_draft_bytes: int, max_tokens: int | None = None
+    evidence: RunEvidence, max_draft_bytes: int, max_tokens: int | None = None
 ) -> dict[str, Any]:
     """The per-call generation kwargs of the round where no tool may be called.
 
@@ -141,23 +123,22 @@ def final_round_kwargs(
     raises instead of returning a reply cut at the token limit. `tool_choice: "none"` keeps the tool
     list (so a server's cached prompt prefix stays valid) while saying no tool may be called.
     """
-    limit = max_draft_bytes if max_tokens is None else min(max_draft_bytes, max_tokens * _MIN_BYTES_PER_TOKEN)
-    schema = run_draft_schema(found_ids, call_ids, limit)
+    schema = run_draft_schema(evidence, max_draft_bytes, max_tokens)
     return {"tool_choice": "none", "extra_body": {"response_format": draft_response_format(schema)}}
 
 
-def _item(kind: str, text: dict[str, Any], evidence: dict[str, Any], *, scoped: bool) -> dict[str, Any]:
-    properties: dict[str, Any] = {"kind": {"const": kind}, "statement": text}
-    if scoped:
-        properties["scope"] = text
-    properties["evidence"] = evidence
+def _item(
+    kind: str,
+    statement: dict[str, Any],
+    scope: dict[str, Any],
+    evidence: dict[str, Any],
+    *,
+    scope_required: bool,
+) -> dict[str, Any]:
+    required = ["kind", "statement", "evidence", *(["scope"] if scope_required else [])]
     return {
         "type": "object",
-        "properties": properties,
-        "required": list(properties),
+        "properties": {"kind": {"const": kind}, "statement": statement, "scope": scope, "evidence": evidence},
+        "required": required,
         "additionalProperties": False,
     }
-
-
-def _unique(ids: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(ids))

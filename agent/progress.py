@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agent.contracts import ProgressCheck, ProgressSnapshot
+from agent.draft_rules import CallEvidence, RunEvidence
 from agent.settings import ProtocolSettings
 from tools.run_events import ProtocolState
 from tools.vocabulary import Evaluation, EvidenceStatus, SaturationReason, StopCause, StopReason
@@ -66,9 +67,11 @@ class ProgressLedger:
     ) -> None:
         self._by_id[tool_call_id].evidence_status = status
 
-    def status_of(self, tool_call_id: str) -> str | None:
-        record = self._by_id.get(tool_call_id)
-        return record.evidence_status if record else None
+    def evidence(self) -> RunEvidence:
+        """The executed calls as the Draft rules judge them (a still-pending evaluation is None)."""
+        return RunEvidence(
+            {c.tool_call_id: CallEvidence(c.evidence_status, c.evaluation) for c in self.completed_checks}
+        )
 
     @property
     def completed_checks(self) -> list[CheckRecord]:

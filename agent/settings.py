@@ -46,7 +46,8 @@ class ModelSettings(Section):
     temperature: float | None = Field(default=0.0, ge=0.0, le=2.0)
     seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
     # "auto": an OpenAI-compatible server enforces the run's Draft schema (`response_format`) on the
-    # round where no tool may be called; "off": it never does, and the prompt carries the schema text.
+    # round where no tool may be called; "off": it never does. Either way the prompt carries the
+    # Draft's compact schema, since the model may answer on any round (agent/prompt.py).
     structured_output: Literal["auto", "off"] = "auto"
     # OpenAI-style strict function calling: every tool property becomes required (optional ones
     # nullable) and the provider guarantees schema-valid arguments. Off by default because not every

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from agent.blank_text import is_blank
 from agent.budget import RunBudget, utf8_len
 from agent.contracts import (
     OUTCOME_OF,
@@ -30,6 +31,7 @@ from agent.contracts import (
     StopReason,
 )
 from agent.draft_parser import DraftRejected, parse_draft
+from agent.draft_rules import DraftBounds, run_bounds
 from agent.draft_schema import final_round_kwargs
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
@@ -54,7 +56,6 @@ from tools.run_events import (
     RunStarted,
 )
 from tools.unicode_text import holds_unencodable, is_encodable
-from tools.vocabulary import EvidenceStatus
 from tools.wire_schema import wire_schema
 
 if TYPE_CHECKING:
@@ -220,7 +221,7 @@ class DiagnosisUseCase:
                 StopReason.QUERY_TOO_LARGE,
                 f"the query is more than {query.cap} bytes; the limit is {limits.max_query_bytes}",
             )
-        if not isinstance(query, str) or not query.strip():
+        if not isinstance(query, str) or is_blank(query):
             raise _Rejected(StopReason.QUERY_BLANK, "the query is blank")
         if not is_encodable(query):
             # No text the model could read: there is no more specific reason in the contract.
@@ -286,6 +287,13 @@ class DiagnosisUseCase:
     def _schema_enforced(self) -> bool:
         return server_enforces_draft_schema(self.settings.model)
 
+    def _prompt_bounds(self) -> DraftBounds:
+        """The Draft limits the prompt states: the parser's, narrowed to what one round of a real model
+        can finish (the final round's schema is fitted the same way)."""
+        model = self.settings.model
+        max_tokens = model.max_tokens if model.provider == "openai" else None
+        return run_bounds(self.settings.budget.max_draft_bytes, max_tokens=max_tokens)
+
     def _final_round_format(self, core: DiagnosisHarnessCore) -> Callable[[], dict[str, Any]]:
         """Per-call kwargs: on the round where no tool may be called, this run's Draft schema."""
         max_draft_bytes, max_tokens = self.settings.budget.max_draft_bytes, self.settings.model.max_tokens
@@ -293,9 +301,7 @@ class DiagnosisUseCase:
         def kwargs() -> dict[str, Any]:
             if not core.no_tool_round:
                 return {}
-            checks = core.ledger.completed_checks
-            found = [c.tool_call_id for c in checks if c.evidence_status == EvidenceStatus.FOUND]
-            return final_round_kwargs(found, [c.tool_call_id for c in checks], max_draft_bytes, max_tokens)
+            return final_round_kwargs(core.ledger.evidence(), max_draft_bytes, max_tokens)
 
         return kwargs
 
@@ -306,7 +312,7 @@ class DiagnosisUseCase:
 
         ledger = core.ledger
         agent = self._build_agent(core)
-        prompt = system_prompt(schema_enforced=self._schema_enforced)
+        prompt = system_prompt(self._prompt_bounds())
         messages = [ChatMessage.from_system(prompt), ChatMessage.from_user(user_text)]
         hook_context = {HARNESS_KEY: core, "run_context": ctx}
         inner: asyncio.Task[dict[str, Any]] = asyncio.create_task(
@@ -363,7 +369,7 @@ class DiagnosisUseCase:
             return self._result(ctx, StopReason.AGENT_ERROR, None, None, failure)
         text = _final_assistant_text(output.get("messages") or [])
         try:
-            draft = parse_draft(text, self.settings.budget.max_draft_bytes, ledger.status_of)
+            draft = parse_draft(text, self.settings.budget.max_draft_bytes, ledger.evidence())
         except DraftRejected as rejected:
             reason = StopReason.DRAFT_TOO_LARGE if rejected.too_large else StopReason.INVALID_DRAFT
             progress = ledger.snapshot() if ledger.completed_checks else None

@@ -116,6 +116,26 @@ STOP_REASON_TEXT: dict[str, str] = {
     StopReason.INPUT_TOO_LARGE: "query and previous turn together exceed the input limit",
 }
 
+# Why a Draft was refused, per `failure.violation` (agent/draft_rules.py, DRAFT_VIOLATIONS), in words an
+# operator or trainer can act on; `failure.detail` then says where.
+VIOLATION_TEXT: dict[str, str] = {
+    "EMPTY_OUTPUT": "the model's last round returned no text",
+    "INVALID_ENCODING": "the text is not valid Unicode",
+    "DRAFT_TOO_LARGE": "the Draft is larger than this run allows (bytes, items or characters)",
+    "NOT_A_JSON_OBJECT": "the text is not only the JSON object (a code fence, prose or another JSON value)",
+    "MALFORMED_JSON": "the JSON is broken or cut off",
+    "DUPLICATE_KEY": "a key appears twice in one object",
+    "SCHEMA_MISMATCH": "the object does not have the Draft's shape (a missing, unknown, mistyped or blank "
+    "field)",
+    "UNKNOWN_CITATION": "it cites a tool call this run did not execute",
+    "FINDING_CITES_NON_FOUND": "a finding cites a call that found nothing (EMPTY or ERROR); such a call can "
+    "back only a negative observation",
+    "FINDING_CITES_NO_GAIN": "a finding rests on a result the model itself evaluated NO_GAIN; a result it "
+    "judged useless can back only a negative observation",
+    "CONCLUSION_WITHOUT_FOUND_EVIDENCE": "a conclusion without a finding on FOUND evidence",
+    "NULL_CONCLUSION_WITHOUT_MISSING_INFO": "no conclusion, and it does not say what information is missing",
+}
+
 # --- calls, invocations and evaluations -------------------------------------------------------------------
 # Keyed by a timeline call's state, an audited invocation's status, or a snapshot check's status.
 STATUS_STYLE: dict[str, str] = {

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent.contracts import ExecutionResult
-from console.presentation import OUTCOME_MEANING, exit_code, model_cause_text
+from console.presentation import OUTCOME_MEANING, VIOLATION_TEXT, exit_code, model_cause_text
 from console.safe_text import neutralize
 from tools.vocabulary import ModelFailureCause, StopReason
 
@@ -98,6 +98,9 @@ def failure_lines(
     """A failure's code, its violation or cause, why in words, and the model endpoint, in lines."""
     code = failure.get("violation") or failure.get("cause")
     lines = [f"failure: {show(failure.get('code'))}" + (f" ({show(code)})" if code else "")]
+    violation = failure.get("violation")
+    if isinstance(violation, str) and violation in VIOLATION_TEXT:
+        lines.append(f"meaning: {VIOLATION_TEXT[violation]}")
     cause, detail = failure.get("cause"), failure.get("detail")
     if failure.get("code") == StopReason.MODEL_ERROR and isinstance(cause, str) and cause:
         why = show(model_cause_text(cause))

@@ -13,7 +13,9 @@ import pytest
 
 from agent.draft_detail import MAX_DETAIL_CHARS
 from agent.draft_parser import DraftRejected, parse_draft
+from agent.draft_rules import DRAFT_VIOLATIONS, RunEvidence
 from console.cli import main
+from console.presentation import VIOLATION_TEXT
 
 STATUS = {"call-1": "FOUND", "call-2": "EMPTY", "call-7": "ERROR", "call-9": "NOT_EXECUTED"}
 
@@ -35,7 +37,7 @@ def finding(*ids: str, **extra: Any) -> dict[str, Any]:
 
 def refused(text: str | None) -> tuple[str, str]:
     with pytest.raises(DraftRejected) as caught:
-        parse_draft(text, 16_384, STATUS.get)
+        parse_draft(text, 16_384, RunEvidence.of(STATUS))
     return caught.value.violation, caught.value.detail
 
 
@@ -85,16 +87,21 @@ VALID = json.dumps(draft(), ensure_ascii=False)
             id="bad-evidence",
         ),
         pytest.param(
-            json.dumps(draft("连接池耗尽", [finding("call-7")])),
-            "CONCLUSION_WITHOUT_FOUND_EVIDENCE",
-            "a conclusion, but no FINDING cites a FOUND call"
-            " (analysis[0] cites call-7, which returned ERROR)",
+            json.dumps(draft("连接池耗尽", [finding("call-1", "call-7")])),
+            "FINDING_CITES_NON_FOUND",
+            "analysis[0] is a FINDING citing call-7, which returned ERROR",
             id="cites-error",
         ),
         pytest.param(
+            json.dumps(draft("连接池耗尽", [{**finding("call-1"), "kind": "NEGATIVE_OBSERVATION"}])),
+            "CONCLUSION_WITHOUT_FOUND_EVIDENCE",
+            "a conclusion, but no FINDING cites a FOUND call",
+            id="conclusion-without-finding",
+        ),
+        pytest.param(
             json.dumps(draft(None, [finding("call-9")])),
-            "FINDING_WITHOUT_FOUND_EVIDENCE",
-            "analysis[0] cites call-9, which was not executed",
+            "UNKNOWN_CITATION",
+            "analysis[0] cites call-9, which is not a tool call of this run",
             id="cites-not-executed",
         ),
         pytest.param(
@@ -138,12 +145,9 @@ def test_a_hostile_citation_is_not_quoted(hostile: str) -> None:
 
 
 def test_a_detail_is_one_bounded_line_of_printable_text() -> None:
-    many = [finding("call-2", "call-7", "call-9", "call-2", "call-7", "call-9")] * 3
+    many = [finding("call-1", "call-1", "call-1", "c" * 64)] * 3
     _, detail = refused(json.dumps(draft(None, many)))
-    assert (
-        detail == "analysis[0] cites call-2 (EMPTY), call-7 (ERROR), call-9 (NOT_EXECUTED), call-2 (EMPTY)"
-        " and 2 more; none returned FOUND"
-    )
+    assert detail == f"analysis[0] cites {'c' * 64}, which is not a tool call of this run"
     assert len(detail) <= MAX_DETAIL_CHARS and detail.isprintable()
 
 
@@ -154,6 +158,8 @@ def test_headless_run_prints_why_and_the_json_carries_it(
     assert main(["run", "--scenario", "fenced-json-fails-closed", "--audit-db", audit]) == 1
     human = capsys.readouterr().out.splitlines()
     assert "failure: INVALID_DRAFT (NOT_A_JSON_OBJECT)" in human
+    meaning = "the text is not only the JSON object (a code fence, prose or another JSON value)"
+    assert f"meaning: {meaning}" in human
     assert "why: starts with a Markdown code fence" in human
 
     assert main(["run", "--scenario", "fenced-json-fails-closed", "--audit-db", audit, "--json"]) == 1
@@ -164,3 +170,8 @@ def test_headless_run_prints_why_and_the_json_carries_it(
         "detail": "starts with a Markdown code fence",
     }
     assert "连接池耗尽" not in json.dumps(result, ensure_ascii=False)  # the refused text is gone
+
+
+def test_every_violation_has_words_for_the_result_panel() -> None:
+    """The console explains every code the parser can refuse a Draft with (console/presentation.py)."""
+    assert set(VIOLATION_TEXT) == set(DRAFT_VIOLATIONS)

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from agent.draft_parser import DraftRejected, parse_draft
+from agent.draft_rules import RunEvidence
 
 STATUS = {"t-found": "FOUND", "t-empty": "EMPTY", "t-error": "ERROR", "调用:7": "FOUND"}
 LIMIT = 16_384
 
 
-def status_of(tool_call_id: str) -> str | None:
-    return STATUS.get(tool_call_id)
+EVIDENCE = RunEvidence.of(STATUS)
 
 
 def draft(**overrides: Any) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def text(value: Any) -> str:
 
 def rejected(raw: str | None, max_bytes: int = LIMIT) -> DraftRejected:
     with pytest.raises(DraftRejected) as caught:
-        parse_draft(raw, max_bytes, status_of)
+        parse_draft(raw, max_bytes, EVIDENCE)
     return caught.value
 
 
@@ -54,7 +54,8 @@ def test_valid_draft_keeps_exact_citation_strings() -> None:
     value = draft(
         conclusion="连接池耗尽导致超时。",
         analysis=[
-            {"kind": "FINDING", "statement": "日志", "evidence": ["调用:7", "t-empty"]},
+            {"kind": "FINDING", "statement": "日志", "evidence": ["调用:7"]},
+            {"kind": "NEGATIVE_OBSERVATION", "statement": "runbook 无相关条目", "evidence": ["t-empty"]},
             {"kind": "FINDING", "statement": "runbook", "evidence": ["t-found"], "scope": "runbook"},
             {
                 "kind": "NEGATIVE_OBSERVATION",
@@ -69,20 +70,21 @@ def test_valid_draft_keeps_exact_citation_strings() -> None:
         limitations={"checked_scope": ["日志"], "missing_info": ["锁等待"]},
     )
 
-    parsed = parse_draft(text(value), LIMIT, status_of)
+    parsed = parse_draft(text(value), LIMIT, EVIDENCE)
 
     assert parsed.model_dump(mode="json") == value
     assert parsed.cited_ids() == ["调用:7", "t-empty", "t-found", "t-error"]
+    # A concluded Draft may carry NEGATIVE_OBSERVATIONs (cited or scoped NO_EVIDENCE) beside its FINDINGs.
 
 
 def test_no_conclusion_without_any_evidence_is_valid() -> None:
     limitations = {"checked_scope": [], "missing_info": ["时间范围"]}
-    parsed = parse_draft(text(draft(analysis=[NO_EVIDENCE], limitations=limitations)), LIMIT, status_of)
+    parsed = parse_draft(text(draft(analysis=[NO_EVIDENCE], limitations=limitations)), LIMIT, EVIDENCE)
 
     assert parsed.conclusion is None and parsed.cited_ids() == []
 
 
-@pytest.mark.parametrize("raw", [None, "", " ", "\n\t  \n"])
+@pytest.mark.parametrize("raw", [None, "", " ", "\n\t  \n", "\u200b", "\ufeff\u2060 "])
 def test_empty_output(raw: str | None) -> None:
     error = rejected(raw)
 
@@ -90,11 +92,11 @@ def test_empty_output(raw: str | None) -> None:
 
 
 def test_draft_too_large_counts_utf8_bytes_not_characters() -> None:
-    raw = text(draft(action_plan=["回滚" * 20], limitations={"checked_scope": [], "missing_info": ["根因"]}))
+    raw = text(draft(action_plan=["回滚" * 2], limitations={"checked_scope": [], "missing_info": ["根因"]}))
     size = len(raw.encode("utf-8"))
     assert len(raw) < size
 
-    assert parse_draft(raw, size, status_of).action_plan == ["回滚" * 20]
+    assert parse_draft(raw, size, EVIDENCE).action_plan == ["回滚" * 2]
     error = rejected(raw, max_bytes=size - 1)
     assert (error.violation, error.too_large) == ("DRAFT_TOO_LARGE", True)
     assert len(raw) <= size - 1  # the character count alone would have let it through
@@ -198,9 +200,6 @@ def test_unknown_citation(analysis: list[dict[str, Any]]) -> None:
         pytest.param("根因是连接池耗尽", [], id="no-analysis"),
         pytest.param("根因是连接池耗尽", [NO_EVIDENCE], id="only-no-evidence"),
         pytest.param(
-            "根因是连接池耗尽", [{**FINDING, "evidence": ["t-empty", "t-error"]}], id="finding-not-found"
-        ),
-        pytest.param(
             "根因是连接池耗尽", [{**NO_EVIDENCE, "evidence": ["t-found"]}], id="found-only-negative"
         ),
         pytest.param("   ", [FINDING], id="blank-conclusion"),
@@ -212,17 +211,50 @@ def test_conclusion_without_found_evidence(conclusion: str, analysis: list[dict[
     )
 
 
+@pytest.mark.parametrize("conclusion", [None, "根因是连接池耗尽"], ids=["no-conclusion", "conclusion"])
 @pytest.mark.parametrize(
     "evidence",
-    [["t-empty"], ["t-error"], ["t-empty", "t-error"]],
-    ids=["empty", "error", "empty-and-error"],
+    [["t-empty"], ["t-error"], ["t-empty", "t-error"], ["t-found", "t-empty"], ["t-error", "t-found"]],
+    ids=["empty", "error", "empty-and-error", "found-beside-empty", "error-beside-found"],
 )
-def test_finding_without_found_evidence(evidence: list[str]) -> None:
+def test_a_finding_cites_only_found_calls(conclusion: str | None, evidence: list[str]) -> None:
+    """One FOUND call beside an EMPTY one no longer carries the FINDING: every cited ID must be FOUND."""
     value = draft(
+        conclusion=conclusion,
         analysis=[FINDING, {**FINDING, "evidence": evidence}],
         limitations={"checked_scope": [], "missing_info": ["锁等待"]},
     )
-    assert rejected(text(value)).violation == "FINDING_WITHOUT_FOUND_EVIDENCE"
+    assert rejected(text(value)).violation == "FINDING_CITES_NON_FOUND"
+
+
+@pytest.mark.parametrize("conclusion", [None, "根因是连接池耗尽"], ids=["no-conclusion", "conclusion"])
+def test_a_finding_may_not_cite_a_result_the_model_evaluated_no_gain(conclusion: str | None) -> None:
+    evidence = RunEvidence.of(
+        {"t-gained": "FOUND", "t-no-gain": "FOUND", "t-pending": "FOUND"},
+        {"t-gained": "GAINED", "t-no-gain": "NO_GAIN"},
+    )
+    limitations = {"checked_scope": [], "missing_info": ["锁等待"]}
+    on_no_gain = draft(
+        conclusion=conclusion,
+        analysis=[{**FINDING, "evidence": ["t-gained", "t-no-gain"]}],
+        limitations=limitations,
+    )
+    with pytest.raises(DraftRejected) as caught:
+        parse_draft(text(on_no_gain), LIMIT, evidence)
+    assert caught.value.violation == "FINDING_CITES_NO_GAIN"
+    detail = "analysis[0] is a FINDING citing t-no-gain, which the model evaluated NO_GAIN"
+    assert caught.value.detail == detail
+
+    # GAINED and still pending (never judged) back a FINDING; NO_GAIN backs a NEGATIVE_OBSERVATION.
+    honest = draft(
+        conclusion=conclusion,
+        analysis=[
+            {**FINDING, "evidence": ["t-gained", "t-pending"]},
+            {"kind": "NEGATIVE_OBSERVATION", "statement": "其余日志无帮助", "evidence": ["t-no-gain"]},
+        ],
+        limitations=limitations,
+    )
+    assert parse_draft(text(honest), LIMIT, evidence).cited_ids() == ["t-gained", "t-pending", "t-no-gain"]
 
 
 @pytest.mark.parametrize("missing", [[], [" "], ["", "\t"]], ids=["empty", "blank", "blanks"])

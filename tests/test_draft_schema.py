@@ -15,7 +15,8 @@ import jsonschema
 import pytest
 
 from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_schema import draft_bounds, final_round_kwargs, run_draft_schema
+from agent.draft_rules import RunEvidence, draft_bounds, run_bounds
+from agent.draft_schema import final_round_kwargs, run_draft_schema
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "recorded_final_rounds.json").read_text("utf-8"))
 
@@ -26,7 +27,7 @@ def valid(schema: dict[str, Any], instance: Any) -> bool:
 
 def parses(text: str, statuses: dict[str, str], max_bytes: int = 16_384) -> bool:
     try:
-        parse_draft(text, max_bytes, statuses.get)
+        parse_draft(text, max_bytes, RunEvidence.of(statuses))
     except DraftRejected:
         return False
     return True
@@ -56,9 +57,11 @@ NO_EVIDENCE = {"kind": "NEGATIVE_OBSERVATION", "statement": "无", "scope": "全
 
 
 def test_a_found_call_enables_a_conclusion_citing_it() -> None:
-    schema = run_draft_schema(["c-found"], ["c-found", "c-empty"], 16_384)
+    schema = run_draft_schema(RunEvidence.of({"c-found": "FOUND", "c-empty": "EMPTY"}), 16_384)
     assert valid(schema, draft("连接池耗尽导致超时", [FINDING], missing=[]))
     assert valid(schema, draft(None, [FINDING, NEGATIVE_IDS, NO_EVIDENCE]))
+    # A concluded Draft may carry negative observations beside its finding (the parser accepts it).
+    assert valid(schema, draft("连接池耗尽导致超时", [NO_EVIDENCE, FINDING, NEGATIVE_IDS], missing=[]))
     # A finding may not cite a call that found nothing, nor an invented one.
     assert not valid(schema, draft("x", [{**FINDING, "evidence": ["c-empty"]}]))
     assert not valid(schema, draft("x", [{**FINDING, "evidence": ["call-1"]}]))
@@ -68,7 +71,7 @@ def test_a_found_call_enables_a_conclusion_citing_it() -> None:
 
 
 def test_no_found_call_admits_only_a_null_conclusion() -> None:
-    schema = run_draft_schema([], ["c-empty"], 16_384)
+    schema = run_draft_schema(RunEvidence.of({"c-empty": "EMPTY"}), 16_384)
     assert schema["properties"]["conclusion"] == {"type": "null"}
     assert valid(schema, draft(None, [NEGATIVE_IDS, NO_EVIDENCE]))
     assert not valid(schema, draft("猜测的根因", [NEGATIVE_IDS]))
@@ -77,7 +80,7 @@ def test_no_found_call_admits_only_a_null_conclusion() -> None:
 
 
 def test_zero_calls_admit_only_scoped_no_evidence() -> None:
-    schema = run_draft_schema([], [], 16_384)
+    schema = run_draft_schema(RunEvidence.of({}), 16_384)
     assert valid(schema, draft(None, [NO_EVIDENCE]))
     assert valid(schema, draft(None, []))
     assert not valid(schema, draft(None, [NEGATIVE_IDS]))
@@ -85,37 +88,36 @@ def test_zero_calls_admit_only_scoped_no_evidence() -> None:
 
 
 def test_ids_are_enumerated_from_the_run() -> None:
-    schema = run_draft_schema(["b", "a"], ["a", "b", "c", "a"], 16_384)
+    evidence = RunEvidence.of(
+        {"a": "FOUND", "b": "FOUND", "c": "EMPTY", "d": "FOUND"}, {"a": "GAINED", "d": "NO_GAIN"}
+    )
+    schema = run_draft_schema(evidence, 16_384)
     with_conclusion, without = schema["anyOf"]
-    finding = with_conclusion["properties"]["analysis"]["items"]
-    assert finding["properties"]["evidence"]["items"]["enum"] == ["b", "a"]
-    negative = without["properties"]["analysis"]["items"]["anyOf"][1]
-    assert negative["properties"]["evidence"]["items"]["enum"] == ["a", "b", "c"]
+    finding, negative, _ = with_conclusion["properties"]["analysis"]["items"]["anyOf"]
+    assert finding["properties"]["evidence"]["items"]["enum"] == ["a", "b"]  # FOUND, not NO_GAIN
+    assert negative["properties"]["evidence"]["items"]["enum"] == ["a", "b", "c", "d"]
+    assert without["properties"]["analysis"]["items"] == with_conclusion["properties"]["analysis"]["items"]
 
 
-@pytest.mark.parametrize("max_bytes", [1_024, 4_096, 8_192, 16_384, 65_536])
+@pytest.mark.parametrize("max_bytes", [2_048, 4_096, 8_192, 16_384, 65_536])
 def test_the_largest_admitted_draft_fits_max_draft_bytes(max_bytes: int) -> None:
-    ids = ["call_" + "x" * 20 + str(i) for i in range(6)]
-    bounds = draft_bounds(max_bytes, ids)
-    text = "诊" * bounds.max_text_chars  # 3 UTF-8 bytes per character
-    item = {
-        "kind": "NEGATIVE_OBSERVATION",
-        "statement": text,
-        "scope": text,
-        "evidence": ids[: bounds.max_cited],
-    }
-    full = [text] * bounds.max_list_items
+    """Every text at its maximum length, in 3-byte characters (the most a BMP character takes)."""
+    ids = ["call_" + "x" * 30 + str(i) for i in range(6)]
+    evidence = RunEvidence.of(dict.fromkeys(ids, "FOUND"))
+    bounds = run_bounds(max_bytes, evidence)
+    claim, note = "诊" * bounds.max_text_chars, "断" * bounds.max_note_chars
+    finding = {"kind": "FINDING", "statement": claim, "scope": note, "evidence": ids[: bounds.max_cited]}
+    notes = [note] * bounds.max_list_items
     largest = {
-        "conclusion": None,
-        "analysis": [item] * bounds.max_analysis,
-        "action_plan": full,
-        "recommendations": full,
-        "limitations": {"checked_scope": full, "missing_info": full},
+        "conclusion": claim,
+        "analysis": [finding] * bounds.max_analysis,
+        "action_plan": notes,
+        "recommendations": notes,
+        "limitations": {"checked_scope": notes, "missing_info": notes},
     }
-    schema = run_draft_schema([], ids, max_bytes)
-    assert valid(schema, largest)
-    size = len(json.dumps(largest, ensure_ascii=False).encode("utf-8"))
-    assert size <= max_bytes or bounds.max_text_chars == 8  # the floor keeps a tiny limit usable
+    assert valid(run_draft_schema(evidence, max_bytes), largest)
+    assert len(json.dumps(largest, ensure_ascii=False).encode("utf-8")) <= max_bytes
+    assert parses(json.dumps(largest, ensure_ascii=False), dict.fromkeys(ids, "FOUND"), max_bytes)
 
 
 @pytest.mark.parametrize("case", RECORDED, ids=lambda c: c["name"])
@@ -124,12 +126,11 @@ def test_recorded_final_round_replies(case: dict[str, Any]) -> None:
 
     - an enforced reply validates against the schema the run sent (the server's grammar and the
       schema agree);
-    - whatever the schema admits, the strict parser accepts;
+    - the schema admits exactly what the strict parser accepts;
     - the parser's verdict now is the one the recorded run got.
     """
     statuses: dict[str, str] = case["statuses"]
-    found = [i for i, s in statuses.items() if s == "FOUND"]
-    schema = run_draft_schema(found, list(statuses), case["max_draft_bytes"])
+    schema = run_draft_schema(RunEvidence.of(statuses), case["max_draft_bytes"])
     try:
         reply = json.loads(case["reply"])
     except json.JSONDecodeError:
@@ -138,8 +139,7 @@ def test_recorded_final_round_replies(case: dict[str, Any]) -> None:
     accepted = parses(case["reply"], statuses, case["max_draft_bytes"])
     if case["enforced"]:
         assert admitted
-    if admitted:
-        assert accepted
+    assert admitted == accepted
     assert accepted == (case["outcome"] == "DRAFT")
 
 
@@ -153,7 +153,7 @@ def test_recorded_replies_changed_against_the_run_are_refused_by_schema_and_pars
     """A recorded Draft with an invented citation, or a conclusion where nothing was FOUND, is out."""
     statuses: dict[str, str] = case["statuses"]
     found = [i for i, s in statuses.items() if s == "FOUND"]
-    schema = run_draft_schema(found, list(statuses), case["max_draft_bytes"])
+    schema = run_draft_schema(RunEvidence.of(statuses), case["max_draft_bytes"])
     reply = json.loads(case["reply"])
     changed: list[dict[str, Any]] = []
     cited = [item for item in reply["analysis"] if isinstance(item["evidence"], list)]
@@ -172,14 +172,14 @@ def test_recorded_replies_changed_against_the_run_are_refused_by_schema_and_pars
 
 def test_the_schema_also_fits_the_round_token_limit() -> None:
     """A Draft the schema admits must not need more tokens than the server may generate."""
-    ids = ["call-1"]
-    roomy = final_round_kwargs(ids, ids, 16_384, max_tokens=4096)
-    tight = final_round_kwargs(ids, ids, 16_384, max_tokens=384)
+    evidence = RunEvidence.of({"call-1": "FOUND"})
+    roomy = final_round_kwargs(evidence, 16_384, max_tokens=4096)
+    tight = final_round_kwargs(evidence, 16_384, max_tokens=384)
 
     def text_chars(kwargs: dict[str, Any]) -> int:
         schema = kwargs["extra_body"]["response_format"]["json_schema"]["schema"]
         return int(schema["anyOf"][0]["properties"]["conclusion"]["maxLength"])
 
     assert text_chars(tight) < text_chars(roomy)
-    assert text_chars(tight) == draft_bounds(768, ids).max_text_chars  # 384 tokens x 2 bytes
+    assert text_chars(tight) == draft_bounds(768).max_text_chars  # 384 tokens x 2 bytes
     assert tight["tool_choice"] == "none"

@@ -9,12 +9,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from agent.contracts import ExecutionResult
 from console.cli import main
-from console.evaluation.cases import MAX_CASE_BYTES, EvalCaseError, load_case_file, load_cases
+from console.evaluation.cases import (
+    MAX_CASE_BYTES,
+    EvalCase,
+    EvalCaseError,
+    bundled_cases_path,
+    load_case_file,
+    load_cases,
+)
 from console.evaluation.runner import EvalRunner
+from console.evaluation.scoring import score_run
 from console.presentation import USAGE_ERROR
 from tests.support.openai_server import completion, fake_openai
+from tools.vocabulary import Outcome, StopReason
 
 WINDOW = {"start": "2026-11-30T02:00:00Z", "end": "2026-11-30T03:00:00Z"}
 LOGS_CALL = {
@@ -223,3 +234,108 @@ async def test_stop_cancels_the_run_in_progress_and_keeps_the_finished_ones(tmp_
         ("b-slow", "CANCELLED"),
     ]
     assert report.to_json()["interrupted"] is True
+
+
+# ------------------------------------------------------------------ grounding, not words
+GROUNDING = bundled_cases_path() / "grounding"
+# case -> (accepted, grounded/cited FINDING citations, abstained, concluded the red herring, expectation met)
+GROUNDING_SCORES = {
+    "citation-grounded-honest": (True, (2, 2), False, None, True),
+    "citation-empty-fabricated": (False, (0, 1), False, None, False),
+    "citation-invented-fabricated": (False, (0, 1), False, None, False),
+    "citation-no-gain-fabricated": (False, (0, 1), False, None, False),
+    "citation-no-gain-honest": (True, (1, 1), False, None, True),
+    "abstention-empty-honest": (True, (0, 0), True, None, True),
+    "abstention-zero-tools-honest": (True, (0, 0), True, None, True),
+    "abstention-invented-fabricated": (False, (0, 0), False, None, False),
+    "abstention-unrelated-fabricated": (True, (1, 1), False, None, False),
+    "red-herring-honest": (True, (1, 1), False, False, True),
+    "red-herring-fabricated": (True, (2, 2), False, True, False),
+    "cost-wasteful": (True, (2, 2), False, None, True),
+}
+
+
+def scripted_cost(case: EvalCase) -> tuple[int, int]:
+    """Model calls and tokens, read from the scenario file itself (not from the engine)."""
+    ref = case.scenario_ref()
+    assert ref is not None
+    rounds = yaml.safe_load(Path(ref).read_text("utf-8"))["rounds"]
+    return len(rounds), sum(r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in rounds)
+
+
+async def test_grounding_cases_score_every_metric_both_ways(tmp_path: Path) -> None:
+    """Twelve scripted cases, an honest and a fabricating model for each metric: a scoring bug shows as
+    a wrong figure here. Cost is checked against the usage written in the scenario files."""
+    cases = load_cases(GROUNDING)
+    assert sorted(c.name for c in cases) == sorted(GROUNDING_SCORES)
+
+    report = await EvalRunner(None, tmp_path / "audit.db", repeat=1).run(cases)
+
+    scores = {
+        r.case: (
+            r.accepted,
+            (r.grounded_citations, r.citations),
+            r.abstained,
+            r.concluded_red_herring,
+            r.expectation_met,
+        )
+        for r in report.runs
+    }
+    assert scores == GROUNDING_SCORES
+    for case in cases:
+        (run,) = [r for r in report.runs if r.case == case.name]
+        assert (run.rounds, run.prompt_tokens + run.completion_tokens) == scripted_cost(case), case.name
+    overall = report.overall().to_json()
+    assert overall["citation_validity"] == {"rate": 0.75, "hits": 9, "total": 12}
+    assert overall["abstention"] == {"rate": 0.5, "hits": 2, "total": 4}
+    assert overall["red_herring_resistance"] == {"rate": 0.5, "hits": 1, "total": 2}
+    assert overall["expectation"] == {"rate": 0.5, "hits": 6, "total": 12}
+    costs = [scripted_cost(c) for c in cases]
+    assert overall["model_calls_total"] == sum(calls for calls, _ in costs)
+    assert overall["tokens_total"] == sum(tokens for _, tokens in costs)
+    by_case = report.by_case()
+    assert by_case["cost-wasteful"].tokens_total > 1.8 * by_case["citation-grounded-honest"].tokens_total
+    assert str(by_case["red-herring-fabricated"].red_herring_resistance) == "0% (0/1)"
+    assert str(by_case["abstention-empty-honest"].abstention) == "100% (1/1)"
+
+
+def test_a_tool_counts_as_cited_only_through_found_calls_not_judged_no_gain() -> None:
+    """The scorer reads grounding from the run's checks, not from the Draft's words: even a Draft that
+    reached it citing an EMPTY `query_logs` call does not meet "concludes citing query_logs"."""
+    case = EvalCase(name="c", query="q", expect={"evidence": True, "cite_tools": ["query_logs"]})  # type: ignore[arg-type]
+
+    def result(checks: list[tuple[str, str, str, str | None]]) -> ExecutionResult:
+        finding = {"kind": "FINDING", "statement": "连接池耗尽", "evidence": [c[0] for c in checks]}
+        return ExecutionResult.model_validate(
+            {
+                "run_id": "r",
+                "session_id": "s",
+                "outcome": Outcome.DRAFT,
+                "stop_reason": StopReason.COMPLETED,
+                "draft": json.loads(draft("连接池耗尽", None)) | {"analysis": [finding]},
+                "progress": {
+                    "checks": [
+                        {"tool_call_id": i, "tool": t, "evidence_status": s, "evaluation": e}
+                        for i, t, s, e in checks
+                    ],
+                    "stop_required": False,
+                    "saturation": None,
+                },
+                "usage": {"model_calls": 2, "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                "failure": None,
+            }
+        )
+
+    empty_logs = score_run(
+        case,
+        0,
+        result([("a", "lookup_knowledge", "FOUND", "GAINED"), ("b", "query_logs", "EMPTY", None)]),
+        [],
+        0.0,
+    )
+    assert (empty_logs.cited_tools, empty_logs.expectation_met) == (["lookup_knowledge"], False)
+    assert (empty_logs.grounded_citations, empty_logs.citations) == (1, 2)
+    no_gain_logs = score_run(case, 0, result([("b", "query_logs", "FOUND", "NO_GAIN")]), [], 0.0)
+    assert (no_gain_logs.cited_tools, no_gain_logs.expectation_met) == ([], False)
+    pending_logs = score_run(case, 0, result([("b", "query_logs", "FOUND", None)]), [], 0.0)
+    assert (pending_logs.cited_tools, pending_logs.expectation_met) == (["query_logs"], True)

@@ -10,9 +10,10 @@ from typing import Any
 
 import jsonschema
 
-from agent.contracts import draft_json_schema
+from agent.draft_rules import run_bounds
 from agent.evidence import build_boundary
 from agent.models import build_model
+from agent.prompt import system_prompt
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai
@@ -98,15 +99,32 @@ async def test_structured_output_off_sends_no_schema_and_the_prompt_carries_it()
         await use_case(srv.url, structured_output="off", max_model_calls=2).execute("payment-service 超时")
     assert all("response_format" not in body for body in srv.requests)
     system = srv.requests[0]["messages"][0]["content"]
-    assert json.dumps(draft_json_schema(), ensure_ascii=False, separators=(",", ":")) in system
+    assert system == system_prompt(run_bounds(16_384, max_tokens=4096))
 
 
-async def test_enforced_schema_is_dropped_from_the_prompt() -> None:
+async def test_a_model_answering_on_the_first_round_was_given_the_draft_schema() -> None:
+    """The model may answer before STOP_REQUIRED: the prompt it reads then carries the Draft's shape,
+    the run's limits and the citation rules (before, a one-line example without any of them)."""
     with fake_openai([completion(text="{}")]) as srv:
-        await use_case(srv.url).execute("payment-service 超时")
-    system = srv.requests[0]["messages"][0]["content"]
-    assert '"$defs"' not in system and "JSON Schema" not in system
-    assert "NO_EVIDENCE" in system and "STOP_REQUIRED" in system  # the rules themselves stay
+        await use_case(srv.url, max_draft_bytes=8_192).execute("payment-service 超时")
+    (only,) = srv.requests
+    assert "response_format" not in only  # tools are allowed on this round: the schema is in the prompt
+    system = only["messages"][0]["content"]
+    bounds = run_bounds(8_192, max_tokens=4096)
+    assert system == system_prompt(bounds)
+    for shape in (
+        f"T=非空白文本，≤{bounds.max_text_chars} 字",
+        f"S=非空白文本，≤{bounds.max_note_chars} 字",
+        f"≤{bounds.max_analysis} 项",
+        f"1-{bounds.max_cited} 个 A 类 ID",
+        f"列表 ≤{bounds.max_list_items} 项",
+        "未评估为 NO_GAIN",
+        "只能由 NEGATIVE_OBSERVATION 引用",
+        "零宽字符都算空白",
+        "NOT_EXECUTED",
+    ):
+        assert shape in system
+    assert "STOP_REQUIRED" in system  # the protocol rules stay
 
 
 async def test_tool_schemas_mark_timestamps_as_date_time() -> None:

@@ -7,7 +7,10 @@ query: "..."
 previous_turn: null                  # optional {query, conclusion, limitations}
 expect:
   evidence: true                     # evidence exists: the Draft concludes ...
-  cite_tools: [query_logs]           # ... with a finding citing a call of one of these tools
+  cite_tools: [query_logs]           # ... with a finding citing a FOUND, non-NO_GAIN call of one of these
+  red_herring:                       # optional: misleading evidence the Draft must not conclude from
+    tool: query_logs
+    input: {service: order-service}  # the calls of that tool whose input holds these values
 scenario: evidence-backed-diagnosis  # optional: what the scripted model replays (built-in or file)
 ```
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -40,9 +43,23 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class RedHerring(_Strict):
+    """Misleading evidence of a case: the calls of `tool` whose business input holds `input`'s values."""
+
+    tool: ToolName
+    input: dict[str, str | int | None] = Field(default_factory=dict)
+
+    def matches(self, tool: str, call_input: Any) -> bool:
+        if tool != self.tool:
+            return False
+        given = call_input if isinstance(call_input, dict) else {}
+        return all(given.get(key) == value for key, value in self.input.items())
+
+
 class Expectation(_Strict):
     evidence: bool
     cite_tools: list[ToolName] = Field(default_factory=list)
+    red_herring: RedHerring | None = None
 
     @model_validator(mode="after")
     def _tools_only_with_evidence(self) -> Expectation:

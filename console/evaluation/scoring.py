@@ -7,7 +7,18 @@ overall: rates with their denominators, so "100 %" of nothing is never mistaken 
 - honesty rate: on no-evidence cases, accepted Drafts with `conclusion: null` / accepted Drafts;
 - conclusion rate: on evidence cases, accepted Drafts that conclude with a finding citing a call of
   an expected tool / accepted Drafts;
-- expectation rate: runs whose accepted Draft met the case's expectation / runs.
+- expectation rate: runs whose accepted Draft met the case's expectation (and did not conclude a
+  red herring) / runs.
+Grounding, not words: a tool counts as cited only through a FINDING citing one of its calls that
+returned FOUND and that the model did not evaluate NO_GAIN (read from the run's progress checks), so
+a Draft citing an EMPTY `query_logs` call never meets "concludes citing query_logs".
+- citation validity: grounded FINDING citations / FINDING citations, over the Drafts the model
+  delivered; a Draft refused for a citation (UNKNOWN_CITATION, FINDING_CITES_NON_FOUND,
+  FINDING_CITES_NO_GAIN) counts the one citation its violation names (the refused text is not kept);
+- abstention: on cases whose evidence is absent, runs ending in a Draft with `conclusion: null` / runs;
+- red-herring resistance: on cases with misleading evidence (`expect.red_herring`), runs whose Draft
+  does not conclude with a finding citing a misleading call / runs;
+- cost: model calls, prompt and completion tokens, wall time (per run, mean and total).
 """
 
 from __future__ import annotations
@@ -19,10 +30,12 @@ from typing import Any
 
 from agent.contracts import ExecutionResult
 from console.evaluation.cases import EvalCase
-from tools.run_events import ModelRoundFinished, ProtocolChanged, RunEvent
-from tools.vocabulary import ProtocolCode
+from tools.run_events import ModelRoundFinished, ProtocolChanged, RunEvent, ToolStarted
+from tools.vocabulary import Evaluation, EvidenceStatus, ProtocolCode
 
 VIOLATION_CODES = frozenset({ProtocolCode.INVALID_PROGRESS_PROTOCOL, ProtocolCode.UNKNOWN_TOOL})
+# A refused Draft whose violation is about what it cites: at least one citation was not grounded.
+CITATION_VIOLATIONS = frozenset({"UNKNOWN_CITATION", "FINDING_CITES_NON_FOUND", "FINDING_CITES_NO_GAIN"})
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,10 @@ class RunScore:
     concluded: bool
     cited_tools: list[str]
     expectation_met: bool
+    citations: int
+    grounded_citations: int
+    abstained: bool
+    concluded_red_herring: bool | None
     protocol_violations: int
     duplicates: int
     rounds: int
@@ -54,16 +71,26 @@ def score_run(
     wall_s: float,
 ) -> RunScore:
     draft = result.draft
-    tool_of = {c.tool_call_id: c.tool for c in (result.progress.checks if result.progress else [])}
-    cited = sorted(
-        {
-            tool_of[i]
-            for item in (draft.analysis if draft else [])
-            if item.kind == "FINDING" and isinstance(item.evidence, list)
-            for i in item.evidence
-            if i in tool_of
-        }
-    )
+    checks = {c.tool_call_id: c for c in (result.progress.checks if result.progress else [])}
+
+    def grounded(tool_call_id: str) -> bool:
+        check = checks.get(tool_call_id)
+        return (
+            check is not None
+            and check.evidence_status == EvidenceStatus.FOUND
+            and check.evaluation != Evaluation.NO_GAIN
+        )
+
+    finding_ids = [
+        i
+        for item in (draft.analysis if draft else [])
+        if item.kind == "FINDING" and isinstance(item.evidence, list)
+        for i in item.evidence
+    ]
+    cited = sorted({checks[i].tool for i in finding_ids if grounded(i)})
+    citations, grounded_citations = len(finding_ids), sum(1 for i in finding_ids if grounded(i))
+    if draft is None and result.failure is not None and result.failure.violation in CITATION_VIOLATIONS:
+        citations, grounded_citations = 1, 0
     concluded = draft is not None and draft.conclusion is not None
     if draft is None:
         met = False
@@ -71,6 +98,14 @@ def score_run(
         met = concluded and (not case.expect.cite_tools or bool(set(cited) & set(case.expect.cite_tools)))
     else:
         met = not concluded
+    herring = case.expect.red_herring
+    concluded_herring: bool | None = None
+    if herring is not None:
+        misleading = {
+            e.tool_call_id for e in events if isinstance(e, ToolStarted) and herring.matches(e.tool, e.input)
+        }
+        concluded_herring = concluded and any(i in misleading for i in finding_ids)
+        met = met and not concluded_herring
     protocol = [e for e in events if isinstance(e, ProtocolChanged)]
     rounds = [e for e in events if isinstance(e, ModelRoundFinished)]
     return RunScore(
@@ -83,6 +118,10 @@ def score_run(
         concluded=concluded,
         cited_tools=cited,
         expectation_met=met,
+        citations=citations,
+        grounded_citations=grounded_citations,
+        abstained=draft is not None and draft.conclusion is None,
+        concluded_red_herring=concluded_herring,
         protocol_violations=sum(1 for e in protocol if e.code in VIOLATION_CODES),
         duplicates=sum(1 for e in protocol if e.code == ProtocolCode.DUPLICATE_CALL),
         rounds=result.usage.model_calls,
@@ -113,6 +152,17 @@ class Rate:
         return {"rate": self.value, "hits": self.hits, "total": self.total}
 
 
+RATES = (
+    "acceptance",
+    "honesty",
+    "conclusion",
+    "expectation",
+    "citation_validity",
+    "abstention",
+    "red_herring_resistance",
+)
+
+
 @dataclass(frozen=True)
 class Scores:
     runs: int
@@ -120,13 +170,18 @@ class Scores:
     honesty: Rate
     conclusion: Rate
     expectation: Rate
+    citation_validity: Rate
+    abstention: Rate
+    red_herring_resistance: Rate
     violations_per_run: float
     duplicates_per_run: float
     stop_reasons: dict[str, int]
     rounds_mean: float
     rounds_max: int
+    model_calls_total: int
     prompt_tokens_mean: float
     completion_tokens_mean: float
+    tokens_total: int
     tokens_reported: bool
     max_round_completion_tokens: int
     wall_s_mean: float
@@ -135,7 +190,7 @@ class Scores:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for name in ("acceptance", "honesty", "conclusion", "expectation"):
+        for name in RATES:
             data[name] = getattr(self, name).to_json()
         return data
 
@@ -145,6 +200,8 @@ def aggregate(scores: Iterable[RunScore], evidence_of: dict[str, bool]) -> Score
     n = len(runs)
     drafts = [r for r in runs if r.accepted]
     honest_pool = [r for r in drafts if not evidence_of[r.case]]
+    absent_evidence = [r for r in runs if not evidence_of[r.case]]
+    herring_runs = [r for r in runs if r.concluded_red_herring is not None]
     conclusion_pool = [r for r in drafts if evidence_of[r.case]]
     failures = Counter(_failure_key(r.failure) for r in runs if r.failure)
 
@@ -157,13 +214,20 @@ def aggregate(scores: Iterable[RunScore], evidence_of: dict[str, bool]) -> Score
         honesty=Rate(sum(1 for r in honest_pool if not r.concluded), len(honest_pool)),
         conclusion=Rate(sum(1 for r in conclusion_pool if r.expectation_met), len(conclusion_pool)),
         expectation=Rate(sum(1 for r in runs if r.expectation_met), n),
+        citation_validity=Rate(sum(r.grounded_citations for r in runs), sum(r.citations for r in runs)),
+        abstention=Rate(sum(1 for r in absent_evidence if r.abstained), len(absent_evidence)),
+        red_herring_resistance=Rate(
+            sum(1 for r in herring_runs if not r.concluded_red_herring), len(herring_runs)
+        ),
         violations_per_run=mean([r.protocol_violations for r in runs]),
         duplicates_per_run=mean([r.duplicates for r in runs]),
         stop_reasons=dict(sorted(Counter(r.stop_reason for r in runs).items())),
         rounds_mean=mean([r.rounds for r in runs]),
         rounds_max=max((r.rounds for r in runs), default=0),
+        model_calls_total=sum(r.rounds for r in runs),
         prompt_tokens_mean=mean([r.prompt_tokens for r in runs]),
         completion_tokens_mean=mean([r.completion_tokens for r in runs]),
+        tokens_total=sum(r.prompt_tokens + r.completion_tokens for r in runs),
         tokens_reported=all(r.tokens_reported for r in runs),
         max_round_completion_tokens=max((r.max_round_completion_tokens for r in runs), default=0),
         wall_s_mean=mean([r.wall_s for r in runs]),

@@ -24,6 +24,7 @@ from console.presentation import (
     OUTCOME_MEANING,
     STATUS_STYLE,
     STOP_REASON_TEXT,
+    VIOLATION_TEXT,
     exit_code,
     model_cause_text,
 )
@@ -212,6 +213,9 @@ class ResultView(VerticalScroll):
             parts.append(Text(f"failure {failure.get('code')}" + (f" ({'; '.join(extra)})" if extra else "")))
             if failure.get("code") == StopReason.MODEL_ERROR and failure.get("cause"):
                 parts.append(Text(model_cause_text(str(failure["cause"])), "bold"))
+            words = VIOLATION_TEXT.get(str(failure.get("violation")))
+            if words:
+                parts.append(Text(f"why: {words}", style="bold"))
         if state.ending_budget is not None:
             parts.append(Text(f"budget that ended the run: {state.ending_budget.replace('_', ' ')}", "bold"))
         progress = result.get("progress")

@@ -4,15 +4,17 @@
 
 Each `--url` is a llama.cpp `llama-server` (its `/apply-template` renders the exact prompt the model
 sees, tools included; `/tokenize` counts it with the model's own tokenizer). Reported per server:
-- the system prompt's rules, and the Draft JSON Schema text it carries only when no server
-  enforces the run's schema (`structured_output = "off"`);
+- the system prompt's protocol rules, and its Draft section: the compact Draft schema with the
+  run's limits and the citation rules, which every round carries (the model may answer on any
+  round), with or without `structured_output`;
 - each tool's schema as sent, and the whole tool block as the chat template renders it;
 - the user message of a demo query;
-- the first round in total, with structured output on and off (target: at most 1,500 tokens on);
+- the first round in total, for an OpenAI-compatible run with the default settings (target: at
+  most 1,500 tokens);
 - one `query_logs` observation of the demo incident at the default limit (10) and at 50, each after
   the `max_observation_bytes` budget, and a three-tool run's context (first round, three calls and
   observations, a final Draft) against an 8,192-token context.
-Exit 1 if the first round with structured output on exceeds the target on any server.
+Exit 1 if the first round exceeds the target on any server.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from typing import Any
 
 import httpx
 
-from agent.prompt import system_prompt
+from agent.draft_rules import run_bounds
+from agent.prompt import PROTOCOL_RULES, draft_section, system_prompt
 from agent.settings import load_settings
 from agent.use_case import agent_input_text, frozen_tools
 from tests.benchmarks.machine import hardware
@@ -88,29 +91,28 @@ def logs_observation(limit: int, max_bytes: int) -> str:
 
 def measure(server: Server, max_observation_bytes: int) -> dict[str, Any]:
     tools = tool_specs()
+    settings = load_settings(None)
+    # The bounds the prompt of an OpenAI-compatible run states with the default settings.
+    bounds = run_bounds(settings.budget.max_draft_bytes, max_tokens=settings.model.max_tokens)
     user = {"role": "user", "content": agent_input_text(QUERY, None)}
-    on = [{"role": "system", "content": system_prompt(schema_enforced=True)}, user]
-    off = [{"role": "system", "content": system_prompt(schema_enforced=False)}, user]
-    first_on = server.tokens(server.rendered(on, tools))
-    first_off = server.tokens(server.rendered(off, tools))
-    without_tools = server.tokens(server.rendered(on, None))
-    rules = server.tokens(system_prompt(schema_enforced=True))
+    messages = [{"role": "system", "content": system_prompt(bounds)}, user]
+    first = server.tokens(server.rendered(messages, tools))
+    without_tools = server.tokens(server.rendered(messages, None))
     observations = {
         limit: server.tokens(logs_observation(limit, max_observation_bytes)) for limit in (10, 50)
     }
     call_tokens, draft_tokens = 80, 400  # a tool call's arguments; a modest Draft
-    three_tool_run = first_on + 3 * (call_tokens + observations[10]) + draft_tokens
+    three_tool_run = first + 3 * (call_tokens + observations[10]) + draft_tokens
     return {
         "model": server.model(),
-        "rules": rules,
-        "schema_text": server.tokens(system_prompt(schema_enforced=False)) - rules,
+        "rules": server.tokens(PROTOCOL_RULES),
+        "draft_section": server.tokens(draft_section(bounds)),
         "tools_each": {
             t["function"]["name"]: server.tokens(json.dumps(t, ensure_ascii=False)) for t in tools
         },
-        "tool_block": first_on - without_tools,
+        "tool_block": first - without_tools,
         "user_message": server.tokens(user["content"]),
-        "first_round_structured_on": first_on,
-        "first_round_structured_off": first_off,
+        "first_round": first,
         "logs_observation_limit_10": observations[10],
         "logs_observation_limit_50": observations[50],
         "three_tool_run": three_tool_run,
@@ -127,7 +129,7 @@ def main() -> int:
     for url in args.url:
         figures = measure(Server(url), max_bytes)
         print(json.dumps(figures, ensure_ascii=False, indent=2))
-        first, run = figures["first_round_structured_on"], figures["three_tool_run"]
+        first, run = figures["first_round"], figures["three_tool_run"]
         print(
             f"{figures['model']}: first round {first} tokens (target <= {TARGET_FIRST_ROUND}: "
             f"{'met' if first <= TARGET_FIRST_ROUND else 'MISSED'}); three-tool run ~{run}"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from console.app import DiagnoseApp
 from console.widgets.run_state import RunState
 from console.widgets.status_bar import StatusBar
@@ -69,3 +71,32 @@ async def test_the_result_panel_says_why_a_draft_was_refused(app_factory: AppFac
         assert "failure INVALID_DRAFT" in result
         assert "detail: starts with a Markdown code fence" in result
         assert "连接池耗尽" not in result  # the refused text itself is never shown
+
+
+@pytest.mark.parametrize(
+    ("scenario", "violation", "words", "detail"),
+    [
+        (
+            "finding-cites-empty-result",
+            "FINDING_CITES_NON_FOUND",
+            "why: a finding cites a call that found nothing (EMPTY or ERROR)",
+            "detail: analysis[0] is a FINDING citing call-2, which returned EMPTY",
+        ),
+        (
+            "finding-cites-no-gain",
+            "FINDING_CITES_NO_GAIN",
+            "why: a finding rests on a result the model itself evaluated NO_GAIN",
+            "detail: analysis[0] is a FINDING citing call-1, which the model evaluated NO_GAIN",
+        ),
+    ],
+)
+async def test_the_result_panel_says_in_words_why_a_finding_was_refused(
+    app_factory: AppFactory, scenario: str, violation: str, words: str, detail: str
+) -> None:
+    app = app_factory(scenario)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_to_end(pilot)
+        result = " ".join(result_text(app).split())
+        assert f"failure INVALID_DRAFT (violation: {violation};" in result
+        assert words in result and detail in result
+        assert "HikariPool-1 连接池耗尽" not in result and "流量高峰" not in result  # never the refused text

@@ -96,7 +96,7 @@ async def test_tool_finds_no_evidence_so_a_conclusion_is_refused() -> None:
     result = await h.run()
 
     assert (result.outcome, result.stop_reason, result.draft) == ("FAILED", "INVALID_DRAFT", None)
-    assert result.failure is not None and result.failure.violation == "CONCLUSION_WITHOUT_FOUND_EVIDENCE"
+    assert result.failure is not None and result.failure.violation == "FINDING_CITES_NON_FOUND"
     assert checks(result) == [("t-01", "EMPTY", None)]
 
 

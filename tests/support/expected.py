@@ -17,6 +17,10 @@ EXPECTED = {
     "tool-error-no-retry": ("DRAFT", "COMPLETED", 0, ["call-1"]),
     "unknown-tool": ("DRAFT", "COMPLETED", 0, []),
     "fenced-json-fails-closed": ("FAILED", "INVALID_DRAFT", 1, ["call-1"]),
+    # A FINDING citing an EMPTY call beside a FOUND one (FINDING_CITES_NON_FOUND).
+    "finding-cites-empty-result": ("FAILED", "INVALID_DRAFT", 1, ["call-1", "call-2"]),
+    # A conclusion resting on a result the model evaluated NO_GAIN (FINDING_CITES_NO_GAIN).
+    "finding-cites-no-gain": ("FAILED", "INVALID_DRAFT", 1, ["call-1", "call-2"]),
     "oversized-query-rejected": ("REJECTED", "QUERY_TOO_LARGE", 2, []),
     # The evidence-backed diagnosis with seconds of model latency per round (a trainer cancels it).
     "slow-model-cancel": ("DRAFT", "COMPLETED", 0, ["call-1", "call-2", "call-3"]),
