@@ -18,7 +18,7 @@ def test_the_prompt_says_tool_data_is_untrusted_and_not_instructions() -> None:
 
 def test_the_prompt_explains_every_control_code_the_model_can_receive() -> None:
     """A control the model was never told about reads as noise; it would likely just call again."""
-    prompt = system_prompt()
+    prompt = system_prompt(run_bounds(16_384))
     not_for_the_model = {ProtocolCode.SATURATED, ProtocolCode.COLLECTION_STOPPED}
     for code in AUDITED_PROTOCOL_CODES - not_for_the_model:
         assert f"{code}=" in prompt, code
