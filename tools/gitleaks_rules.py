@@ -1,0 +1,162 @@
+"""The issuer-token rules the redactor takes from gitleaks' maintained rule file.
+
+`tools/secret_rules/gitleaks.toml` is a curated subset of gitleaks' `config/gitleaks.toml` (MIT, the
+commit and the selection are in its header), copied entry by entry unchanged so that updating it is a
+copy, not a rewrite. Vendors add and change token formats every month; a maintained list of their
+prefixes catches what a hand-written one forgets (Twilio's `SK...`, Vault's `hvs.`, Doppler, Postman,
+PlanetScale ...). What gitleaks builds around the rules for scanning files (entropy thresholds,
+path allowlists, the Go engine) is not reproduced: a redactor hides a value of the issuer's shape
+whatever its randomness.
+
+gitleaks compiles its patterns with Go's RE2; Python's `re` differs in three spellings the file uses,
+translated here mechanically: a flag group such as `(?i)` in the middle of a pattern (RE2 applies it to
+the rest of the enclosing group; Python only accepts it at the very start, so it becomes a scoped
+`(?i:...)` up to the group's end or its next `|`), POSIX classes inside brackets (`[[:alnum:]]`), and
+`\\z`. Patterns are compiled with `re.ASCII`, because RE2's `\\w`, `\\d`, `\\s` and `\\b` are ASCII.
+Every rule starts at a literal or a bounded class, and `tests/security/test_gitleaks_rules.py` measures
+each one for linear cost on adversarial input, as the project's own rules are.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+RULE_FILE = "gitleaks.toml"
+
+_POSIX_CLASSES = {
+    "[:alnum:]": "A-Za-z0-9",
+    "[:alpha:]": "A-Za-z",
+    "[:digit:]": "0-9",
+    "[:lower:]": "a-z",
+    "[:upper:]": "A-Z",
+    "[:xdigit:]": "0-9A-Fa-f",
+    "[:space:]": r"\t\n\v\f\r ",
+    "[:word:]": r"\w",
+}
+_FLAG_GROUP = re.compile(r"\(\?([a-zA-Z]+)\)")
+
+
+@dataclass(frozen=True)
+class IssuerRule:
+    """One gitleaks rule: it runs only when one of its keywords occurs in the lower-cased text."""
+
+    id: str
+    keywords: tuple[str, ...]
+    pattern: re.Pattern[str]
+    secret_group: int
+    allowlists: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]
+
+    def secret_span(self, match: re.Match[str]) -> tuple[int, int]:
+        """gitleaks' choice: the rule's secretGroup, else its first non-empty group, else the match."""
+        if self.secret_group:
+            return match.span(self.secret_group)
+        for index in range(1, (self.pattern.groups or 0) + 1):
+            start, end = match.span(index)
+            if end > start:
+                return start, end
+        return match.span()
+
+    def allowed(self, match: re.Match[str], secret: str) -> bool:
+        """A `regexes` allowlist (target: the secret, the match or the line) spares this match."""
+        for target, patterns in self.allowlists:
+            text = secret if target == "secret" else match.group(0) if target == "match" else _line(match)
+            if any(pattern.search(text) for pattern in patterns):
+                return True
+        return False
+
+
+def _line(match: re.Match[str]) -> str:
+    text, start, end = match.string, match.start(), match.end()
+    return text[text.rfind("\n", 0, start) + 1 : (text.find("\n", end) + 1 or len(text) + 1) - 1]
+
+
+def to_python(pattern: str) -> str:
+    """An RE2 pattern from the rule file, spelled for Python's `re` (see the module docstring)."""
+    pattern = pattern.replace(r"\z", r"\Z")
+    for posix, members in _POSIX_CLASSES.items():
+        pattern = pattern.replace(posix, members)
+    return _scope_inline_flags(pattern)
+
+
+def _scope_inline_flags(pattern: str) -> str:
+    """`a(?i)b|c` → `a(?i:b)|(?i:c)`: a mid-pattern flag group applies up to its group's end."""
+    out: list[str] = []
+    open_flags: list[tuple[int, str]] = []  # (depth, flags) of the scoped groups we opened
+    depth = 0
+    index = 0
+    in_class = False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            out.append(pattern[index : index + 2])
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+            out.append(char)
+            index += 1
+            continue
+        if char == "[":
+            in_class = True
+            out.append(char)
+            # a `]` right after `[` or `[^` is a member, not the end of the class
+            if pattern.startswith("^]", index + 1):
+                out.append("^]")
+                index += 2
+            elif pattern.startswith("]", index + 1):
+                out.append("]")
+                index += 1
+            index += 1
+            continue
+        flag = _FLAG_GROUP.match(pattern, index)
+        if flag and (index > 0 or depth > 0):
+            out.append(f"(?{flag.group(1)}:")
+            open_flags.append((depth, flag.group(1)))
+            index = flag.end()
+            continue
+        if char == "(":
+            depth += 1
+        elif char in ")|":
+            closing = [flags for level, flags in open_flags if level == depth]
+            out.append(")" * len(closing))
+            if char == ")":
+                open_flags = [(level, flags) for level, flags in open_flags if level != depth]
+                depth -= 1
+            else:
+                out.append("|")
+                out.extend(f"(?{flags}:" for flags in closing)
+                index += 1
+                continue
+        out.append(char)
+        index += 1
+    out.append(")" * sum(1 for level, _ in open_flags if level == 0))
+    return "".join(out)
+
+
+def _rule(entry: dict[str, object]) -> IssuerRule:
+    allowlists = []
+    for allowlist in entry.get("allowlists", []) or []:  # type: ignore[attr-defined]
+        regexes = allowlist.get("regexes")
+        if regexes:
+            target = allowlist.get("regexTarget", "secret")
+            compiled = tuple(re.compile(to_python(regex), re.ASCII) for regex in regexes)
+            allowlists.append((target, compiled))
+    keywords = entry.get("keywords") or []
+    return IssuerRule(
+        id=str(entry["id"]),
+        keywords=tuple(str(keyword).lower() for keyword in keywords),  # type: ignore[attr-defined]
+        pattern=re.compile(to_python(str(entry["regex"])), re.ASCII),
+        secret_group=int(entry.get("secretGroup", 0)),  # type: ignore[call-overload]
+        allowlists=tuple(allowlists),
+    )
+
+
+@cache
+def issuer_rules() -> tuple[IssuerRule, ...]:
+    """The rules of the shipped subset, compiled once per process."""
+    text = resources.files("tools").joinpath("secret_rules", RULE_FILE).read_text(encoding="utf-8")
+    return tuple(_rule(entry) for entry in tomllib.loads(text)["rules"])
