@@ -140,10 +140,12 @@ def _log_to_file() -> None:
     """Library logging (haystack, httpx, adapters) goes to a file, never over the terminal output.
 
     The log holds SQL text and tracebacks: its folder is owner-only and the file is created 0600.
+    Every record is redacted and written on one line without control characters (`console.log_records`).
     """
     import platformdirs
 
     from audit.files import open_private_append, private_state_dir
+    from console.log_records import FORMAT, OneLineFormatter, route_every_record_to
 
     try:
         log_dir = private_state_dir(platformdirs.user_state_path("diagnosis-console"), ours=True)
@@ -151,11 +153,9 @@ def _log_to_file() -> None:
         handler: logging.Handler = logging.StreamHandler(stream)
     except OSError:
         handler = logging.NullHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(OneLineFormatter(FORMAT))
     handler.addFilter(DeferredRedaction())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
+    route_every_record_to(handler)
 
 
 class DeferredRedaction(logging.Filter):
@@ -334,7 +334,6 @@ def _console(args: argparse.Namespace) -> int:
     _check_scenarios(args)
     from console.app import DiagnoseApp
 
-    logging.captureWarnings(True)  # warnings go to the log file too, never over the screen
     # A bare `diagnose` parses no console options: the embedded defaults apply.
     app = DiagnoseApp(
         config=getattr(args, "config", None),
