@@ -79,7 +79,7 @@ def _parse_mysql(text: str, password_env: str | None) -> MysqlLocation:
     if not parts.hostname or not parts.username:
         raise AuditLocationError(f"[audit] url {_MYSQL_SHAPE}")
     if parts.password is not None:
-        raise AuditLocationError("[audit] url must not carry a password: name its variable in password_env")
+        raise AuditLocationError("[audit] url must not carry a password (name its variable in password_env)")
     if parts.query or parts.fragment:
         raise AuditLocationError("[audit] url must not carry query parameters or a fragment")
     database = unquote(parts.path.lstrip("/"))

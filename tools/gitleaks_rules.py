@@ -1,4 +1,4 @@
-"""The issuer-token rules the redactor takes from gitleaks' maintained rule file.
+r"""The issuer-token rules the redactor takes from gitleaks' maintained rule file.
 
 `tools/secret_rules/gitleaks.toml` is a curated subset of gitleaks' `config/gitleaks.toml` (MIT, the
 commit and the selection are in its header), copied entry by entry unchanged so that updating it is a
@@ -12,7 +12,15 @@ gitleaks compiles its patterns with Go's RE2; Python's `re` differs in three spe
 translated here mechanically: a flag group such as `(?i)` in the middle of a pattern (RE2 applies it to
 the rest of the enclosing group; Python only accepts it at the very start, so it becomes a scoped
 `(?i:...)` up to the group's end or its next `|`), POSIX classes inside brackets (`[[:alnum:]]`), and
-`\\z`. Patterns are compiled with `re.ASCII`, because RE2's `\\w`, `\\d`, `\\s` and `\\b` are ASCII.
+`\z`. Patterns are compiled with `re.ASCII`, because RE2's `\w`, `\d`, `\s` and `\b` are ASCII.
+
+Two more translations widen where a token is recognised, because gitleaks reads source files and a
+redactor reads logs and JSON: most rules end a token with `(?:[\x60'"\s;]|\\[nr]|$)` (a quote,
+whitespace, `;`, an escaped `\n`/`\r` or the end), which misses `pul-...)`, `SK...,` and a token
+before `\"` in a JSON-escaped string; that ending is read as "no letter or digit follows". And a rule
+that starts with `\b` also starts right after an escaped `\n`, `\r` or `\t` (`"...\nPMAK-..."` in
+JSON).
+
 Every rule starts at a literal or a bounded class, and `tests/security/test_gitleaks_rules.py` measures
 each one for linear cost on adversarial input, as the project's own rules are.
 """
@@ -38,6 +46,10 @@ _POSIX_CLASSES = {
     "[:word:]": r"\w",
 }
 _FLAG_GROUP = re.compile(r"\(\?([a-zA-Z]+)\)")
+_TOKEN_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+_WORD_START = re.compile(r"^((?:\(\?i\))?)\\b")
+# After a JSON-escaped newline, return or tab, as after a space.
+TOKEN_START = r"(?:(?<=\\[nrt])|\b)"
 
 
 @dataclass(frozen=True)
@@ -51,13 +63,16 @@ class IssuerRule:
     allowlists: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]
 
     def secret_span(self, match: re.Match[str]) -> tuple[int, int]:
-        """gitleaks' choice: the rule's secretGroup, else its first non-empty group, else the match."""
+        """What to hide: the rule's secretGroup; without one, its first non-empty group when the rest of
+        the match is only delimiters (`"TOKEN"`, `=TOKEN,`), else the whole match. gitleaks reports the
+        first non-empty group, which for a few rules is a fragment (a Teams webhook's `abcd-`)."""
         if self.secret_group:
             return match.span(self.secret_group)
         for index in range(1, (self.pattern.groups or 0) + 1):
             start, end = match.span(index)
             if end > start:
-                return start, end
+                rest = match.string[match.start() : start] + match.string[end : match.end()]
+                return (start, end) if not any(char.isalnum() for char in rest) else match.span()
         return match.span()
 
     def allowed(self, match: re.Match[str], secret: str) -> bool:
@@ -76,7 +91,8 @@ def _line(match: re.Match[str]) -> str:
 
 def to_python(pattern: str) -> str:
     """An RE2 pattern from the rule file, spelled for Python's `re` (see the module docstring)."""
-    pattern = pattern.replace(r"\z", r"\Z")
+    pattern = pattern.replace(r"\z", r"\Z").replace(_TOKEN_END, "(?![A-Za-z0-9])")
+    pattern = _WORD_START.sub(lambda match: match.group(1) + TOKEN_START, pattern)
     for posix, members in _POSIX_CLASSES.items():
         pattern = pattern.replace(posix, members)
     return _scope_inline_flags(pattern)

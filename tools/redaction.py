@@ -203,6 +203,9 @@ _NOT_A_SECRET = frozenset(
     | {"expired", "expiring", "revoked", "rotated", "changed", "reset", "updated", "renewed", "refreshed"}
     | {"denied", "rejected", "accepted", "failed", "failure", "success", "succeeded", "ok."}
     | {"enabled", "disabled", "locked", "unlocked", "too", "not", "is", "are", "was", "were", "must"}
+    # the first word of prose after a colon ("never a secret: only names and limits")
+    | {"a", "an", "the", "only", "also", "any", "all", "never", "always", "see", "use", "from", "in", "of"}
+    | {"for", "to", "with", "by", "via", "per", "if", "when", "and", "or", "then"}
     | {"错误", "無效", "无效", "过期", "已过期", "過期", "为空", "未设置", "틀림", "만료", "오류"}
 )
 # `********`, `xxxxxxxx`, `...`: a mask hides nothing; nor does a `%s` logged unformatted.
@@ -254,6 +257,8 @@ def _issuer_rule_replacer(rule: IssuerRule) -> _Replace:
 
 
 _TOKEN_CHARS = r"A-Za-z0-9_-"
+# A token starts after anything but a token character, and right after a JSON-escaped \n, \r or \t.
+_TOKEN_START = rf"(?:(?<=\\[nrt])|(?<![{_TOKEN_CHARS}]))"
 # The words a secret's key ends with (its head noun, as in the key-name rules), and the encoding
 # suffixes that keep it one (`password_hash`, `secret_key_base`, `token_value`, `password2`). Factored by
 # their first letters: `re` tries an alternation's branches one by one at every position, and this
@@ -275,7 +280,7 @@ _PAIR_SEP = r"(?:\\?[\"'])?+[ \t]{0,3}+[:=：＝]>?[ \t]{0,3}+"
 # The characters an unquoted value stops at; a `&` or `,` followed by more value (not by the next
 # `key=`) is part of it: `password=p&ss,w0rd` is one secret.
 _UNQUOTED = r"[^\s\"'\\,;&<>(){}\]]"
-_UNQUOTED_VALUE = rf"(?:{_UNQUOTED}++|[&,](?![\w.-]{{1,60}}+[:=])(?={_UNQUOTED}))++"
+_UNQUOTED_VALUE = rf"(?:{_UNQUOTED}++|[&,]++(?![\w.-]{{1,60}}+[:=])(?={_UNQUOTED}))++"
 # Issuer prefixes of tokens with lengths looser than gitleaks' exact ones (see the module docstring),
 # and issuers gitleaks has no rule for (Stripe/Svix webhook secrets, short Vault tokens); the length
 # after the prefix keeps ordinary words and IDs that share a prefix out.
@@ -374,10 +379,10 @@ _OWN_SHAPE_RULES: tuple[_Rule, ...] = (
         re.compile(rf"(?i)((?<![\w-])bearer[ \t]+){_NOT_MARK}[A-Za-z0-9._~+/=-]{{16,}}+"),
         _keep_group(1),
     ),
-    (_ISSUER_TRIGGERS, re.compile(rf"(?<![A-Za-z0-9_-])(?:{_ISSUED_TOKEN})"), REDACTED),
+    (_ISSUER_TRIGGERS, re.compile(rf"{_TOKEN_START}(?:{_ISSUED_TOKEN})"), REDACTED),
     (
         ("aiza",),
-        re.compile(rf"(?<![{_TOKEN_CHARS}])AIza[{_TOKEN_CHARS}]{{35}}(?![{_TOKEN_CHARS}])"),
+        re.compile(rf"{_TOKEN_START}AIza[{_TOKEN_CHARS}]{{35}}(?![{_TOKEN_CHARS}])"),
         REDACTED,
     ),
     (
@@ -391,7 +396,7 @@ _OWN_SHAPE_RULES: tuple[_Rule, ...] = (
     (
         ("sk-",),
         re.compile(
-            r"(?<![A-Za-z0-9_-])sk-(?:(?:proj|svcacct|admin|ant-api\d\d)-[A-Za-z0-9_-]{20}|[A-Za-z0-9]{20})"
+            rf"{_TOKEN_START}sk-(?:(?:proj|svcacct|admin|ant-api\d\d)-[A-Za-z0-9_-]{{20}}|[A-Za-z0-9]{{20}})"
             r"[A-Za-z0-9_-]*+"
         ),
         REDACTED,
@@ -399,7 +404,7 @@ _OWN_SHAPE_RULES: tuple[_Rule, ...] = (
     (
         ("eyj",),
         re.compile(
-            rf"(?<![{_TOKEN_CHARS}])eyJ[{_TOKEN_CHARS}]{{7,}}+\.[{_TOKEN_CHARS}]{{10,}}+\.[{_TOKEN_CHARS}]*+"
+            rf"{_TOKEN_START}eyJ[{_TOKEN_CHARS}]{{7,}}+\.[{_TOKEN_CHARS}]{{10,}}+\.[{_TOKEN_CHARS}]*+"
         ),
         REDACTED,
     ),
@@ -482,13 +487,14 @@ _OWN_KEY_RULES: tuple[_Rule, ...] = (
         _quoted_pair,
     ),
     # A secret key followed only by whitespace (netrc, option dumps, log lines): the next word is taken
-    # only when it looks like a credential (letters and digits, 6 to 256 characters), so "password
-    # rotation is due", "bearer token missing" and `kubectl get secret db-creds` stay readable.
+    # only when it looks like a credential (letters and digits, 6 to 256 characters, no parenthesis), so
+    # "password rotation is due", `kubectl get secret db-creds` and `password VARCHAR(255)` stay readable.
     (
         _SECRET_TRIGGERS,
         re.compile(
             rf"(?i)((?<![A-Za-z0-9_-]){_SECRET_WORDS}[ \t]{{1,3}}+){_NOT_MARK}"
-            r"(?=[^\s'\"<>,;]{0,256}[A-Za-z])(?=[^\s'\"<>,;]{0,256}[0-9])[^\s'\"<>,;]{6,256}+(?![^\s'\"<>,;])"
+            r"(?=[^\s'\"<>,;()]{0,256}[A-Za-z])(?=[^\s'\"<>,;()]{0,256}[0-9])[^\s'\"<>,;()]{6,256}+"
+            r"(?![^\s'\"<>,;()])"
         ),
         _keep_group(1),
     ),

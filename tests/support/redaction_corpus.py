@@ -171,6 +171,15 @@ SHAPES: list[Shape] = [
     _shape("connection-string-password", "Server=db;User Id=sa;Password=Sql$erver1;", "Sql$erver1"),
     _shape("api-key-header", "X-Api-Key: 7c9e6679f4a34b2e", "7c9e6679f4a34b2e"),
     _shape("yaml-passwd", "  passwd: Yaml-Pa55", "Yaml-Pa55"),
+    # where a log or a JSON string puts a token: inside punctuation, at the start of a line
+    _token("token-in-parentheses", "key rotated (old one: {}), see OPS-4711", "pul-" + made_up(HEX, 40)),
+    _token("token-before-comma", "keys {}, then retry.", "SK" + made_up(HEX, 32)),
+    _token(
+        "token-after-newline",
+        "request headers:\n{}\nend",
+        "PMAK-" + made_up(HEX, 24) + "-" + made_up(HEX, 34),
+    ),
+    _token("own-token-after-newline", "config:\n{}", "ghp_" + made_up(ALNUM, 36)),
 ]
 
 
