@@ -30,9 +30,11 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
+from functools import cache, cached_property
+from pathlib import Path
+from typing import Any
 
+RULE_DIR = "secret_rules"
 RULE_FILE = "gitleaks.toml"
 
 _POSIX_CLASSES = {
@@ -54,13 +56,26 @@ TOKEN_START = r"(?:(?<=\\[nrt])|\b)"
 
 @dataclass(frozen=True)
 class IssuerRule:
-    """One gitleaks rule: it runs only when one of its keywords occurs in the lower-cased text."""
+    """One gitleaks rule: it runs only when one of its keywords occurs in the lower-cased text, and is
+    compiled then, the first time (most never are: compiling all of them would triple the time the
+    redaction rules take to load)."""
 
     id: str
     keywords: tuple[str, ...]
-    pattern: re.Pattern[str]
+    regex: str  # as the rule file spells it (RE2)
     secret_group: int
-    allowlists: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]
+    allowlist_regexes: tuple[tuple[str, tuple[str, ...]], ...]  # (target, RE2 patterns)
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(to_python(self.regex), re.ASCII)
+
+    @cached_property
+    def allowlists(self) -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
+        return tuple(
+            (target, tuple(re.compile(to_python(regex), re.ASCII) for regex in regexes))
+            for target, regexes in self.allowlist_regexes
+        )
 
     def secret_span(self, match: re.Match[str]) -> tuple[int, int]:
         """What to hide: the rule's secretGroup; without one, its first non-empty group when the rest of
@@ -153,26 +168,23 @@ def _scope_inline_flags(pattern: str) -> str:
     return "".join(out)
 
 
-def _rule(entry: dict[str, object]) -> IssuerRule:
-    allowlists = []
-    for allowlist in entry.get("allowlists", []) or []:  # type: ignore[attr-defined]
-        regexes = allowlist.get("regexes")
-        if regexes:
-            target = allowlist.get("regexTarget", "secret")
-            compiled = tuple(re.compile(to_python(regex), re.ASCII) for regex in regexes)
-            allowlists.append((target, compiled))
-    keywords = entry.get("keywords") or []
+def _rule(entry: dict[str, Any]) -> IssuerRule:
+    allowlists = tuple(
+        (str(allowlist.get("regexTarget", "secret")), tuple(map(str, allowlist["regexes"])))
+        for allowlist in entry.get("allowlists") or ()
+        if allowlist.get("regexes")
+    )
     return IssuerRule(
         id=str(entry["id"]),
-        keywords=tuple(str(keyword).lower() for keyword in keywords),  # type: ignore[attr-defined]
-        pattern=re.compile(to_python(str(entry["regex"])), re.ASCII),
-        secret_group=int(entry.get("secretGroup", 0)),  # type: ignore[call-overload]
-        allowlists=tuple(allowlists),
+        keywords=tuple(str(keyword).lower() for keyword in entry.get("keywords") or ()),
+        regex=str(entry["regex"]),
+        secret_group=int(entry.get("secretGroup", 0)),
+        allowlist_regexes=allowlists,
     )
 
 
 @cache
 def issuer_rules() -> tuple[IssuerRule, ...]:
-    """The rules of the shipped subset, compiled once per process."""
-    text = resources.files("tools").joinpath("secret_rules", RULE_FILE).read_text(encoding="utf-8")
+    """The rules of the shipped subset, read once per process (each compiles on first use)."""
+    text = (Path(__file__).parent / RULE_DIR / RULE_FILE).read_text(encoding="utf-8")
     return tuple(_rule(entry) for entry in tomllib.loads(text)["rules"])

@@ -53,7 +53,7 @@ import re
 from collections.abc import Callable, Iterable
 from enum import Enum
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote, quote_plus
 
 from tools.gitleaks_rules import IssuerRule, issuer_rules
@@ -244,16 +244,48 @@ def _quoted_pair(match: re.Match[str]) -> str:
     return match.string[match.start() : start] + REDACTED + match.string[end : match.end()]
 
 
-def _issuer_rule_replacer(rule: IssuerRule) -> _Replace:
-    """Redact a maintained rule's secret inside its match, unless the rule's allowlist spares it."""
+class _Rule:
+    """One of the project's own rules: its trigger words, its pattern and what replaces a match. The
+    pattern is compiled the first time a trigger word occurs: most texts never need most rules, and
+    compiling every rule up front would make the first redaction wait for all of them."""
 
-    def replace(match: re.Match[str]) -> str:
-        start, end = rule.secret_span(match)
-        if end <= start or rule.allowed(match, match.string[start:end]):
+    __slots__ = ("_compiled", "_source", "replace", "triggers")
+
+    def __init__(
+        self, triggers: tuple[str, ...], source: str | re.Pattern[str], replace: _Replace | str
+    ) -> None:
+        self.triggers = triggers
+        self.replace = replace
+        self._source = source
+        self._compiled = source if isinstance(source, re.Pattern) else None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(cast(str, self._source))
+        return self._compiled
+
+    def redact(self, text: str) -> str:
+        return self.pattern.sub(self.replace, text)
+
+
+class _MaintainedRule:
+    """A gitleaks rule: its secret is hidden inside its match, unless the rule's allowlist spares it."""
+
+    __slots__ = ("_rule", "triggers")
+
+    def __init__(self, rule: IssuerRule) -> None:
+        self._rule = rule
+        self.triggers = rule.keywords
+
+    def redact(self, text: str) -> str:
+        return self._rule.pattern.sub(self._replace, text)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        start, end = self._rule.secret_span(match)
+        if end <= start or self._rule.allowed(match, match.string[start:end]):
             return match.group(0)
         return match.string[match.start() : start] + REDACTED + match.string[end : match.end()]
-
-    return replace
 
 
 _TOKEN_CHARS = r"A-Za-z0-9_-"
@@ -302,11 +334,12 @@ _ISSUED_TOKEN = (
 )
 # The tags and attributes of XML configuration (`<password>x</password>`, `<add key="DbPassword"
 # value="x"/>`) are judged by the key-name rule.
-_XML_ELEMENT = re.compile(
+_XML_ELEMENT = (
     r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)(?P<attrs>\s[^<>]{0,300}+)?>(?P<body>[^<]{1,8192}+)</(?P=tag)>"
 )
-_KEY_VALUE_ATTRS = re.compile(
-    r"""(?P<lead>\b(?:key|name)=(?P<q>["'])(?P<name>[^"'<>]{1,100}+)(?P=q)\s+value=(?P<q2>["']))(?P<value>[^"'<>]{0,4096}+)"""
+_KEY_VALUE_ATTRS = (
+    r"""(?P<lead>\b(?:key|name)=(?P<q>["'])(?P<name>[^"'<>]{1,100}+)(?P=q)\s+value=(?P<q2>["']))"""
+    r"""(?P<value>[^"'<>]{0,4096}+)"""
 )
 
 # Each rule runs only when one of its trigger words occurs in the lower-cased text: most text carries
@@ -325,8 +358,6 @@ _ISSUER_TRIGGERS = (
 _TEXT_CACHE_SIZE = 8192
 _CACHEABLE_LEN = 256
 
-_Rule = tuple[tuple[str, ...], re.Pattern[str], _Replace | str]
-
 # The project's own rules, in two runs: shapes that carry their own marker (key blocks, URLs, headers,
 # token prefixes), then the rules that judge a value by the key or flag in front of it. The maintained
 # issuer rules run between the two, so a precise rule of ours keeps more context (the Slack webhook's
@@ -336,9 +367,9 @@ _OWN_SHAPE_RULES: tuple[_Rule, ...] = (
     # and SSH2 (`---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`). The body stops at the next run of four
     # dashes, so a missing END cannot make it quadratic, and a truncated key (error text cut short) is
     # still hidden.
-    (
+    _Rule(
         ("private key",),
-        re.compile(
+        (
             r"(?P<begin>-{4,5}+ ?BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)? ?-{4,5}+)"
             r"(?:[^-]++|-(?!---))*+"
             r"(?P<end>-{4,5}+ ?END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)? ?-{4,5}+)?"
@@ -349,109 +380,105 @@ _OWN_SHAPE_RULES: tuple[_Rule, ...] = (
     # it is bounded rather than possessive and backtracks to the last '@' before the path. A password
     # with '/' runs to the first '@' (and never past a ':', so each scan ends before the next "://"),
     # unless what follows the ':' is a port and a path (`http://host:8080/a@b` holds no password).
-    (
+    _Rule(
         ("://",),
-        re.compile(
+        (
             rf"(://[^\s:/@?#\"'<>]{{0,256}}+:){_NOT_MARK}"
             rf"(?:[^\s/?#\"'<>]{{1,256}}@|(?![0-9]{{1,5}}+(?:[/?#]|$))[^\s?#\"'<>@:]{{1,256}}+@)"
         ),
         _url_credentials,
     ),
     # Go's MySQL driver DSN: `user:pass@tcp(host:3306)/db` (also unix and udp sockets).
-    (
+    _Rule(
         ("@tcp(", "@unix(", "@udp("),
-        re.compile(
-            rf"((?<![^\s\"'=(,;])[\w.-]{{1,64}}+:){_NOT_MARK}[^\s\"']{{1,256}}(?=@(?:tcp|unix|udp)\()"
-        ),
+        (rf"((?<![^\s\"'=(,;])[\w.-]{{1,64}}+:){_NOT_MARK}[^\s\"']{{1,256}}(?=@(?:tcp|unix|udp)\()"),
         _keep_group(1),
     ),
     # Authorization / Proxy-Authorization headers, in header, key=value or JSON form; the scheme is kept.
-    (
+    _Rule(
         ("authorization",),
-        re.compile(
+        (
             rf"(?i)((?<![\w-])(?:proxy-)?authorization{_PAIR_SEP}(?:\\?[\"'])?+"
             rf"(?:(?:bearer|basic|digest|token|negotiate|ntlm|apikey)[ \t]+)?+){_NOT_MARK}[^\s\"'\\,;]++"
         ),
         _keep_group(1),
     ),
-    (
+    _Rule(
         ("bearer",),
-        re.compile(rf"(?i)((?<![\w-])bearer[ \t]+){_NOT_MARK}[A-Za-z0-9._~+/=-]{{16,}}+"),
+        (rf"(?i)((?<![\w-])bearer[ \t]+){_NOT_MARK}[A-Za-z0-9._~+/=-]{{16,}}+"),
         _keep_group(1),
     ),
-    (_ISSUER_TRIGGERS, re.compile(rf"{_TOKEN_START}(?:{_ISSUED_TOKEN})"), REDACTED),
-    (
+    _Rule(_ISSUER_TRIGGERS, (rf"{_TOKEN_START}(?:{_ISSUED_TOKEN})"), REDACTED),
+    _Rule(
         ("aiza",),
-        re.compile(rf"{_TOKEN_START}AIza[{_TOKEN_CHARS}]{{35}}(?![{_TOKEN_CHARS}])"),
+        (rf"{_TOKEN_START}AIza[{_TOKEN_CHARS}]{{35}}(?![{_TOKEN_CHARS}])"),
         REDACTED,
     ),
-    (
+    _Rule(
         ("hooks.slack.com",),
-        re.compile(r"(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]{8,}+"),
+        (r"(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]{8,}+"),
         _keep_group(1),
     ),
     # OpenAI-style keys: 20 alphanumerics right after the prefix, so pod names such as
     # `sk-worker-5d6f7c8b9-p2z6h` (hyphen-separated short words) are left alone; after a project,
     # service-account or admin prefix the key's own alphabet (`-` and `_` too) counts.
-    (
+    _Rule(
         ("sk-",),
-        re.compile(
+        (
             rf"{_TOKEN_START}sk-(?:(?:proj|svcacct|admin|ant-api\d\d)-[A-Za-z0-9_-]{{20}}|[A-Za-z0-9]{{20}})"
             r"[A-Za-z0-9_-]*+"
         ),
         REDACTED,
     ),
-    (
+    _Rule(
         ("eyj",),
-        re.compile(
-            rf"{_TOKEN_START}eyJ[{_TOKEN_CHARS}]{{7,}}+\.[{_TOKEN_CHARS}]{{10,}}+\.[{_TOKEN_CHARS}]*+"
-        ),
+        (rf"{_TOKEN_START}eyJ[{_TOKEN_CHARS}]{{7,}}+\.[{_TOKEN_CHARS}]{{10,}}+\.[{_TOKEN_CHARS}]*+"),
         REDACTED,
     ),
 )
 _OWN_KEY_RULES: tuple[_Rule, ...] = (
     # Cookie / Set-Cookie headers: every name=value up to the end of the line (or the closing quote).
-    (
+    _Rule(
         ("cookie",),
-        re.compile(rf"(?i)((?<![\w-])(?:set-)?cookie{_PAIR_SEP}(?:\\?[\"'])?+){_NOT_MARK}[^\r\n\"'\\]++"),
+        (rf"(?i)((?<![\w-])(?:set-)?cookie{_PAIR_SEP}(?:\\?[\"'])?+){_NOT_MARK}[^\r\n\"'\\]++"),
         _keep_group(1),
     ),
     # A Docker config's `"auth": "<base64 of user:password>"` (config.json, a registry secret): only
     # quoted, because a bare `auth: ok` or `auth=scram-sha-256` is a status or a method, not a secret.
-    (
+    _Rule(
         ("auth",),
-        re.compile(
+        (
             r"((?<![\w-])\\?[\"']auth\\?[\"'][ \t]{0,3}+:[ \t]{0,3}+\\?[\"'])"
             rf"{_NOT_MARK}[A-Za-z0-9+/=_-]{{4,}}+"
         ),
         _keep_group(1),
     ),
     # Connection strings (ADO.NET, ODBC, Azure): `Password=p@ss word;` runs to the `;`, spaces included.
-    (
+    _Rule(
         ("password", "pwd", "account", "shared"),
-        re.compile(
+        (
             r"(?i)((?<![\w-])(?:password|pwd|account[ _]?key|shared[ _]?access[ _]?(?:key|signature))"
             rf"[ \t]*=[ \t]*){_NOT_MARK}([^;\r\n\"']{{1,256}}+)(?=;)"
         ),
         _keep_group(1),
     ),
-    (
+    _Rule(
         ("sig=",),
-        re.compile(rf"((?<=[?&])sig=){_NOT_MARK}[^&\s\"'#]++"),
+        (rf"((?<=[?&])sig=){_NOT_MARK}[^&\s\"'#]++"),
         _keep_group(1),
     ),  # Azure SAS signature
     # Command lines: `--password x`, `--token=x`, and the MySQL clients' glued `-pSECRET`.
-    (
+    _Rule(
         ("--",),
-        re.compile(
+        (
             r"(?i)((?<![\w-])--(?:password|passwd|pass|pwd|secret|token|api-?key|client-secret|auth-token"
             rf"|access-token)(?:[ \t]++|=)){_NOT_MARK}(?!-)(?:'[^'\n]*+'?|\"[^\"\n]*+\"?|[^\s'\"]++)"
         ),
         _keep_group(1),
     ),
-    (
+    _Rule(
         ("mysql", "mariadb"),
-        re.compile(
+        (
             r"((?<![\w/-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlsh|mysqlimport)(?:\.exe)?"
             rf"(?:[ \t]++[^\s]++){{0,12}}?[ \t]++-p){_NOT_MARK}(?:'[^'\n]*+'?|\"[^\"\n]*+\"?|[^\s'\"]++)"
         ),
@@ -459,23 +486,23 @@ _OWN_KEY_RULES: tuple[_Rule, ...] = (
     ),
     # curl's `-u user:password` / `--user user:password` (also `-U` / `--proxy-user`): the user is kept.
     # Anchored on curl, because `--user 1000:1000` is a uid:gid for docker.
-    (
+    _Rule(
         ("curl",),
-        re.compile(
+        (
             r"((?<![\w/-])curl(?:\.exe)?(?:[ \t]++[^\s]++){0,12}?[ \t]++"
             r"(?:-[uU][ \t]*+|--(?:proxy-)?user(?:[ \t]++|=))(?P<q>['\"]?+)[^\s:'\"]{0,256}+:)"
             rf"{_NOT_MARK}(?:[^\s'\"]++|(?<=['\"])[^'\"\n]++)"
         ),
         _keep_group(1),
     ),
-    (("</",), _XML_ELEMENT, _xml_element),
-    (("value=",), _KEY_VALUE_ATTRS, _key_value_attrs),
+    _Rule(("</",), _XML_ELEMENT, _xml_element),
+    _Rule(("value=",), _KEY_VALUE_ATTRS, _key_value_attrs),
     # key=value / key: value / "key": "value" (also JSON-in-JSON \"key\": \"value\"). The key must be
     # followed directly by the separator, so `tokens=`, `token_count:` and prose ("password rotation",
     # "检查 password 是否过期") never match; the prefix of the key (db_, aws_secret_, X-) is left as is.
-    (
+    _Rule(
         _SECRET_TRIGGERS,
-        re.compile(
+        (
             rf"(?i){_PAIR_KEY}{_PAIR_SEP}"
             r"(?:\"(?P<dq>(?:[^\"\\\n]++|\\.)*+)\"?"
             r"|\\\"(?P<eq>(?:[^\"\\\n]++|\\[^\"\n])*+)(?:\\\")?"
@@ -489,9 +516,9 @@ _OWN_KEY_RULES: tuple[_Rule, ...] = (
     # A secret key followed only by whitespace (netrc, option dumps, log lines): the next word is taken
     # only when it looks like a credential (letters and digits, 6 to 256 characters, no parenthesis), so
     # "password rotation is due", `kubectl get secret db-creds` and `password VARCHAR(255)` stay readable.
-    (
+    _Rule(
         _SECRET_TRIGGERS,
-        re.compile(
+        (
             rf"(?i)((?<![A-Za-z0-9_-]){_SECRET_WORDS}[ \t]{{1,3}}+){_NOT_MARK}"
             r"(?=[^\s'\"<>,;()]{0,256}[A-Za-z])(?=[^\s'\"<>,;()]{0,256}[0-9])[^\s'\"<>,;()]{6,256}+"
             r"(?![^\s'\"<>,;()])"
@@ -501,9 +528,9 @@ _OWN_KEY_RULES: tuple[_Rule, ...] = (
 )
 
 _PATTERNS = _OWN_SHAPE_RULES + _OWN_KEY_RULES
-_RULES: tuple[_Rule, ...] = (
+_RULES: tuple[_Rule | _MaintainedRule, ...] = (
     *_OWN_SHAPE_RULES,
-    *((rule.keywords, rule.pattern, _issuer_rule_replacer(rule)) for rule in issuer_rules()),
+    *map(_MaintainedRule, issuer_rules()),
     *_OWN_KEY_RULES,
 )
 
@@ -528,7 +555,7 @@ def _trie_pattern(words: Iterable[str]) -> str:
     return pattern(tree)
 
 
-_TRIGGERS = frozenset(trigger for triggers, _, _ in _RULES for trigger in triggers)
+_TRIGGERS = frozenset(trigger for rule in _RULES for trigger in rule.triggers)
 # Every trigger word that starts at some position (the lookahead makes the matches overlap), in one scan.
 _TRIGGER_SCAN = re.compile(f"(?=({_trie_pattern(_TRIGGERS)}))")
 # A trigger found at a position implies every trigger it contains ("sk-ant-" implies "sk-").
@@ -578,9 +605,9 @@ class Redactor:
         if not found:  # most text: one scan, no rule
             return value
         present = frozenset().union(*map(_IMPLIED.__getitem__, set(found)))
-        for triggers, pattern, replace in _RULES:
-            if not present.isdisjoint(triggers):
-                value = pattern.sub(replace, value)
+        for rule in _RULES:
+            if not present.isdisjoint(rule.triggers):
+                value = rule.redact(value)
         return value
 
     def value(self, obj: Any) -> Any:
