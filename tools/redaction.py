@@ -215,16 +215,25 @@ _MASK_OR_REFERENCE = re.compile(
     r"|%[-+# 0]?[bcdeEfFgGoOpqstTUvxX]"  # a format placeholder logged unformatted
 )
 _PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_JSON_ESCAPE_LETTERS = frozenset("bfnrtu")
 
 
 def _names_a_file(match: re.Match[str]) -> bool:
-    """The key is the last part of a path (`/srv/app/passwd: ...`, `C:\\keys\\token: ...`): a file's
-    name in a message, not a key=value pair."""
+    """The key is the last part of a path (`/srv/app/passwd: ...`, `C:\\keys\\passwd: ...`): a file's
+    name in a message, not a key=value pair. A backslash that starts a JSON escape (`...\\npassword=`,
+    `\\tdb_pass:`) separates nothing: that key is a key."""
     text, index = match.string, match.start()
     stop = max(0, index - 64)
     while index > stop and text[index - 1] in _PATH_CHARS:
         index -= 1
-    return index > 0 and text[index - 1] in "/\\"
+    if index == 0 or text[index - 1] not in "/\\":
+        return False
+    if text[index - 1] == "\\" and text[index] in _JSON_ESCAPE_LETTERS:
+        start = index - 1  # the run of backslashes before the key, looked at up to 64 back
+        while start > max(0, index - 64) and text[start - 1] == "\\":
+            start -= 1
+        return (index - start) % 2 == 0  # an odd run ends in an escaping backslash
+    return True
 
 
 def _quoted_pair(match: re.Match[str]) -> str:

@@ -180,6 +180,8 @@ SHAPES: list[Shape] = [
         "PMAK-" + made_up(HEX, 24) + "-" + made_up(HEX, 34),
     ),
     _token("own-token-after-newline", "config:\n{}", "ghp_" + made_up(ALNUM, 36)),
+    _shape("key-after-newline", "connect failed\npassword=Nl-S3cret-9 retrying", "Nl-S3cret-9"),
+    _shape("key-after-tab", "env:\tdb_pass: Tab-S3cret-7", "Tab-S3cret-7"),
 ]
 
 
