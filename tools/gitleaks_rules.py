@@ -52,6 +52,9 @@ _TOKEN_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
 _WORD_START = re.compile(r"^((?:\(\?i\))?)\\b")
 # After a JSON-escaped newline, return or tab, as after a space.
 TOKEN_START = r"(?:(?<=\\[nrt])|\b)"
+_GLOBAL_FLAGS = re.compile(r"^\(\?[a-zA-Z]+\)")
+_TAIL = "rest_of_token"
+_TOKEN_CHAR = "[A-Za-z0-9+/=_-]"
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,11 @@ class IssuerRule:
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
-        return re.compile(to_python(self.regex), re.ASCII)
+        """The translated rule, followed by the rest of the token it starts (see `secret_span`)."""
+        source = to_python(self.regex)
+        flags = _GLOBAL_FLAGS.match(source)
+        head, body = (flags.group(0), source[flags.end() :]) if flags else ("", source)
+        return re.compile(f"{head}(?:{body})(?P<{_TAIL}>{_TOKEN_CHAR}*+)", re.ASCII)
 
     @cached_property
     def allowlists(self) -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
@@ -80,15 +87,24 @@ class IssuerRule:
     def secret_span(self, match: re.Match[str]) -> tuple[int, int]:
         """What to hide: the rule's secretGroup; without one, its first non-empty group when the rest of
         the match is only delimiters (`"TOKEN"`, `=TOKEN,`), else the whole match. gitleaks reports the
-        first non-empty group, which for a few rules is a fragment (a Teams webhook's `abcd-`)."""
+        first non-empty group, which for a few rules is a fragment (a Teams webhook's `abcd-`). A secret
+        that ends where the rule's match ends runs on to the end of its token: some rules match only a
+        token's fixed beginning (Bedrock's `bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t`), and hiding
+        that beginning alone would leave the secret part on show."""
+        tail = match.start(_TAIL)
+        span = match.start(), tail
         if self.secret_group:
-            return match.span(self.secret_group)
-        for index in range(1, (self.pattern.groups or 0) + 1):
-            start, end = match.span(index)
-            if end > start:
-                rest = match.string[match.start() : start] + match.string[end : match.end()]
-                return (start, end) if not any(char.isalnum() for char in rest) else match.span()
-        return match.span()
+            span = match.span(self.secret_group)
+        else:
+            tail_index = self.pattern.groupindex[_TAIL]
+            for index in range(1, tail_index):
+                start, end = match.span(index)
+                if end > start:
+                    rest = match.string[match.start() : start] + match.string[end:tail]
+                    if not any(char.isalnum() for char in rest):
+                        span = start, end
+                    break
+        return (span[0], match.end()) if span[1] == tail else span
 
     def allowed(self, match: re.Match[str], secret: str) -> bool:
         """A `regexes` allowlist (target: the secret, the match or the line) spares this match."""
