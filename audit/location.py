@@ -107,7 +107,7 @@ def _parse_mysql(text: str, password_env: str | None, what: str, password_hint: 
     if not parts.hostname or not parts.username:
         raise AuditLocationError(f"{what} {_MYSQL_SHAPE}")
     if parts.password is not None:
-        raise AuditLocationError(f"{what} must not carry a password: name its variable in {password_hint}")
+        raise AuditLocationError(f"{what} must not carry a password (name its variable in {password_hint})")
     if parts.query or parts.fragment:
         raise AuditLocationError(f"{what} must not carry query parameters or a fragment")
     database = unquote(parts.path.lstrip("/"))

@@ -179,10 +179,12 @@ def _log_to_file() -> None:
     """Library logging (haystack, httpx, adapters) goes to a file, never over the terminal output.
 
     The log holds SQL text and tracebacks: its folder is owner-only and the file is created 0600.
+    Every record is redacted and written on one line without control characters (`console.log_records`).
     """
     import platformdirs
 
     from audit.files import open_private_append, private_state_dir
+    from console.log_records import FORMAT, OneLineFormatter, route_every_record_to
 
     try:
         log_dir = private_state_dir(platformdirs.user_state_path("diagnosis-console"), ours=True)
@@ -190,20 +192,15 @@ def _log_to_file() -> None:
         handler: logging.Handler = logging.StreamHandler(stream)
     except OSError:
         handler = logging.NullHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(OneLineFormatter(FORMAT))
     handler.addFilter(DeferredRedaction())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
-    # Warnings too: a library warns about a model reply's odd fields (pydantic about a usage count
-    # that is text), which must not reach the terminal as it is.
-    logging.captureWarnings(True)
+    route_every_record_to(handler)
 
 
 class DeferredRedaction(logging.Filter):
-    """The built-in redaction rules (`tools.redaction.NOOP`) on every log record, compiled at the first
-    record rather than at startup: compiling them takes ~15 ms that the console's first frame, which
-    logs nothing, need not wait for."""
+    """The built-in redaction rules (`tools.redaction.NOOP`) on every log record, loaded at the first
+    record rather than at startup: reading the maintained rule file and building the trigger scan takes
+    tens of milliseconds that the console's first frame, which logs nothing, need not wait for."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -426,7 +423,6 @@ def _console(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     from console.app import DiagnoseApp
 
-    logging.captureWarnings(True)  # warnings go to the log file too, never over the screen
     # A bare `diagnose` parses no console options: the embedded defaults apply.
     app = DiagnoseApp(
         config=getattr(args, "config", None),

@@ -4,37 +4,43 @@ columns, log records and the screen.
 Three layers, applied in this order so the most precise one wins:
 1. exact configured secret values (the DSN password, API keys read from env), with their URL- and
    JSON-escaped spellings, because a secret we were told about must never depend on a pattern;
-2. value patterns, by class of shape rather than by example:
-   - tokens that announce their issuer by a prefix (cloud keys; GitHub, GitLab, Slack, npm, PyPI,
-     Google, Stripe, OpenAI, Anthropic, Hugging Face, SendGrid, Shopify, DigitalOcean, Databricks,
-     Grafana, Atlassian, Alibaba, age tokens), JWTs and PEM private keys;
-   - credentials inside syntax: ``scheme://user:pass@``, ``Authorization:`` and ``Cookie:`` headers,
-     connection strings (``Password=...;``, ``AccountKey=...;``, SAS ``sig=``), XML elements and
-     ``key=/value=`` attributes named like a secret, command-line flags (``--password x``,
-     ``mysql -pX``);
-   - ``key=value`` pairs whatever the notation (``=``, ``:``, ``=>``, full-width ``：``/``＝``; env,
-     INI, YAML, JSON, JSON-in-JSON), whatever the quoting (``"..."``, ``'...'``, backticks, ``[...]``,
-     ``(...)``, ``<...>``, 「...」) and in the languages operators write keys in (密码, 口令, 密钥,
-     令牌, パスワード, 비밀번호, Passwort, contraseña, пароль, ...); and a secret key followed only by
-     whitespace when what follows looks like a credential (letters with digits or symbols), so
+2. value patterns, by class of shape rather than by example, from two lists kept apart:
+   - the maintained one: tokens that announce their issuer by a prefix, taken from gitleaks' rule file
+     (`tools/secret_rules/gitleaks.toml`, MIT, a curated subset copied unchanged: see
+     `tools.gitleaks_rules` for what is taken, what is not and why);
+   - the project's own (`_OWN_SHAPE_RULES`, `_OWN_KEY_RULES` below), for what a scanner of source
+     files does not cover in linear time or at all: private-key blocks (PEM, PGP, SSH2),
+     `scheme://user:pass@` (also with a `/` in the password) and Go's `user:pass@tcp(`,
+     `Authorization:` and `Cookie:` headers, connection strings (`Password=...;`, `AccountKey=...;`,
+     SAS `sig=`), XML elements and `key=/value=` attributes named like a secret, command-line flags
+     (`--password x`, `mysql -pX`, `curl -u user:pass`), a Docker config's `"auth"`, issuer prefixes
+     with looser lengths than gitleaks' exact ones (a vendor that changes a token's length must not
+     make it visible), and `key=value` pairs whatever the notation (`=`, `:`, `=>`, full-width
+     `：`/`＝`; env, INI, YAML, JSON, JSON-in-JSON), whatever the quoting (`"..."`, `'...'`, backticks,
+     `[...]`, `(...)`, `<...>`, 「...」), whatever the key's prefix and encoding suffix (`db_pass`,
+     `auth_key`, `secret_key_base`, `password_hash`; detect-secrets' keyword list, Apache-2.0, was the
+     reference) and in the languages operators write keys in (密码/密碼, 口令, 密钥/密鑰, 令牌,
+     パスワード, 비밀번호, 암호, Passwort, contraseña, пароль, ...); an unquoted value runs to the end
+     of the value, past a `&` or `,` that does not start the next `key=`. A secret key followed only
+     by whitespace is redacted when what follows looks like a credential (letters with digits), so
      "password rotation is due" stays readable;
 3. key-name rules for structured data (dict keys, table columns, labels), because a value under
    ``"password"`` is secret whatever it looks like. A SQL result column is judged by what it selects,
    not by its alias (``SELECT password AS p``): see `tools.sql_guard`.
 
-Why not a maintained rule set as is. gitleaks' rules (MIT) were the reference for the issuer prefixes
-above, but its ~200 rules are Go RE2 patterns built for scanning source files: most are keyword-anchored
-rules with a leading ``[\\w.-]{0,50}?``, an entropy threshold and allowlists, i.e. an engine, and
-running them all on every event string would multiply our cost per string by two orders of magnitude.
-detect-secrets (Apache-2.0) scans files line by line; its strongest detectors are high-entropy
-string plugins, which would hide the request IDs, commit SHAs and digests a diagnosis needs. Both
-were read for the classes they cover (keyword assignments in many notations, connection strings,
-basic-auth URLs, vendor prefixes), which are implemented here as anchored patterns.
+Secret values, not the tool's own words: a `key: value` whose unquoted value is one of the words
+systems write there instead of a secret (MySQL's `(using password: YES)`, `password: incorrect`,
+`token: expired`, `true`, `not set`), a mask (`********`), a reference (`${DB_PASSWORD}`, `%PW%`,
+`$DB_PASSWORD`), or a key that is the last part of a file path (`/srv/app/passwd: ...`) is left as
+it is: each is a fact a diagnosis needs, and none is a credential (gitleaks' global allowlist and
+detect-secrets' heuristic filters make the same cuts).
 
 Every pattern starts at a literal anchor and uses bounded or possessive quantifiers, so the cost stays
 linear in the input (tests/security measures it by the ratio of two input sizes): redaction runs on
-untrusted backend text and must not become a denial of service. False positives are measured on the
-bundled demo runbooks, log and database fixture, which must come out unchanged.
+untrusted backend text and must not become a denial of service. Rules run only when one of their
+trigger words occurs in the lower-cased text, found in one pass of a prefix-tree regex. False positives
+are measured on the bundled demo runbooks, log and database fixture, which must come out unchanged,
+and on the corpus of ordinary log lines in tests/security/test_redaction_corpus.py.
 """
 
 from __future__ import annotations
@@ -46,8 +52,10 @@ import re
 from collections.abc import Callable, Iterable
 from enum import Enum
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote, quote_plus
+
+from tools.gitleaks_rules import IssuerRule, issuer_rules
 
 REDACTED = "[REDACTED]"
 
@@ -69,6 +77,7 @@ _HEAD_SUFFIXES = (
     "token",  # access_token, id_token, authtoken, csrftoken; never `tokens` (usage counters)
     "credential",
     "credentials",
+    "creds",
     "authorization",
     "cookie",
     "cookies",
@@ -84,20 +93,32 @@ _HEAD_SUFFIXES = (
     "пароль",
     # Chinese, Japanese and Korean are head-final too: 登录密码 is a password, 密码过期时间 is a time.
     "密码",
+    "密碼",
     "口令",
     "密钥",
+    "密鑰",
     "私钥",
+    "私鑰",
     "令牌",
     "凭证",
     "凭据",
+    "憑證",
+    "憑據",
     "パスワード",
     "비밀번호",
+    "패스워드",
+    "암호",
 )
 _HEAD_WORDS = frozenset({"pwd", "pass", "auth", "bearer"})  # too short to match as a suffix
-_KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "signing", "encryption", "client", "app"})
+# The words that make `key` a secret's name; detect-secrets' keyword list (auth_key, service_key, db_key,
+# priv_key, ...) is the reference for the ones after "app".
+_KEY_QUALIFIERS = frozenset(
+    {"api", "access", "secret", "private", "signing", "encryption", "client", "app"}
+    | {"auth", "service", "account", "db", "database", "priv", "master", "session", "license"}
+)
 _ENCODING_QUALIFIERS = frozenset(
     {"value", "hash", "hashed", "digest", "plain", "plaintext", "raw", "encrypted", "enc", "b64", "base64"}
-    | {"str", "string", "text", "bytes", "header"}
+    | {"str", "string", "text", "bytes", "header", "base"}  # base: Rails' secret_key_base
 )
 _SENSITIVE_NAMES = frozenset({"authentication_string"})  # MySQL's mysql.user password hash column
 
@@ -170,25 +191,139 @@ def _key_value_attrs(match: re.Match[str]) -> str:
     return match.group("lead") + REDACTED
 
 
+# Words systems write where a secret's value would go: the secret is not there, and the word is what a
+# diagnosis needs (MySQL's "(using password: YES)", "password: incorrect", "token: expired"). Only an
+# UNQUOTED value equal to one of them is kept; "password: Expired1" or `password="yes"` is still hidden.
+_NOT_A_SECRET = frozenset(
+    {"yes", "no", "true", "false", "on", "off", "null", "none", "nil", "undefined", "n/a"}
+    | {"empty", "blank", "unset", "set", "missing", "required", "optional", "present", "absent"}
+    | {"provided", "supplied", "given", "hidden", "masked", "redacted", "omitted", "ok", "okay"}
+    | {"valid", "invalid", "incorrect", "correct", "wrong", "bad", "mismatch", "unknown", "weak"}
+    | {"expired", "expiring", "revoked", "rotated", "changed", "reset", "updated", "renewed", "refreshed"}
+    | {"denied", "rejected", "accepted", "failed", "failure", "success", "succeeded"}
+    | {"enabled", "disabled", "locked", "unlocked", "too", "not", "is", "are", "was", "were", "must"}
+    # the first word of prose after a colon ("never a secret: only names and limits")
+    | {"a", "an", "the", "only", "also", "any", "all", "never", "always", "see", "use", "from", "in", "of"}
+    | {"for", "to", "with", "by", "via", "per", "if", "when", "and", "or", "then"}
+    | {"错误", "無效", "无效", "过期", "已过期", "過期", "为空", "未设置", "틀림", "만료", "오류"}
+)
+# `********`, `xxxxxxxx`, `...`: a mask hides nothing; nor does a `%s` logged unformatted.
+# `${DB_PASSWORD}`, `$DB_PASSWORD`, `%DB_PASSWORD%`: a reference names where the secret lives (an
+# unbraced `$name` must be upper-case, so a password that merely starts with `$` is still hidden).
+_MASK_OR_REFERENCE = re.compile(
+    r"[*xX.#•-]{3,}+|\$\{[A-Za-z_][A-Za-z0-9_]{0,63}+\}|\$[A-Z_][A-Z0-9_]{0,63}+|%[A-Za-z_][A-Za-z0-9_]{0,63}+%"
+    r"|%[-+# 0]?[bcdeEfFgGoOpqstTUvxX]"  # a format placeholder logged unformatted
+)
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_JSON_ESCAPE_LETTERS = frozenset("bfnrtu")
+
+
+def _names_a_file(match: re.Match[str]) -> bool:
+    """The key is the last part of a path (`/srv/app/passwd: ...`, `C:\\keys\\passwd: ...`): a file's
+    name in a message, not a key=value pair. A backslash that starts a JSON escape (`...\\npassword=`,
+    `\\tdb_pass:`) separates nothing: that key is a key."""
+    text, index = match.string, match.start()
+    stop = max(0, index - 64)
+    while index > stop and text[index - 1] in _PATH_CHARS:
+        index -= 1
+    if index == 0 or text[index - 1] not in "/\\":
+        return False
+    if text[index - 1] == "\\" and text[index] in _JSON_ESCAPE_LETTERS:
+        start = index - 1  # the run of backslashes before the key, looked at up to 64 back
+        while start > max(0, index - 64) and text[start - 1] == "\\":
+            start -= 1
+        return (index - start) % 2 == 0  # an odd run ends in an escaping backslash
+    return True
+
+
 def _quoted_pair(match: re.Match[str]) -> str:
     """`password="..."`: keep key, separator and quotes; empty values stay empty (they hide nothing)."""
-    start, end = match.span(match.lastgroup or 0)  # the one value group that matched
+    group = match.lastgroup or 0
+    start, end = match.span(group)  # the one value group that matched
     if start == end or REDACTED in match.group(0):  # empty, or redacted already (keeps this idempotent)
+        return match.group(0)
+    value = match.string[start:end]
+    if (
+        (group == "uq" and value.lower() in _NOT_A_SECRET)
+        or _MASK_OR_REFERENCE.fullmatch(value)
+        or _names_a_file(match)
+    ):
         return match.group(0)
     return match.string[match.start() : start] + REDACTED + match.string[end : match.end()]
 
 
+class _Rule:
+    """One of the project's own rules: its trigger words, its pattern and what replaces a match. The
+    pattern is compiled the first time a trigger word occurs: most texts never need most rules, and
+    compiling every rule up front would make the first redaction wait for all of them."""
+
+    __slots__ = ("_compiled", "_source", "replace", "triggers")
+
+    def __init__(
+        self, triggers: tuple[str, ...], source: str | re.Pattern[str], replace: _Replace | str
+    ) -> None:
+        self.triggers = triggers
+        self.replace = replace
+        self._source = source
+        self._compiled = source if isinstance(source, re.Pattern) else None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(cast(str, self._source))
+        return self._compiled
+
+    def redact(self, text: str) -> str:
+        return self.pattern.sub(self.replace, text)
+
+
+class _MaintainedRule:
+    """A gitleaks rule: its secret is hidden inside its match, unless the rule's allowlist spares it."""
+
+    __slots__ = ("_rule", "triggers")
+
+    def __init__(self, rule: IssuerRule) -> None:
+        self._rule = rule
+        self.triggers = rule.keywords
+
+    def redact(self, text: str) -> str:
+        return self._rule.pattern.sub(self._replace, text)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        start, end = self._rule.secret_span(match)
+        if end <= start or self._rule.allowed(match, match.string[start:end]):
+            return match.group(0)
+        return match.string[match.start() : start] + REDACTED + match.string[end : match.end()]
+
+
 _TOKEN_CHARS = r"A-Za-z0-9_-"
+# A token starts after anything but a token character, and right after a JSON-escaped \n, \r or \t.
+_TOKEN_START = rf"(?:(?<=\\[nrt])|(?<![{_TOKEN_CHARS}]))"
+# The words a secret's key ends with (its head noun, as in the key-name rules), and the encoding
+# suffixes that keep it one (`password_hash`, `secret_key_base`, `token_value`, `password2`). Factored by
+# their first letters: `re` tries an alternation's branches one by one at every position, and this
+# tree costs ~40 % of the flat list (password|passwd|...|api_key|access_key|...) it spells.
 _SECRET_WORDS = (
-    r"pass(?:word|wd|phrase)|pwd|secret|token"
-    r"|(?:api|access|secret|private|client|signing|account|shared[_-]?access)[_-]?key"
-    r"|shared[_-]?access[_-]?signature|passwort|kennwort|contrase(?:ñ|n)a|mot[ _]de[ _]passe|senha|пароль"
-    r"|密码|口令|密钥|私钥|令牌|凭证|凭据|パスワード|비밀번호"
+    r"(?:a(?:pi|cc(?:ess|ount)|uth|pp)[_-]?key"
+    r"|c(?:red(?:entials?|s)?|lient[_-]?key|ontrase(?:ñ|n)a)"
+    r"|d(?:b|atabase)[_-]?key|encryption[_-]?key|kennwort|license[_-]?key"
+    r"|m(?:aster[_-]?key|ot[ _]de[ _]passe)"
+    r"|p(?:ass(?:w(?:or[dt]|d)|phrase|(?<=[_.-]pass))|wd|riv(?:ate)?[_-]?key)"  # db_pass, not bypass
+    r"|s(?:e(?:cret(?:[_-]?key)?|rvice[_-]?key|ssion[_-]?key|nha)|igning[_-]?key"
+    r"|hared[_-]?access[_-]?(?:key|signature))"
+    r"|token|пароль|密[码碼钥鑰]|口令|私[钥鑰]|令牌|凭[证据]|憑[證據]|パスワード|비밀번호|패스워드|암호)"
+    r"(?:[_.-]?(?:hash|hashed|digest|value|base|b64|base64|enc|encrypted|plain|plaintext|raw|str|string"
+    r"|text|bytes|\d{1,3}))?"
 )
 _PAIR_KEY = _SECRET_WORDS
 _PAIR_SEP = r"(?:\\?[\"'])?+[ \t]{0,3}+[:=：＝]>?[ \t]{0,3}+"
-# Issuer prefixes of tokens (gitleaks' rules were the reference); the length after the prefix keeps
-# ordinary words and IDs that share a prefix out.
+# The characters an unquoted value stops at; a `&` or `,` followed by more value (not by the next
+# `key=`) is part of it: `password=p&ss,w0rd` is one secret.
+_UNQUOTED = r"[^\s\"'\\,;&<>(){}\]]"
+_UNQUOTED_VALUE = rf"(?:{_UNQUOTED}++|[&,]++(?![\w.-]{{1,60}}+[:=])(?={_UNQUOTED}))++"
+# Issuer prefixes of tokens with lengths looser than gitleaks' exact ones (see the module docstring),
+# and issuers gitleaks has no rule for (Stripe/Svix webhook secrets, short Vault tokens); the length
+# after the prefix keeps ordinary words and IDs that share a prefix out.
 _ISSUED_TOKEN = (
     r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"
     r"|gh[pousr]_[A-Za-z0-9]{36,}+|github_pat_[A-Za-z0-9_]{22,}+"
@@ -203,166 +338,237 @@ _ISSUED_TOKEN = (
     r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|do[opr]_v1_[a-f0-9]{64}|dapi[a-f0-9]{32}(?:-[0-9])?"
     r"|glc_[A-Za-z0-9+/]{32,}+={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"
     r"|ATATT3[A-Za-z0-9_=-]{100,}+|LTAI[A-Za-z0-9]{20}(?![A-Za-z0-9])|AGE-SECRET-KEY-1[0-9A-Z]{58}"
+    r"|hv[sbr]\.[A-Za-z0-9_-]{24,}+|whsec_[A-Za-z0-9+/=]{20,}+"
 )
 # The tags and attributes of XML configuration (`<password>x</password>`, `<add key="DbPassword"
 # value="x"/>`) are judged by the key-name rule.
-_XML_ELEMENT = re.compile(
+_XML_ELEMENT = (
     r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)(?P<attrs>\s[^<>]{0,300}+)?>(?P<body>[^<]{1,8192}+)</(?P=tag)>"
 )
-_KEY_VALUE_ATTRS = re.compile(
-    r"""(?P<lead>\b(?:key|name)=(?P<q>["'])(?P<name>[^"'<>]{1,100}+)(?P=q)\s+value=(?P<q2>["']))(?P<value>[^"'<>]{0,4096}+)"""
+_KEY_VALUE_ATTRS = (
+    r"""(?P<lead>\b(?:key|name)=(?P<q>["'])(?P<name>[^"'<>]{1,100}+)(?P=q)\s+value=(?P<q2>["']))"""
+    r"""(?P<value>[^"'<>]{0,4096}+)"""
 )
 
-# Each rule runs only when one of its trigger words occurs in the lower-cased text: a substring search
-# is ~35x cheaper than a case-insensitive regex scan, and most text carries none of them.
+# Each rule runs only when one of its trigger words occurs in the lower-cased text: most text carries
+# none of them, and a rule's regex scan costs far more than finding its words (see `_TRIGGER_SCAN`).
 _SECRET_TRIGGERS = (
-    "pass", "pwd", "secret", "token", "key", "kennwort", "contrase", "mot de", "mot_de", "senha", "пароль",
-    "密码", "口令", "密钥", "私钥", "令牌", "凭证", "凭据", "パスワード", "비밀번호",
+    "pass", "pwd", "secret", "token", "cred", "key", "kennwort", "contrase", "mot de", "mot_de", "senha",
+    "пароль", "密码", "密碼", "口令", "密钥", "密鑰", "私钥", "私鑰", "令牌", "凭证", "凭据", "憑證", "憑據",
+    "パスワード", "비밀번호", "패스워드", "암호",
 )  # fmt: skip
 _ISSUER_TRIGGERS = (
     "a3t", "akia", "asia", "abia", "acca", "gh", "github_pat_", "gl", "gr1348941", "npm_", "pypi-", "xox",
     "xapp-", "ya29.", "gocspx-", "k_live_", "k_test_", "sk-ant-", "hf_", "sg.", "shp", "_v1_", "dapi",
-    "atatt3", "ltai", "age-secret-key-1",
+    "atatt3", "ltai", "age-secret-key-1", "hvs.", "hvb.", "hvr.", "whsec_",
 )  # fmt: skip
 
 _TEXT_CACHE_SIZE = 8192
 _CACHEABLE_LEN = 256
 
-_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str], _Replace | str], ...] = (
-    # PEM private keys; the body stops at the next "-----" so a missing END cannot make it quadratic,
-    # and a truncated key (error text cut short) is still hidden.
-    (
-        ("private key-----",),
-        re.compile(
-            r"(?P<begin>-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----)(?:[^-]++|-(?!----))*+"
-            r"(?P<end>-----END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY-----)?"
+# The project's own rules, in two runs: shapes that carry their own marker (key blocks, URLs, headers,
+# token prefixes), then the rules that judge a value by the key or flag in front of it. The maintained
+# issuer rules run between the two, so a precise rule of ours keeps more context (the Slack webhook's
+# path, the scheme of an Authorization header) and `api_key=SK...` is hidden once, by its token rule.
+_OWN_SHAPE_RULES: tuple[_Rule, ...] = (
+    # Private keys: PEM (`-----BEGIN RSA PRIVATE KEY-----`), PGP armour (`... PRIVATE KEY BLOCK-----`)
+    # and SSH2 (`---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----`). The body stops at the next run of four
+    # dashes, so a missing END cannot make it quadratic, and a truncated key (error text cut short) is
+    # still hidden.
+    _Rule(
+        ("private key",),
+        (
+            r"(?P<begin>-{4,5}+ ?BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)? ?-{4,5}+)"
+            r"(?:[^-]++|-(?!---))*+"
+            r"(?P<end>-{4,5}+ ?END (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)? ?-{4,5}+)?"
         ),
         _pem,
     ),
-    # scheme://user:pass@host — anchored on "://"; the password may contain '@' (sloppy DSNs), so it is
-    # bounded rather than possessive and backtracks to the last '@' before the path.
-    (
+    # scheme://user:pass@host — anchored on "://". A password without '/' may contain '@' (sloppy DSNs):
+    # it is bounded rather than possessive and backtracks to the last '@' before the path. A password
+    # with '/' runs to the first '@' (and never past a ':', so each scan ends before the next "://"),
+    # unless what follows the ':' is a port and a path (`http://host:8080/a@b` holds no password).
+    _Rule(
         ("://",),
-        re.compile(rf"(://[^\s:/@?#\"'<>]{{0,256}}+:){_NOT_MARK}[^\s/?#\"'<>]{{1,256}}@"),
+        (
+            rf"(://[^\s:/@?#\"'<>]{{0,256}}+:){_NOT_MARK}"
+            rf"(?:[^\s/?#\"'<>]{{1,256}}@|(?![0-9]{{1,5}}+(?:[/?#]|$))[^\s?#\"'<>@:]{{1,256}}+@)"
+        ),
         _url_credentials,
     ),
+    # Go's MySQL driver DSN: `user:pass@tcp(host:3306)/db` (also unix and udp sockets).
+    _Rule(
+        ("@tcp(", "@unix(", "@udp("),
+        rf"((?<![^\s\"'=(,;])[\w.-]{{1,64}}+:){_NOT_MARK}[^\s\"']{{1,256}}(?=@(?:tcp|unix|udp)\()",
+        _keep_group(1),
+    ),
     # Authorization / Proxy-Authorization headers, in header, key=value or JSON form; the scheme is kept.
-    (
+    _Rule(
         ("authorization",),
-        re.compile(
+        (
             rf"(?i)((?<![\w-])(?:proxy-)?authorization{_PAIR_SEP}(?:\\?[\"'])?+"
             rf"(?:(?:bearer|basic|digest|token|negotiate|ntlm|apikey)[ \t]+)?+){_NOT_MARK}[^\s\"'\\,;]++"
         ),
         _keep_group(1),
     ),
-    (
+    _Rule(
         ("bearer",),
-        re.compile(rf"(?i)((?<![\w-])bearer[ \t]+){_NOT_MARK}[A-Za-z0-9._~+/=-]{{16,}}+"),
+        rf"(?i)((?<![\w-])bearer[ \t]+){_NOT_MARK}[A-Za-z0-9._~+/=-]{{16,}}+",
         _keep_group(1),
     ),
-    (_ISSUER_TRIGGERS, re.compile(rf"(?<![A-Za-z0-9_-])(?:{_ISSUED_TOKEN})"), REDACTED),
-    (
+    _Rule(_ISSUER_TRIGGERS, rf"{_TOKEN_START}(?:{_ISSUED_TOKEN})", REDACTED),
+    _Rule(
         ("aiza",),
-        re.compile(rf"(?<![{_TOKEN_CHARS}])AIza[{_TOKEN_CHARS}]{{35}}(?![{_TOKEN_CHARS}])"),
+        rf"{_TOKEN_START}AIza[{_TOKEN_CHARS}]{{35}}(?![{_TOKEN_CHARS}])",
         REDACTED,
     ),
-    (
+    _Rule(
         ("hooks.slack.com",),
-        re.compile(r"(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]{8,}+"),
+        r"(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]{8,}+",
         _keep_group(1),
     ),
     # OpenAI-style keys: 20 alphanumerics right after the prefix, so pod names such as
-    # `sk-worker-5d6f7c8b9-p2z6h` (hyphen-separated short words) are left alone.
-    (
+    # `sk-worker-5d6f7c8b9-p2z6h` (hyphen-separated short words) are left alone; after a project,
+    # service-account or admin prefix the key's own alphabet (`-` and `_` too) counts.
+    _Rule(
         ("sk-",),
-        re.compile(
-            r"(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-|admin-|ant-api\d\d-)?+[A-Za-z0-9]{20}[A-Za-z0-9_-]*+"
+        (
+            rf"{_TOKEN_START}sk-(?:(?:proj|svcacct|admin|ant-api\d\d)-[A-Za-z0-9_-]{{20}}|[A-Za-z0-9]{{20}})"
+            r"[A-Za-z0-9_-]*+"
         ),
         REDACTED,
     ),
-    (
+    _Rule(
         ("eyj",),
-        re.compile(
-            rf"(?<![{_TOKEN_CHARS}])eyJ[{_TOKEN_CHARS}]{{7,}}+\.[{_TOKEN_CHARS}]{{10,}}+\.[{_TOKEN_CHARS}]*+"
-        ),
+        rf"{_TOKEN_START}eyJ[{_TOKEN_CHARS}]{{7,}}+\.[{_TOKEN_CHARS}]{{10,}}+\.[{_TOKEN_CHARS}]*+",
         REDACTED,
     ),
+)
+_OWN_KEY_RULES: tuple[_Rule, ...] = (
     # Cookie / Set-Cookie headers: every name=value up to the end of the line (or the closing quote).
-    (
+    _Rule(
         ("cookie",),
-        re.compile(rf"(?i)((?<![\w-])(?:set-)?cookie{_PAIR_SEP}(?:\\?[\"'])?+){_NOT_MARK}[^\r\n\"'\\]++"),
+        rf"(?i)((?<![\w-])(?:set-)?cookie{_PAIR_SEP}(?:\\?[\"'])?+){_NOT_MARK}[^\r\n\"'\\]++",
+        _keep_group(1),
+    ),
+    # A Docker config's `"auth": "<base64 of user:password>"` (config.json, a registry secret): only
+    # quoted, because a bare `auth: ok` or `auth=scram-sha-256` is a status or a method, not a secret.
+    _Rule(
+        ("auth",),
+        (
+            r"((?<![\w-])\\?[\"']auth\\?[\"'][ \t]{0,3}+:[ \t]{0,3}+\\?[\"'])"
+            rf"{_NOT_MARK}[A-Za-z0-9+/=_-]{{4,}}+"
+        ),
         _keep_group(1),
     ),
     # Connection strings (ADO.NET, ODBC, Azure): `Password=p@ss word;` runs to the `;`, spaces included.
-    (
+    _Rule(
         ("password", "pwd", "account", "shared"),
-        re.compile(
+        (
             r"(?i)((?<![\w-])(?:password|pwd|account[ _]?key|shared[ _]?access[ _]?(?:key|signature))"
             rf"[ \t]*=[ \t]*){_NOT_MARK}([^;\r\n\"']{{1,256}}+)(?=;)"
         ),
         _keep_group(1),
     ),
-    (
+    _Rule(
         ("sig=",),
-        re.compile(rf"((?<=[?&])sig=){_NOT_MARK}[^&\s\"'#]++"),
+        rf"((?<=[?&])sig=){_NOT_MARK}[^&\s\"'#]++",
         _keep_group(1),
     ),  # Azure SAS signature
     # Command lines: `--password x`, `--token=x`, and the MySQL clients' glued `-pSECRET`.
-    (
+    _Rule(
         ("--",),
-        re.compile(
+        (
             r"(?i)((?<![\w-])--(?:password|passwd|pass|pwd|secret|token|api-?key|client-secret|auth-token"
             rf"|access-token)(?:[ \t]++|=)){_NOT_MARK}(?!-)(?:'[^'\n]*+'?|\"[^\"\n]*+\"?|[^\s'\"]++)"
         ),
         _keep_group(1),
     ),
-    (
+    _Rule(
         ("mysql", "mariadb"),
-        re.compile(
+        (
             r"((?<![\w/-])(?:mysql|mariadb|mysqldump|mysqladmin|mysqlsh|mysqlimport)(?:\.exe)?"
             rf"(?:[ \t]++[^\s]++){{0,12}}?[ \t]++-p){_NOT_MARK}(?:'[^'\n]*+'?|\"[^\"\n]*+\"?|[^\s'\"]++)"
         ),
         _keep_group(1),
     ),
-    (("</",), _XML_ELEMENT, _xml_element),
-    (("value=",), _KEY_VALUE_ATTRS, _key_value_attrs),
+    # curl's `-u user:password` / `--user user:password` (also `-U` / `--proxy-user`): the user is kept.
+    # Anchored on curl, because `--user 1000:1000` is a uid:gid for docker.
+    _Rule(
+        ("curl",),
+        (
+            r"((?<![\w/-])curl(?:\.exe)?(?:[ \t]++[^\s]++){0,12}?[ \t]++"
+            r"(?:-[uU][ \t]*+|--(?:proxy-)?user(?:[ \t]++|=))(?P<q>['\"]?+)[^\s:'\"]{0,256}+:)"
+            rf"{_NOT_MARK}(?:[^\s'\"]++|(?<=['\"])[^'\"\n]++)"
+        ),
+        _keep_group(1),
+    ),
+    _Rule(("</",), _XML_ELEMENT, _xml_element),
+    _Rule(("value=",), _KEY_VALUE_ATTRS, _key_value_attrs),
     # key=value / key: value / "key": "value" (also JSON-in-JSON \"key\": \"value\"). The key must be
     # followed directly by the separator, so `tokens=`, `token_count:` and prose ("password rotation",
     # "检查 password 是否过期") never match; the prefix of the key (db_, aws_secret_, X-) is left as is.
-    (
+    _Rule(
         _SECRET_TRIGGERS,
-        re.compile(
-            rf"(?i)(?:{_PAIR_KEY}){_PAIR_SEP}"
+        (
+            rf"(?i){_PAIR_KEY}{_PAIR_SEP}"
             r"(?:\"(?P<dq>(?:[^\"\\\n]++|\\.)*+)\"?"
             r"|\\\"(?P<eq>(?:[^\"\\\n]++|\\[^\"\n])*+)(?:\\\")?"
             r"|'(?P<sq>(?:[^'\\\n]++|\\.)*+)'?"
             rf"|`(?P<bq>[^`\n]*+)`?|{_NOT_MARK}\[(?P<kq>[^\]\n]*+)\]?|\((?P<pq>[^)\n]*+)\)?|<(?P<aq>[^>\n]*+)>?"
             r"|「(?P<cq>[^」\n]*+)」?|“(?P<wq>[^”\n]*+)”?"
-            rf"|{_NOT_MARK}(?P<uq>[^\s\"'\\,;&<>(){{}}\]]++))"
+            rf"|(?P<rq>\$\{{[A-Za-z_][A-Za-z0-9_]{{0,63}}+\}})|{_NOT_MARK}(?P<uq>{_UNQUOTED_VALUE}))"
         ),
         _quoted_pair,
     ),
     # A secret key followed only by whitespace (netrc, option dumps, log lines): the next word is taken
-    # only when it looks like a credential (letters with digits or symbols, 6 to 256 characters), so
-    # "password rotation is due" and "bearer token missing" stay readable.
-    (
+    # only when it looks like a credential (letters and digits, 6 to 256 characters, no parenthesis), so
+    # "password rotation is due", `kubectl get secret db-creds` and `password VARCHAR(255)` stay readable.
+    _Rule(
         _SECRET_TRIGGERS,
-        re.compile(
-            rf"(?i)((?<![A-Za-z0-9_-])(?:{_SECRET_WORDS})[ \t]{{1,3}}+){_NOT_MARK}"
-            r"(?=[^\s]{0,256}[A-Za-z])(?=[^\s]{0,256}[0-9!#$%&*+/=?@^_~.-])[^\s'\"<>,;]{6,256}+(?![^\s'\"<>,;])"
+        (
+            rf"(?i)((?<![A-Za-z0-9_-]){_SECRET_WORDS}[ \t]{{1,3}}+){_NOT_MARK}"
+            r"(?=[^\s'\"<>,;()]{0,256}[A-Za-z])(?=[^\s'\"<>,;()]{0,256}[0-9])[^\s'\"<>,;()]{6,256}+"
+            r"(?![^\s'\"<>,;()])"
         ),
         _keep_group(1),
     ),
 )
 
-
-# Every rule's trigger words in one alternation (longest first): text that contains none of them (ids,
-# numbers, most log lines) skips the per-rule tests at once; the rules themselves are unchanged.
-_ANY_TRIGGER = re.compile(
-    "|".join(
-        map(re.escape, sorted({t for triggers, _, _ in _PATTERNS for t in triggers}, key=len, reverse=True))
-    )
+_RULES: tuple[_Rule | _MaintainedRule, ...] = (
+    *_OWN_SHAPE_RULES,
+    *map(_MaintainedRule, issuer_rules()),
+    *_OWN_KEY_RULES,
 )
+
+
+def _trie_pattern(words: Iterable[str]) -> str:
+    """One regex for many literal words, as a prefix tree: Python's `re` tries an alternation's branches
+    one by one at every position, so ~190 words in a flat list cost ~4x a tree of shared prefixes."""
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def pattern(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return pattern(tree)
+
+
+_TRIGGERS = frozenset(trigger for rule in _RULES for trigger in rule.triggers)
+# Every trigger word that starts at some position (the lookahead makes the matches overlap), in one scan.
+_TRIGGER_SCAN = re.compile(f"(?=({_trie_pattern(_TRIGGERS)}))")
+# A trigger found at a position implies every trigger it contains ("sk-ant-" implies "sk-").
+_IMPLIED: dict[str, frozenset[str]] = {
+    found: frozenset(trigger for trigger in _TRIGGERS if trigger in found) for found in _TRIGGERS
+}
 
 
 # --- the redactor ---------------------------------------------------------------------------------------
@@ -409,12 +615,13 @@ class Redactor:
     def _redact_text(self, value: str) -> str:
         if self._exact is not None:
             value = self._exact.sub(REDACTED, value)
-        lowered = value.lower()
-        if _ANY_TRIGGER.search(lowered) is None:  # most text: one scan instead of a test per rule
+        found = _TRIGGER_SCAN.findall(value.lower())
+        if not found:  # most text: one scan, no rule
             return value
-        for triggers, pattern, replace in _PATTERNS:
-            if any(trigger in lowered for trigger in triggers):
-                value = pattern.sub(replace, value)
+        present = frozenset().union(*map(_IMPLIED.__getitem__, set(found)))
+        for rule in _RULES:
+            if not present.isdisjoint(rule.triggers):
+                value = rule.redact(value)
         return value
 
     def value(self, obj: Any) -> Any:
