@@ -130,6 +130,8 @@ class _RunSpans:
     rounds: dict[int, tuple[Span, int]] = field(default_factory=dict)  # round -> (span, start)
     calls: dict[str, tuple[Span, int]] = field(default_factory=dict)  # tool call ID -> (span, start)
     awaiting_evaluation: dict[str, int] = field(default_factory=dict)  # FOUND call -> its finish
+    # The budget_changed gauges, latest value per key: set on the root once, when the run ends.
+    budget: Attributes = field(default_factory=dict)
 
 
 class TraceSink:
@@ -361,7 +363,7 @@ class TraceSink:
         _set(attributes, f"{PREFIX}budget.deadline.elapsed_s", deadline.get("elapsed_s"))
         _set(attributes, f"{PREFIX}budget.deadline.limit_s", deadline.get("limit_s"))
         _set(attributes, f"{PREFIX}budget.exhausted", event.exhausted)
-        run.root.set_attributes(attributes)
+        run.budget.update(attributes)
 
     def _run_finished(self, event: RunFinished) -> None:
         rejected = event.rejected_input
@@ -394,7 +396,7 @@ class TraceSink:
             _set(attributes, f"{PREFIX}failure.{key}", _word_or_number(failure.get(key)))
         _set(attributes, f"{PREFIX}failure.detail", self._content.text(failure.get("detail")))
         _set(attributes, "gen_ai.output.messages", self._output_messages(result.get("draft")))
-        run.root.set_attributes(attributes)
+        run.root.set_attributes({**run.budget, **attributes})
         failed = event.outcome == Outcome.FAILED
         evaluations = _evaluations(result.get("progress"))
         self._close_children(run, at, str(event.stop_reason), failed, evaluations)
@@ -428,7 +430,7 @@ class TraceSink:
             self._end(span, started, at)
 
     def _interrupted(self, run: _RunSpans) -> None:
-        run.root.set_attribute(f"{PREFIX}outcome", INTERRUPTED_RUN)
+        run.root.set_attributes({**run.budget, f"{PREFIX}outcome": INTERRUPTED_RUN})
         self._close_children(run, run.last_ns, INTERRUPTED_RUN, True, {})
         self._fail(run.root, INTERRUPTED_RUN)
         self._end(run.root, run.started_ns, run.last_ns)
