@@ -19,7 +19,15 @@ from console.traces.ids import span_id_of, trace_id_of
 from console.traces.sink import instant_ns
 from console.wiring import open_run_environment
 from tests.support.otlp import BlackHole, OtlpReceiver, ReceivedSpan, refused_endpoint
-from tests.support.resilience import CliRun, run_cli, write_config
+from tests.support.resilience import (
+    CliRun,
+    no_conclusion_draft,
+    run_cli,
+    scenario,
+    tool_call,
+    write_config,
+    write_scenario,
+)
 
 SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT = 1, 3
 STATUS_UNSET, STATUS_ERROR = 0, 2
@@ -230,8 +238,16 @@ def test_a_rejected_run_is_a_root_span_with_its_reason(
 
 
 async def test_a_cancelled_run_ends_every_span(tmp_path: Path, receiver: OtlpReceiver) -> None:
+    waits = {"tool_calls": [tool_call("call-2", "lookup_knowledge", {"query": "回滚"}, evaluates="call-1")]}
+    rounds = [
+        {"tool_calls": [tool_call("call-1", "lookup_knowledge", {"query": "连接池 耗尽"})]},
+        {**waits, "delay_ms": 60_000},  # the model "thinks": cancelled while it does
+        {"text": no_conclusion_draft()},
+    ]
     env = open_run_environment(
-        scenario="slow-model-cancel", audit_db=tmp_path / "audit.db", trace_endpoint=receiver.endpoint
+        scenario=str(write_scenario(tmp_path, scenario(rounds))),
+        audit_db=tmp_path / "audit.db",
+        trace_endpoint=receiver.endpoint,
     )
     assert env.scenario is not None
     use_case: Any = None
