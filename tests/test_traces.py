@@ -297,6 +297,21 @@ async def test_a_run_stopped_by_its_audit_ends_its_spans_as_interrupted(
     assert len(chats) == 2
 
 
+def test_a_reply_of_a_hundred_calls_lists_the_first_ids_and_counts_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    calls = [tool_call(f"call-{n}", "lookup_knowledge", {"query": f"连接池 {n}"}) for n in range(1, 101)]
+    path = write_scenario(tmp_path, scenario([{"tool_calls": calls}, {"text": no_conclusion_draft()}]))
+    run = traced_run(capsys, tmp_path, receiver.endpoint, "--scenario", path)
+    root, chats, _ = tree(receiver.spans(), run.result["run_id"])
+    assert chats[0].attributes["diagnose.round.tool_call_count"] == 100
+    assert chats[0].attributes["diagnose.round.tool_call_ids"] == [f"call-{n}" for n in range(1, 65)]
+    (capped,) = [a for _, _, a in root.events if a["diagnose.protocol.code"] == "TOO_MANY_CALLS"]
+    assert (capped["diagnose.protocol.cap"], capped["diagnose.protocol.limit"]) == ("ROUND", 8)
+    assert capped["diagnose.protocol.tool_call_count"] == 92
+    assert capped["diagnose.protocol.tool_call_ids"] == [f"call-{n}" for n in range(9, 73)]
+
+
 # --- configuration --------------------------------------------------------------------------------------
 
 

@@ -62,6 +62,9 @@ _PROTOCOL_DETAIL_KEYS = (
     "tool_call_ids",
 )
 _MAX_WORD = 128  # a detail value longer than any word or ID of the protocol is not one
+# A model may ask for any number of calls in one reply: a list of IDs on a span keeps the first ones,
+# and a count says how many there were.
+MAX_LISTED_IDS = 64
 _GAUGES = ("model_calls", "tokens", "run_bytes")
 # `run_started.limits` keys as the budget attributes `budget_changed` later updates.
 _LIMIT_ATTRIBUTES = {
@@ -281,7 +284,8 @@ class TraceSink:
         _set(attributes, "gen_ai.usage.input_tokens", event.prompt_tokens)
         _set(attributes, "gen_ai.usage.output_tokens", event.completion_tokens)
         _set(attributes, f"{PREFIX}usage.estimated", event.usage_estimated)
-        attributes[f"{PREFIX}round.tool_call_ids"] = list(event.tool_call_ids)
+        attributes[f"{PREFIX}round.tool_call_ids"] = list(event.tool_call_ids[:MAX_LISTED_IDS])
+        attributes[f"{PREFIX}round.tool_call_count"] = len(event.tool_call_ids)
         attributes[f"{PREFIX}round.has_text"] = bool(event.has_text)
         span.set_attributes(attributes)
         self._end(span, started, at)
@@ -347,6 +351,8 @@ class TraceSink:
         _set(attributes, "gen_ai.tool.call.id", event.tool_call_id)
         for key in _PROTOCOL_DETAIL_KEYS:
             _set(attributes, f"{PREFIX}protocol.{key}", _word_or_number(detail.get(key)))
+        if isinstance(detail.get("tool_call_ids"), list):
+            attributes[f"{PREFIX}protocol.tool_call_count"] = len(detail["tool_call_ids"])
         for key, value in (event.state or {}).items():
             _set(attributes, f"{PREFIX}protocol.{key}", _word_or_number(value))
         run.root.add_event(f"{PREFIX}protocol", attributes=attributes, timestamp=at)
@@ -448,7 +454,7 @@ def _word_or_number(value: Any) -> Any:
     if isinstance(value, str) and len(value) <= _MAX_WORD:
         return value
     if isinstance(value, list) and all(isinstance(v, str) and len(v) <= _MAX_WORD for v in value):
-        return list(value)
+        return list(value[:MAX_LISTED_IDS])
     return None
 
 
