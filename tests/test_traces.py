@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from agent.events import RequiredSinkFailed
 from console.traces.ids import span_id_of, trace_id_of
 from console.traces.sink import instant_ns
 from console.wiring import open_run_environment
+from tests.support.hostile_text import small_hostile_strings
 from tests.support.otlp import BlackHole, OtlpReceiver, ReceivedSpan, refused_endpoint
 from tests.support.resilience import (
     CliRun,
@@ -310,6 +312,34 @@ def test_a_reply_of_a_hundred_calls_lists_the_first_ids_and_counts_them(
     assert (capped["diagnose.protocol.cap"], capped["diagnose.protocol.limit"]) == ("ROUND", 8)
     assert capped["diagnose.protocol.tool_call_count"] == 92
     assert capped["diagnose.protocol.tool_call_ids"] == [f"call-{n}" for n in range(9, 73)]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call_id=small_hostile_strings, tool=small_hostile_strings, text=small_hostile_strings)
+def test_strings_from_a_hostile_model_never_cost_a_trace(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    receiver: OtlpReceiver,
+    call_id: str,
+    tool: str,
+    text: str,
+) -> None:
+    """Whatever a model sends (as IDs, tool names, arguments), every span of the run arrives: a string
+    the exporter could not encode would cost the whole batch, other runs' spans included."""
+    calls = [
+        tool_call(call_id, "lookup_knowledge", {"query": text}),
+        tool_call("call-2", tool, {"query": text}),
+    ]
+    path = tmp_path / "hostile.json"  # JSON escapes keep lone surrogates writable
+    path.write_text(json.dumps(scenario([{"tool_calls": calls}, {"text": no_conclusion_draft()}])), "utf-8")
+    config = write_config(tmp_path / "diagnose.toml", {"telemetry.traces": {"capture_content": True}})
+    run = traced_run(
+        capsys, tmp_path, receiver.endpoint, "--config", config, "--scenario", path, "--query", text
+    )
+    assert run.code in (0, 2, 10, 11), run.err
+    root, chats, _ = tree(receiver.spans(), run.result["run_id"])
+    assert root.attributes["diagnose.outcome"] == run.result["outcome"]
+    assert len(chats) == run.result["usage"]["model_calls"]
 
 
 # --- configuration --------------------------------------------------------------------------------------
