@@ -241,7 +241,7 @@ def test_a_rejected_run_is_a_root_span_with_its_reason(
 
 async def test_a_cancelled_run_ends_every_span(tmp_path: Path, receiver: OtlpReceiver) -> None:
     waits = {"tool_calls": [tool_call("call-2", "lookup_knowledge", {"query": "回滚"}, evaluates="call-1")]}
-    rounds = [
+    rounds: list[dict[str, Any]] = [
         {"tool_calls": [tool_call("call-1", "lookup_knowledge", {"query": "连接池 耗尽"})]},
         {**waits, "delay_ms": 60_000},  # the model "thinks": cancelled while it does
         {"text": no_conclusion_draft()},
