@@ -5,7 +5,7 @@ The OpenTelemetry SDK's `BatchSpanProcessor` does the sending on a thread of its
 only appends it to a bounded queue (the oldest spans are dropped when it is full), and an export
 request, retries included, is bounded by `export_timeout_s`. So a run never waits for the endpoint.
 Only the end of the process or of the console's run environment does, in `TraceExport.close`, and at
-most `flush_timeout_s`: not at all once the endpoint has refused a connection (`WatchedSession`), and
+most `flush_timeout_s`: not at all while its last connection was refused (`WatchedSession`), and
 never before `diagnose run` has printed its result.
 
 `force_flush` and `shutdown` of the processor are not bounded by a timeout in every SDK version (the
