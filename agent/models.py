@@ -22,6 +22,26 @@ class ModelChoice:
     label: str
 
 
+@dataclass(frozen=True)
+class ModelLabelParts:
+    """A model label (`build_model`'s `label`) read back: who answers, which model, and where."""
+
+    provider: str | None  # "scripted" or "openai"; None: a label of no known shape
+    name: str
+    server: str | None  # an OpenAI-compatible server's base URL or host
+
+
+def parse_model_label(label: str) -> ModelLabelParts:
+    """The parts of a label `build_model` wrote (`openai: NAME @ WHERE`, `scripted: SCENARIO`), so the
+    trace export can name the model and server of live and audited runs alike; any other label (an
+    older audit's, an edited file's) is all name."""
+    provider, sep, rest = label.partition(": ")
+    if not sep or provider not in ("scripted", "openai"):
+        return ModelLabelParts(None, label, None)
+    name, at, server = rest.partition(" @ ")
+    return ModelLabelParts(provider, name, server if at and server else None)
+
+
 def generation_kwargs(settings: ModelSettings) -> dict[str, Any]:
     """What every model request carries: a token limit always, temperature and seed when set."""
     kwargs: dict[str, Any] = {"max_tokens": settings.max_tokens}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from urllib.parse import unquote, urlsplit
 
 from agent.settings import Settings
@@ -15,13 +16,51 @@ from tools.redaction import Redactor
 
 
 def configured_secrets(settings: Settings) -> list[str]:
-    names = [settings.model.api_key_env, settings.mysql.password_env, settings.audit.password_env]
+    names = [
+        settings.model.api_key_env,
+        settings.mysql.password_env,
+        settings.audit.password_env,
+        settings.telemetry.traces.headers_env,
+    ]
     values = [os.environ.get(name, "") for name in names if name]
     if settings.mysql.dsn:
         password = urlsplit(settings.mysql.dsn).password
         if password:
             values.extend({password, unquote(password)})
+    if settings.telemetry.traces.headers_env:
+        values.extend(header_values(os.environ.get(settings.telemetry.traces.headers_env, "")))
     return [v for v in values if v]
+
+
+# An HTTP header name (RFC 9110 token) and a value that cannot end the header line.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE_BREAK = re.compile(r"[\x00\r\n]")
+
+
+def parse_headers(text: str) -> dict[str, str]:
+    """`name=value[,name=value]`, the form of `OTEL_EXPORTER_OTLP_HEADERS` (values URL-encoded or not),
+    as the trace exporter's headers. A pair that is no usable header is left out."""
+    headers: dict[str, str] = {}
+    for pair in text.split(","):
+        name, sep, value = pair.partition("=")
+        name, value = unquote(name).strip().lower(), unquote(value).strip()
+        if sep and _HEADER_NAME.fullmatch(name) and not _HEADER_VALUE_BREAK.search(value):
+            headers[name] = value
+    return headers
+
+
+def header_values(text: str) -> set[str]:
+    """Every value of a header list, as written and URL-decoded, and the token of a scheme and token
+    (`Bearer%20abc`): a token that reached a log or the audit would be as bad as the whole line."""
+    values: set[str] = set()
+    for pair in text.split(","):
+        written = pair.partition("=")[2].strip()
+        decoded = unquote(written).strip()
+        values.update({written, decoded})
+        words = decoded.split()
+        if len(words) > 1:
+            values.add(words[-1])
+    return values
 
 
 def build_redactor(settings: Settings) -> Redactor:

@@ -12,8 +12,9 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -133,10 +134,59 @@ class ServeSettings(Section):
     max_consoles: int = Field(default=4, ge=1, le=64)
 
 
+def check_trace_endpoint(url: str) -> str:
+    """An OTLP/HTTP traces URL (`http://localhost:4318/v1/traces`), or `ValueError` saying why not.
+
+    Credentials never go into it: a URL is written into configuration files, shell history and logs,
+    so a user, password, query or fragment is refused and the auth header is read from the variable
+    `[telemetry.traces] headers_env` names. Messages never repeat the URL."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        raise ValueError("the trace endpoint must be an http:// or https:// URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("the trace endpoint must be an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+        raise ValueError(
+            "the trace endpoint must hold no user, password, query or fragment: "
+            "put the auth header in the variable [telemetry.traces] headers_env names"
+        )
+    return url.strip()
+
+
+class TraceSettings(Section):
+    """`[telemetry.traces]`: every run as an OpenTelemetry trace over OTLP/HTTP (docs/architecture.md,
+    "Traces"). Off while `endpoint` is unset, which is the default: nothing leaves the machine unless
+    the operator names where it goes. The auth header is only ever read from the variable
+    `headers_env` names (`name=value[,name=value]`, as `OTEL_EXPORTER_OTLP_HEADERS`)."""
+
+    endpoint: str | None = None
+    headers_env: str | None = None
+    service_name: str = Field(default="diagnosis-console", min_length=1, max_length=255)
+    # Off: no query, tool input, observation or Draft text leaves the process. On: that text, redacted,
+    # neutralised and cut to `max_content_bytes` per attribute.
+    capture_content: bool = False
+    max_content_bytes: int = Field(default=4096, ge=64, le=1_048_576)
+    # The share of runs traced (a run is traced whole or not at all, decided by its trace ID).
+    sample_ratio: float = Field(default=1.0, ge=0.0, le=1.0)
+    # One export request, retries included; and how long the end of a run may wait for its spans to
+    # leave (`diagnose run` prints its result first). Past either the spans are dropped, never the run.
+    export_timeout_s: float = Field(default=5.0, gt=0, le=60)
+    flush_timeout_s: float = Field(default=1.0, ge=0, le=60)
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else check_trace_endpoint(value)
+
+
 class TelemetrySettings(Section):
-    """Library usage telemetry (Haystack's): off unless the operator opts in."""
+    """Library usage telemetry (Haystack's): off unless the operator opts in. `traces` is this
+    console's own OpenTelemetry export, off until an endpoint is configured; neither turns on the other."""
 
     enabled: bool = False
+    traces: TraceSettings = Field(default_factory=TraceSettings)
 
 
 class Settings(BaseSettings):

@@ -197,6 +197,7 @@ class DiagnoseApp(ConsoleHost):
         env = self.env_factory(scenario)
         if get_current_worker().is_cancelled:  # a newer pick replaced this one while it opened
             env.audit.close()
+            env.close_traces()
             return None
         return env, env.model_label
 
@@ -215,6 +216,8 @@ class DiagnoseApp(ConsoleHost):
                 self.investigate.prefill(env.scenario.query, env.scenario.previous_turn)
             self._prefill = False
             self.investigate.engine_ready(budget_limits(env))
+            for line in env.warnings:  # e.g. traces that could not be set up: the runs go on
+                self.notify(neutralize(line), title="Warning", severity="warning", markup=False, timeout=15)
             if old is not None:
                 await old.aclose()
         elif event.state == WorkerState.ERROR:

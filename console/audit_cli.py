@@ -88,6 +88,15 @@ def _time_arg(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{exc}; or an age like 2h") from None
 
 
+def _trace_endpoint(value: str) -> str:
+    from agent.settings import check_trace_endpoint
+
+    try:
+        return check_trace_endpoint(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _page_size(value: str) -> int:
     try:
         number = int(value) if len(value) <= 12 else 0
@@ -186,7 +195,21 @@ def add_audit_parser(subparsers: Any) -> None:
         default="invocation",
         help="one line per invocation (default) or per run with its timeline",
     )
-    export.add_argument("--output", type=Path, help="file to write (a new file, owner-only; default stdout)")
+    where = export.add_mutually_exclusive_group()
+    where.add_argument("--output", type=Path, help="file to write (a new file, owner-only; default stdout)")
+    where.add_argument(
+        "--otlp",
+        type=_trace_endpoint,
+        metavar="URL",
+        help="send runs as OpenTelemetry traces to this OTLP/HTTP endpoint instead "
+        "(e.g. http://localhost:4318/v1/traces; [telemetry.traces] sets headers and content capture)",
+    )
+    export.add_argument(
+        "--run",
+        action="append",
+        metavar="RUN_ID",
+        help="with --otlp: only this run (repeat for more; default: every finished run)",
+    )
     export.add_argument(
         "--force",
         action="store_true",
@@ -335,18 +358,22 @@ def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBacke
         else:
             _print_timeline(timeline, out)
     elif command == "export":
-        _export(args, browser, store, out)
+        return _export(args, browser, store, out)
     elif command == "prune":
         return _prune(args, browser, store, out)
     return 0
 
 
-def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> None:
+def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
     from audit.export import export_jsonl
 
+    if args.otlp is not None:
+        return _export_traces(args, browser, store)
+    if args.run:
+        raise _AuditCommandError("--run selects the runs --otlp sends", USAGE_ERROR)
     if args.output is None:
         export_jsonl(browser, _JsonLinesForTerminal(out), per=args.per)
-        return
+        return 0
     from audit.location import local_files
     from audit.output_files import OutputExistsError, OutputFile
 
@@ -361,6 +388,48 @@ def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend
     with output as stream:
         lines = export_jsonl(browser, stream, per=args.per)
     print(f"exported {lines} {args.per}{'s' if lines != 1 else ''} to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend) -> int:
+    """`--otlp URL`: audited runs as traces (docs/architecture.md, "Traces"). Exit 1 when a named run
+    is not in the audit, 3 when the endpoint did not take every run (or traces cannot be sent)."""
+    from agent.secrets import build_redactor, redact_logs
+    from agent.settings import ConfigError, load_settings
+    from audit.export import iter_runs
+    from console.traces import TracesUnavailable, require_sdk, trace_target
+
+    try:
+        settings = load_settings(args.config)
+        traces = settings.telemetry.traces
+        target = trace_target(traces, args.otlp)
+        require_sdk()
+    except (ConfigError, TracesUnavailable) as exc:
+        raise _AuditCommandError(str(exc)) from None
+    redactor = build_redactor(settings)
+    redact_logs(redactor)
+    from console.traces.backfill import AuditedRunTraces
+
+    run_ids = args.run or (run["run_id"] for run in iter_runs(browser))
+    sender = AuditedRunTraces(traces, target, redactor)
+    try:
+        report = sender.send(browser, run_ids)
+    finally:
+        sender.close()
+    for run_id in report.missing:
+        _error(f"no run {run_id!r} in {store.location}")
+    if args.run:
+        for run_id in report.running:
+            _error(f"run {run_id!r} has not finished: not sent")
+    runs = len(report.sent)
+    print(
+        f"sent {runs} run{'s' if runs != 1 else ''} ({report.spans} spans) to {_clean(target.endpoint)}",
+        file=sys.stderr,
+    )
+    if report.refused:
+        _error(f"the trace endpoint did not accept {len(report.refused)} runs (see the log)")
+        return SETUP_ERROR
+    return NOT_FOUND if report.missing or (args.run and report.running) else 0
 
 
 def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:

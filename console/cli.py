@@ -117,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         "one is complete)",
     )
     run.add_argument("--json", action="store_true", help="print the execution result as JSON")
+    run.add_argument(
+        "--trace-endpoint",
+        type=_trace_endpoint,
+        metavar="URL",
+        help="send this run as an OpenTelemetry trace to this OTLP/HTTP endpoint, e.g. "
+        "http://localhost:4318/v1/traces (default: [telemetry.traces] endpoint; none: no trace)",
+    )
 
     add_demo_parser(sub)
     add_audit_parser(sub)
@@ -167,6 +174,15 @@ def _port(value: str) -> int:
     if not (value.isascii() and value.isdigit() and len(value) <= 5 and 1 <= int(value) <= 65535):
         raise argparse.ArgumentTypeError(f"not a TCP port: {neutralize(value, newlines=False)!r}")
     return int(value)
+
+
+def _trace_endpoint(value: str) -> str:
+    from agent.settings import check_trace_endpoint
+
+    try:
+        return check_trace_endpoint(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _console_cap(value: str) -> int:
@@ -561,15 +577,27 @@ def _events_file(path: Path, *, force: bool, protected: Sequence[Path]) -> _Ndjs
 
 
 async def _run(args: argparse.Namespace, interrupts: Interrupts) -> int:
-    from agent.secrets import redact_logs
     from console.wiring import open_run_environment
 
     # Until the run starts, Ctrl-C stops the command (`Interrupts`): no run exists yet.
     _scenario_from_folder(args)
-    env = open_run_environment(config=args.config, scenario=args.scenario, audit_db=args.audit_db)
+    env = open_run_environment(
+        config=args.config, scenario=args.scenario, audit_db=args.audit_db, trace_endpoint=args.trace_endpoint
+    )
+    try:
+        return await _run_in(env, args, interrupts)
+    finally:
+        # After the result is printed (or the run failed): the wait for the trace endpoint is bounded
+        # and never delays what the operator reads (docs/architecture.md, "Traces").
+        env.close_traces()
+
+
+async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Interrupts) -> int:
+    from agent.secrets import redact_logs
+
     try:
         redact_logs(env.redactor)
-        for line in env.audit.open_warnings:
+        for line in (*env.audit.open_warnings, *env.warnings):
             warning(line)
         query = _read_query(args, env.scenario)
         previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
@@ -615,7 +643,7 @@ async def _run(args: argparse.Namespace, interrupts: Interrupts) -> int:
         if ticker is not None and wait_line is not None:
             ticker.cancel()
             wait_line.erase()
-        await env.aclose()
+        await env.aclose(traces=False)
         if events is not None:
             events.close()
 

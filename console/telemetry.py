@@ -7,7 +7,9 @@ leaves the machine unless the operator asks for it. Haystack is the one dependen
 package is imported, before anything can import Haystack, and every `diagnose` entry point (the
 `diagnose` script, `python -m console`, the per-browser-session consoles of `diagnose serve`) passes
 through it. Checked and found without telemetry of their own: openai, httpx, textual, textual-serve,
-aiohttp, aiomysql, sqlglot, sqlite-utils, pydantic; posthog is only reached through Haystack.
+aiohttp, aiomysql, sqlglot, sqlite-utils, pydantic; posthog is only reached through Haystack. The
+OpenTelemetry SDK (the optional `traces` extra) sends only to the endpoint `[telemetry.traces]` names,
+and is not even imported without one (console.traces).
 
 The opt-in is read from the configuration file and `DIAGNOSE_TELEMETRY__ENABLED` with `tomllib`,
 not through the settings model, so deciding costs no pydantic import before the console's first frame.

@@ -1,17 +1,23 @@
-"""Wires one run together: settings, scenario, model, evidence boundary and the audit sink.
+"""Wires one run together: settings, scenario, model, evidence boundary, the audit sink and, when
+traces are on, the trace sink.
 
 This is the only place (with the console) that imports `audit`, so the engine stays testable
-without a file. The audit is a required sink: if it cannot be written, the run does not pretend.
+without a file. The audit is a required sink: if it cannot be written, the run does not pretend. The
+trace sink is an ordinary one: a trace problem never changes a run (docs/architecture.md, "Traces").
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from agent.contracts import ExecutionResult, PreviousTurn
 from agent.evidence import build_boundary
+from agent.input_files import OversizedInput
 from agent.models import build_model
 from agent.scenarios import Scenario, ScenarioError
 from agent.secrets import build_redactor
@@ -29,6 +35,30 @@ from tools.run_events import EventSink
 if TYPE_CHECKING:
     from haystack.hooks import Hook, HookPoint
 
+    from console.traces.export import TraceExport
+    from console.traces.sink import TraceSink
+
+log = logging.getLogger(__name__)
+
+
+class TracedUseCase(DiagnosisUseCase):
+    """A use case whose runs are traced: a run that ends without `run_finished` (the audit failed, or
+    the task was torn down) still ends its spans, as INTERRUPTED, before the error goes on."""
+
+    def __init__(self, *args: Any, trace_sink: TraceSink, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.trace_sink = trace_sink
+
+    async def execute(
+        self,
+        query: str | OversizedInput,
+        previous_turn: PreviousTurn | dict[str, Any] | OversizedInput | None = None,
+    ) -> ExecutionResult:
+        try:
+            return await super().execute(query, previous_turn)
+        finally:
+            self.trace_sink.end_unfinished()
+
 
 @dataclass
 class RunEnvironment:
@@ -43,6 +73,10 @@ class RunEnvironment:
     def audit_files(self) -> tuple[Path, ...]:
         """The audit's files on this machine, which no export, events file or report may replace."""
         return local_files(self.audit_location) if self.audit_location is not None else ()
+
+    traces: TraceExport | None = None
+    # Problems the operator should know about that do not stop a run (traces turned off).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def model_label(self) -> str:
@@ -60,26 +94,41 @@ class RunEnvironment:
             model = build_model(self.settings.model, self.scenario)
         except (ConfigError, ScenarioError) as exc:
             raise SetupError(str(exc)) from None
-        return DiagnosisUseCase(
-            self.settings,
-            model.generator,
-            self.boundary,
-            model_label=model.label,
-            session_id=session_id,
-            sinks=sinks,
-            required_sinks=[AuditSink(self.audit)],
-            extra_hooks=extra_hooks,
-            redactor=self.redactor,
+        arguments: dict[str, Any] = {
+            "model_label": model.label,
+            "session_id": session_id,
+            "sinks": list(sinks or []),
+            "required_sinks": [AuditSink(self.audit)],
+            "extra_hooks": extra_hooks,
+            "redactor": self.redactor,
             **({"run_id_factory": run_id_factory} if run_id_factory else {}),
+        }
+        if self.traces is None:
+            return DiagnosisUseCase(self.settings, model.generator, self.boundary, **arguments)
+        trace_sink = self.traces.sink()
+        arguments["sinks"].append(trace_sink)
+        return TracedUseCase(
+            self.settings, model.generator, self.boundary, trace_sink=trace_sink, **arguments
         )
 
-    async def aclose(self) -> None:
+    def close_traces(self) -> None:
+        """Send what the runs traced, bounded by `[telemetry.traces] flush_timeout_s` (docs/architecture.md,
+        "Traces"); `diagnose run` calls it once its result is printed."""
+        if self.traces is not None and not self.traces.close():
+            log.warning("some spans did not reach the trace endpoint before the run environment closed")
+
+    async def aclose(self, *, traces: bool = True) -> None:
         await self.boundary.aclose()
         self.audit.close()
+        if traces:
+            await asyncio.to_thread(self.close_traces)
 
 
 def open_run_environment(
-    config: Path | None = None, scenario: str | None = None, audit_db: str | Path | None = None
+    config: Path | None = None,
+    scenario: str | None = None,
+    audit_db: str | Path | None = None,
+    trace_endpoint: str | None = None,
 ) -> RunEnvironment:
     """Settings, scenario, evidence boundary and the open audit; `SetupError` for anything unusable.
     `audit_db` is `--audit-db`: a file path or a URL (console.audit_target)."""
@@ -97,4 +146,13 @@ def open_run_environment(
         )
     except AuditStoreError as exc:
         raise SetupError(f"audit unavailable: {exc}") from None
-    return RunEnvironment(settings, chosen, boundary, store, redactor, run.audit)
+    env = RunEnvironment(settings, chosen, boundary, store, redactor, run.audit)
+    if trace_endpoint is not None or settings.telemetry.traces.endpoint is not None:
+        from console.traces import TracesUnavailable, open_trace_export
+
+        try:
+            env.traces = open_trace_export(settings.telemetry.traces, redactor, trace_endpoint)
+        except TracesUnavailable as exc:
+            env.warnings.append(f"traces are off: {exc}")
+            log.warning("traces are off: %s", exc)
+    return env

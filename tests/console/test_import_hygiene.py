@@ -4,6 +4,8 @@ Nor does the first frame pay for what it does not show: pydantic (the tool input
 contracts), the screens other than investigate, the export, the audit screen's table widget, the
 redaction rules and the run-event types (with the first event) load later, on first use; a bare
 `diagnose` builds no command-line parser, so the other commands' modules are not imported either.
+OpenTelemetry (an optional extra) is imported only when traces are on: never by the first frame,
+never by a run without an endpoint.
 
 Runs in a fresh interpreter: the test process has long imported Haystack.
 """
@@ -55,6 +57,7 @@ async def main() -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         seen["after_run"] = "haystack" in sys.modules
+        seen["traces_after_run"] = [n for n in ("opentelemetry", "console.traces") if n in sys.modules]
         seen["outcome"] = app.investigate.state.outcome
 
 asyncio.run(main())
@@ -70,7 +73,7 @@ from textual.app import App
 LATER = (
     "haystack", "pydantic", "agent.events", "tools.redaction", "tomllib", "console.audit_cli",
     "console.eval_cli", "console.demo_cli", "console.export", "textual.widgets._data_table",
-    "tools.run_events",
+    "tools.run_events", "opentelemetry", "console.traces",
 )
 seen = {}
 _display = App._display
@@ -123,9 +126,46 @@ def test_first_frame_before_haystack_and_a_silent_run(tmp_path: Path) -> None:
         "loaded_at_first_paint": [],
         "status_at_first_paint": "loading engine…",
         "after_run": True,
+        "traces_after_run": [],
         "outcome": "DRAFT",
     }
 
 
 def test_bare_diagnose_paints_before_loading_other_commands_or_the_redaction_rules(tmp_path: Path) -> None:
     assert run_probe(tmp_path, CLI_PROBE) == {"loaded_at_first_frame": [], "exit_code": 0}
+
+
+# `diagnose run` in a fresh interpreter, with or without a trace endpoint (nothing listens on it: the
+# run is the same either way).
+RUN_PROBE = r"""
+import json, sys
+from console.cli import main
+
+code = main(["run", "--scenario", "unknown-tool", "--audit-db", sys.argv[1], *sys.argv[2:]])
+loaded = [name for name in ("opentelemetry", "console.traces") if name in sys.modules]
+sys.__stderr__.write(json.dumps({"exit_code": code, "loaded": loaded}))
+"""
+
+
+def test_opentelemetry_is_imported_only_by_a_run_that_is_traced(tmp_path: Path) -> None:
+    def run(*args: str) -> dict[str, object]:
+        probe = tmp_path / "run_probe.py"
+        probe.write_text(RUN_PROBE, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, str(probe), str(tmp_path / "audit.db"), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).parents[2],
+            env={
+                "PATH": "/usr/bin:/bin",
+                "HOME": str(tmp_path),
+                "PYTHONPATH": str(Path(__file__).parents[2]),
+            },
+        )
+        seen: dict[str, object] = json.loads(done.stderr)
+        return seen
+
+    assert run() == {"exit_code": 0, "loaded": []}
+    traced = run("--trace-endpoint", "http://127.0.0.1:9/v1/traces")
+    assert traced == {"exit_code": 0, "loaded": ["opentelemetry", "console.traces"]}
