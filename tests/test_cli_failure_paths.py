@@ -129,10 +129,10 @@ def test_ctrl_c_while_the_run_closes_leaves_its_result_standing(tmp_path: Path) 
 import asyncio, pathlib
 import console.wiring as wiring
 close = wiring.RunEnvironment.aclose
-async def held(self):
+async def held(self, **kwargs):
     pathlib.Path(MARKER).touch()
     await asyncio.sleep(1.0)
-    await close(self)
+    await close(self, **kwargs)
 wiring.RunEnvironment.aclose = held
 MARKER = sys.argv.pop()
 """

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from audit import AuditSink, AuditStore
+from console.presentation import USAGE_ERROR
 from console.traces.sink import instant_ns
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import Events
@@ -200,5 +201,5 @@ def test_export_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path,
         code = run_cli(capsys, "audit", "export", "--audit-db", db, *args).code
     except SystemExit as exit_:
         code = int(str(exit_.code))
-    assert code == 2
+    assert code == USAGE_ERROR
     assert "token" not in capsys.readouterr().err

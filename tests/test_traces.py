@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from agent.events import RequiredSinkFailed
+from console.presentation import USAGE_ERROR
 from console.traces.ids import span_id_of, trace_id_of
 from console.traces.sink import instant_ns
 from console.wiring import open_run_environment
@@ -402,7 +403,7 @@ def test_an_endpoint_with_credentials_or_no_host_is_refused(
 ) -> None:
     with pytest.raises(SystemExit) as usage:
         run_cli(capsys, "run", "--scenario", "unknown-tool", "--trace-endpoint", url)
-    assert usage.value.code == 2
+    assert usage.value.code == USAGE_ERROR
     config = write_config(tmp_path / "diagnose.toml", {"telemetry.traces": {"endpoint": url}})
     run = run_cli(
         capsys, "run", "--config", config, "--audit-db", tmp_path / "a.db", "--scenario", "unknown-tool"
