@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from console.presentation import NOT_FOUND, SETUP_ERROR, USAGE_ERROR
+from console.presentation import NOT_FOUND, SETUP_ERROR, USAGE_ERROR, counted
 from console.safe_text import neutralize
 from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
 
@@ -290,8 +290,9 @@ def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBacke
         if args.vacuum:
             store.vacuum()
         out.write(
-            f"pruned {report.runs} runs finished before {report.cutoff} ({report.model_rounds} model rounds, "
-            f"{report.invocations} invocations, {report.protocol_events} protocol events)\n"
+            f"pruned {counted(report.runs, 'run')} finished before {report.cutoff} "
+            f"({counted(report.model_rounds, 'model round')}, {counted(report.invocations, 'invocation')}, "
+            f"{counted(report.protocol_events, 'protocol event')})\n"
         )
     return 0
 
@@ -310,7 +311,7 @@ def _export(args: argparse.Namespace, browser: AuditBrowser, out: TextIO) -> Non
         raise _AuditCommandError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     with stream:
         lines = export_jsonl(browser, stream, per=args.per)
-    print(f"exported {lines} {args.per}{'s' if lines != 1 else ''} to {args.output}", file=sys.stderr)
+    print(f"exported {counted(lines, args.per)} to {args.output}", file=sys.stderr)
 
 
 # --- terminal rendering ------------------------------------------------------------------------------
@@ -413,7 +414,8 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
     usage = ""
     if run.get("model_calls") is not None:
         usage = (
-            f"{_clean(run['model_calls'])} model calls, {_clean(run.get('total_tokens'))} tokens "
+            f"{counted(_clean(run['model_calls']), 'model call')}, "
+            f"{counted(_clean(run.get('total_tokens')), 'token')} "
             f"({_clean(run.get('prompt_tokens'))} prompt + {_clean(run.get('completion_tokens'))} completion)"
         )
     from console.run_setup import run_setup_text

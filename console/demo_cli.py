@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from console.presentation import counted
+
 
 def add_demo_parser(subparsers: Any) -> None:
     demo = subparsers.add_parser("demo", help="demo data helpers")
@@ -49,5 +51,5 @@ def run_demo_command(args: argparse.Namespace) -> int:
     except Exception as exc:  # the server's text may carry names, never the password (redacted anyway)
         print(f"diagnose: loading the demo database failed: {redactor.text(str(exc))}", file=sys.stderr)
         return 1
-    print(f"loaded the demo incident database into {database!r} ({count} statements)")
+    print(f"loaded the demo incident database into {database!r} ({counted(count, 'statement')})")
     return 0

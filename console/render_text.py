@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent.contracts import ExecutionResult
-from console.presentation import OUTCOME_MEANING, exit_code
+from console.presentation import OUTCOME_MEANING, counted, exit_code
 from console.safe_text import neutralize
 
 
@@ -16,7 +16,8 @@ def _render(result: ExecutionResult, model_label: str) -> str:
         f"run {result.run_id}  ({model_label})" if model_label else f"run {result.run_id}",
         f"outcome: {result.outcome.value} / {result.stop_reason.value} "
         f"(exit {exit_code(result.outcome)}: {OUTCOME_MEANING[result.outcome]})",
-        f"usage: {result.usage.model_calls} model calls, {result.usage.total_tokens} tokens",
+        f"usage: {counted(result.usage.model_calls, 'model call')}, "
+        f"{counted(result.usage.total_tokens, 'token')}",
     ]
     if result.failure is not None:
         failure = result.failure
@@ -46,7 +47,7 @@ def _render(result: ExecutionResult, model_label: str) -> str:
         sat = f", saturation {result.progress.saturation}" if result.progress.saturation else ""
         checks = len(result.progress.checks)
         stop_required = "yes" if result.progress.stop_required else "no"
-        lines.append(f"progress: {checks} checks, stop required: {stop_required}{sat}")
+        lines.append(f"progress: {counted(checks, 'check')}, stop required: {stop_required}{sat}")
         for check in result.progress.checks:
             lines.append(
                 f"  - {check.tool_call_id} {check.tool}: {check.evidence_status} {check.evaluation or ''}"

@@ -34,6 +34,8 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from textual_serve.server import Server
 
+from console.presentation import counted
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 TOKEN_PARAM = "token"
@@ -122,7 +124,7 @@ class GuardedServer(Server):
     async def on_startup(self, app: web.Application) -> None:
         print(f"diagnose serve: open {self.url}", flush=True)
         print(
-            f"diagnose serve: at most {self.max_consoles} console session(s) at once; Ctrl+C stops",
+            f"diagnose serve: at most {counted(self.max_consoles, 'console session')} at once; Ctrl+C stops",
             flush=True,
         )
 
@@ -158,7 +160,7 @@ class GuardedServer(Server):
             return _page(
                 503,
                 "The console is full",
-                f"{self.max_consoles} console session(s) are open, the most this server allows. "
+                f"{counted(self.max_consoles, 'console session')} open, the most this server allows. "
                 "Close one of them (its browser tab) and reload this page.",
             )
         return await handler(request)

@@ -27,7 +27,7 @@ from textual.worker import get_current_worker
 
 from console.host import ConsoleHost
 from console.messages import EngineStatus
-from console.presentation import OUTCOME_STYLE, STATUS_STYLE
+from console.presentation import OUTCOME_STYLE, STATUS_STYLE, counted
 from console.safe_text import neutralize
 from console.screens.replay import ReplayScreen
 from console.widgets.status_bar import StatusBar
@@ -127,7 +127,7 @@ class AuditPane(TabPane):
     """One tab of the audit: its filters, its keyset-paged table, and the pages it fetches."""
 
     app = getters.app(ConsoleHost)
-    NOUN: ClassVar[str]
+    NOUN: ClassVar[str]  # one row of the table: "run", "invocation"
     COLUMNS: ClassVar[tuple[tuple[str, int], ...]]
     TABLE_ID: ClassVar[str]
     SEARCH_ID: ClassVar[str]
@@ -250,9 +250,9 @@ class AuditPane(TabPane):
         table = self.table
         if not table.row_count and table.next_cursor is None and not table.loading_page:
             if self.filtered():
-                return f"no {self.NOUN} match these filters"
-            return f"no {self.NOUN} in this audit file yet: every run (ctrl+r) is recorded here"
-        text = f"{table.row_count} {self.NOUN} loaded"
+                return f"no {self.NOUN}s match these filters"
+            return f"no {self.NOUN}s in this audit file yet: every run (ctrl+r) is recorded here"
+        text = f"{counted(table.row_count, self.NOUN)} loaded"
         if self.matching is not None:
             text += f" of {self.matching} matching"
         text += " · more load as you scroll" if table.next_cursor else " · all loaded"
@@ -264,7 +264,7 @@ class AuditPane(TabPane):
 
 
 class RunsPane(AuditPane):
-    NOUN = "runs"
+    NOUN = "run"
     COLUMNS = RUN_COLUMNS
     TABLE_ID = "runs"
     SEARCH_ID = "runs-text"
@@ -302,7 +302,7 @@ class RunsPane(AuditPane):
 
 
 class InvocationsPane(AuditPane):
-    NOUN = "invocations"
+    NOUN = "invocation"
     COLUMNS = INVOCATION_COLUMNS
     TABLE_ID = "invocations"
     SEARCH_ID = "inv-text"
