@@ -20,11 +20,12 @@ from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from console.host import ConsoleHost
 from console.run_setup import run_limits, run_setup_text
 from console.safe_text import neutralize
+from console.widgets.footer import ConsoleFooter
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
@@ -204,7 +205,7 @@ class ReplayScreen(Screen[None]):
         yield StatusBar(f"Audit · run {self.run_id}", model="not recorded in the audit", id="status")
         yield Static(id="replay-query")
         yield RunView(show_timings=self.app.options.show_timings, id="run")
-        yield Footer()
+        yield ConsoleFooter(self.app.size.width)
 
     def on_mount(self) -> None:
         self.query_one(StatusBar).set_activity("replay: no observations, counters or previous turn")
@@ -234,7 +235,7 @@ class ReplayScreen(Screen[None]):
         model, limits = run_setup_text(timeline.run)
         status = self.query_one(StatusBar)
         status.model = model if model != "not recorded" else "not recorded in the audit"
-        status.set_activity(f"replay, no observations or counters  │  limits: {limits}")
+        status.set_activity(f"replay: no observations or counters · limits: {limits}")
         if self.focus_call is not None and view.timeline.jump_to(self.focus_call):
             view.show_detail(("call", self.focus_call))
         view.timeline.focus()
