@@ -15,8 +15,14 @@ the operator's own browser tab, on a shared laptop too:
   console is full and the WebSocket upgrade is refused (503), rather than forking without limit.
 
 The guards are aiohttp middleware added to textual-serve's own application (its `_make_app`), not a
-fork of it. It binds to 127.0.0.1 unless told otherwise; behind a proxy, `--public-url` names the
-address the browser uses, whose Host and Origin are then admitted too.
+fork of it. The page itself is textual-serve's, with two changes (`console/serve_page/app_index.html`):
+its font comes from textual-serve's static folder on this server rather than from a font service on
+the internet (no request leaves for a third party, and the page works where the internet is out of
+reach), and the terminal takes the keyboard focus with its first frame, so the first keys typed reach
+the console without a click.
+
+It binds to 127.0.0.1 unless told otherwise; behind a proxy, `--public-url` names the address the
+browser uses, whose Host and Origin are then admitted too.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from console.presentation import counted
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 TOKEN_PARAM = "token"
+PAGE_FOLDER = Path(__file__).with_name("serve_page")  # the page template (textual-serve's, made local)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -97,7 +104,14 @@ class GuardedServer(Server):
         public = urlsplit(public_url) if public_url else None
         self.origin = f"{public.scheme}://{public.netloc}" if public else f"http://{served}"
         self.hosts = {served, public.netloc} if public else {served}
-        super().__init__(command=command, host=host, port=port, title="diagnose", public_url=self.origin)
+        super().__init__(
+            command=command,
+            host=host,
+            port=port,
+            title="diagnose",
+            public_url=self.origin,
+            templates_path=PAGE_FOLDER,
+        )
         self.token = token or secrets.token_urlsafe(32)
         self.max_consoles = max_consoles
         self.active_consoles = 0
