@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -146,3 +147,39 @@ def result_text(app: DiagnoseApp) -> str:
 def painted_text(app: DiagnoseApp) -> str:
     """Every line the compositor paints for the current screen, as plain text (what the terminal shows)."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+LAST_MISSING = "the last missing item: the IdP's own logs for 02:00-03:00 UTC"
+
+
+def long_draft_scenario(folder: Path) -> Path:
+    """A scenario whose one round is a long no-conclusion Draft: its carried turn (the follow-up
+    preview) is many lines at 80 columns, and its last words are `LAST_MISSING`."""
+    draft = {
+        "conclusion": None,
+        "analysis": [
+            {
+                "kind": "NEGATIVE_OBSERVATION",
+                "statement": "No evidence was gathered: the query names no time window the tools can search.",
+                "scope": "the query as given",
+                "evidence": "NO_EVIDENCE",
+            }
+        ],
+        "action_plan": ["Ask the reporter for the exact time window and a trace ID."],
+        "recommendations": [],
+        "limitations": {
+            "checked_scope": [f"scope item {i}: nothing was searched for this part" for i in range(8)],
+            "missing_info": [f"missing item {i}: a detail the reporter did not give" for i in range(10)]
+            + [LAST_MISSING],
+        },
+    }
+    scenario = {
+        "name": "long-draft",
+        "title": "A long no-conclusion Draft",
+        "description": "Its carried turn needs many lines.",
+        "query": "SSO logins fail for ent-40215, please investigate.",
+        "rounds": [{"text": json.dumps(draft, ensure_ascii=False)}],
+    }
+    path = folder / "long-draft.json"
+    path.write_text(json.dumps(scenario, ensure_ascii=False), encoding="utf-8")
+    return path
