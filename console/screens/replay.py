@@ -192,7 +192,7 @@ def timeline_events(timeline: RunTimeline) -> list[RunEvent]:
 
 class ReplayScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_name("replay.tcss")
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Back to the audit")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Back", tooltip="Back to the audit")]
 
     app = getters.app(ConsoleHost)
 
@@ -202,13 +202,15 @@ class ReplayScreen(Screen[None]):
         self.focus_call = focus_call
 
     def compose(self) -> ComposeResult:
-        yield StatusBar(f"Audit · run {self.run_id}", model="not recorded in the audit", id="status")
+        # The run's ID leads the activity: a narrow bar keeps it over the caveats that follow it.
+        yield StatusBar("Replay", model="not recorded in the audit", id="status")
         yield Static(id="replay-query")
         yield RunView(show_timings=self.app.options.show_timings, id="run")
         yield ConsoleFooter(self.app.size.width)
 
     def on_mount(self) -> None:
-        self.query_one(StatusBar).set_activity("replay: no observations, counters or previous turn")
+        run = neutralize(self.run_id, newlines=False)
+        self.query_one(StatusBar).set_activity(f"run {run} · audited: no observations or counters")
         self._load()
 
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
@@ -235,7 +237,8 @@ class ReplayScreen(Screen[None]):
         model, limits = run_setup_text(timeline.run)
         status = self.query_one(StatusBar)
         status.model = model if model != "not recorded" else "not recorded in the audit"
-        status.set_activity(f"replay: no observations or counters · limits: {limits}")
+        run = neutralize(self.run_id, newlines=False)
+        status.set_activity(f"run {run} · audited: no observations or counters · limits: {limits}")
         if self.focus_call is not None and view.timeline.jump_to(self.focus_call):
             view.show_detail(("call", self.focus_call))
         view.timeline.focus()

@@ -130,7 +130,10 @@ class StatusBar(Widget):
         return EnginePart("model: ", label, ENGINE_STYLE.get(self.engine.state, ""))
 
     def lines(self, width: int) -> list[Text]:
-        return status_lines(width, self.place, self.activity, self.engine_part())
+        """Neutralised: an activity names tool call IDs and tools the model chose, and a newline in one
+        would split the bar's layout (`console.safe_text`)."""
+        place, activity = (neutralize(text, newlines=False) for text in (self.place, self.activity))
+        return status_lines(width, place, activity, self.engine_part())
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self.lines(width))

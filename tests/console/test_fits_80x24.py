@@ -127,7 +127,7 @@ SHOWN = st.characters(
 @settings(max_examples=200, deadline=None)
 @given(
     width=st.integers(min_value=60, max_value=220),
-    place=st.sampled_from(["Investigate", "Audit", "Audit · run run-0001"]),
+    place=st.sampled_from(["Investigate", "Audit", "Replay"]),
     activity=st.lists(st.text(SHOWN, max_size=40), max_size=4),
     label=st.text(SHOWN, min_size=1, max_size=160),
     failed=st.booleans(),
@@ -262,3 +262,17 @@ async def test_the_export_and_quit_dialogs_fit(tmp_path: Path, size: tuple[int, 
         screen = painted_text(app)
         assert "A run is in progress." in screen and "or escape stays" in screen
         await pilot.press("n")
+
+
+def test_the_status_bar_neutralises_what_the_model_named() -> None:
+    """An activity names tool call IDs the model chose: a newline or an escape sequence in one must
+    neither split the bar nor reach the terminal."""
+    from console.widgets.status_bar import StatusBar
+
+    bar = StatusBar("Investigate")
+    bar.activity = "running: call-1\n\x1b[2J\x1b]52;c;cGF5bG9hZA==\x07 query_logs · escape cancels"
+    for width in (60, 80, 120):
+        lines = bar.lines(width)
+        assert len(lines) <= 2 and all(line.cell_len <= width for line in lines)
+        painted = "".join(line.plain for line in lines)
+        assert "\x1b" not in painted and "\n" not in painted and "\x07" not in painted
