@@ -194,7 +194,8 @@ class InvestigateScreen(Screen[None]):
 
     def why_not(self, action: str) -> tuple[str, str]:
         """Why `action` cannot run now (its key is dimmed in the footer): a few words for the status bar
-        (they fit beside the model at 80 columns) and a sentence for the toast."""
+        (they fit beside the model at 80 columns; what follows ` · ` goes first when they do not) and
+        a sentence for the toast."""
         if self.running:
             if action == "run":
                 return (
@@ -202,7 +203,7 @@ class InvestigateScreen(Screen[None]):
                     "A run is in progress: wait for it to finish, or escape cancels it.",
                 )
             return (
-                "run in progress: wait, or escape cancels it",
+                "run in progress · wait, or escape cancels it",
                 "A run is in progress: wait for it to finish (escape or ctrl+c cancels it).",
             )
         if action == "export":
@@ -213,7 +214,7 @@ class InvestigateScreen(Screen[None]):
         what = "follow up" if action == "follow_up" else "copy"
         if self.state.result is None:
             return (
-                f"no Draft to {what}: ctrl+r runs the query",
+                f"no Draft to {what} · ctrl+r runs the query",
                 f"There is no Draft to {what} yet: ctrl+r runs the query first.",
             )
         outcome = self.state.outcome

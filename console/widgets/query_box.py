@@ -48,6 +48,9 @@ class QueryBox(TextArea):
         typed, self._typed = "".join(self._typed), []
         self.typed_edits += 1
         self._replace_via_keyboard(typed, *self.selection)
+        # The edit scrolls to the cursor before the box has measured the longer text (the scroll is
+        # clamped to the old size): once it has, bring the cursor into view for real.
+        self.call_after_refresh(self.scroll_cursor_visible)
 
     async def _on_mouse_down(self, event: events.MouseDown) -> None:
         self.insert_typed()

@@ -88,8 +88,8 @@ async def test_ctrl_c_cancels_the_run_from_any_screen(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("key", "said"),
     [
-        ("ctrl+f", "no Draft to follow up: ctrl+r runs the query"),
-        ("ctrl+g", "no Draft to copy: ctrl+r runs the query"),
+        ("ctrl+f", "no Draft to follow up"),
+        ("ctrl+g", "no Draft to copy"),
         ("ctrl+s", "nothing to export: no run has finished"),
     ],
 )
@@ -103,7 +103,8 @@ async def test_a_dimmed_key_says_why_in_the_status_bar(
         await pilot.press(key)
         await pilot.pause()
         assert said in status_text(app)
-        assert "scripted: evidence-backed-diagnosis" in status_text(app)  # the model stays in view
+        first_line = painted_text(app).splitlines()[0]
+        assert "scripted: evidence-backed-diagnosis" in first_line  # the model stays beside the reason
         await wait_until(lambda: "idle" in status_text(app), pilot, what="the reason to go")
 
 
@@ -123,7 +124,7 @@ async def test_after_a_stop_the_reason_names_the_outcome_and_in_a_run_says_wait(
         await a_slow_run(pilot, app)
         await pilot.press("ctrl+s")
         await pilot.pause()
-        assert "run in progress: wait, or escape cancels it" in status_text(app)
+        assert "run in progress" in status_text(app)
         await pilot.press("escape")
         await wait_until(lambda: not app.investigate.running, pilot, what="the cancel")
         assert "finished: CANCELLED (exit 12)" in status_text(app)  # the end of the run wins
@@ -196,11 +197,15 @@ async def test_a_5kb_paste_as_keys_is_a_few_edits_not_one_per_character(tmp_path
         area.text = ""
         await pilot.pause()
         edits = count_edits(area)
-        for character in PASTE:
-            app.post_message(key_of(character))
+        for half in (PASTE[:2500], PASTE[2500:]):  # as two reads of the terminal
+            for character in half:
+                app.post_message(key_of(character))
+            await pilot.pause()
         await wait_until(lambda: len(area.text) >= len(PASTE), pilot, what="the paste")
         assert area.text == PASTE
         assert edits[0] <= 3, edits[0]
+        await pilot.pause()
+        assert PASTE[-12:] in painted_text(app)  # the box shows where the cursor is: the paste's end
 
         area.text = ""
         edits[0] = 0
