@@ -5,12 +5,13 @@ serial console) delivers a paste as one key event per character. A TextArea appl
 of its own, and every edit re-wraps the whole line and moves the cursor over it, so 5 KB cost 5,000
 edits of a line up to 5,000 characters long: seconds of a frozen console, growing with the square of
 the paste. Here a printable key (or enter) is held back, and the characters that arrive with it are
-inserted together once the keys already queued have been read: a paste costs a few edits, and a
-person typing sees every key at once as before.
+inserted together once the keys already queued have been read: a paste costs one edit per read of
+the terminal (a few dozen at most, not one per character), and a person typing sees every key at
+once as before.
 
-Anything that moves or replaces the text first inserts what is held back: another key, a click,
-losing the focus, setting `text`; what is sent reads `current_text()`, which does too (`text` itself
-does not: the TextArea reads it while it paints).
+Anything that moves or replaces the text first inserts what is held back: another key, a bracketed
+paste, a click, losing the focus, setting `text`; what is sent reads `current_text()`, which does too
+(`text` itself does not: the TextArea reads it while it paints).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ TYPED_INSERTS = {"enter": "\n"}  # keys that insert a character other than their
 
 
 class QueryBox(TextArea):
+    """Textual calls an event's handler of every class in the MRO, this one first: the handlers here
+    insert what is held back and leave the event to TextArea's own (they never call it again)."""
+
     def __init__(self, *, id: str) -> None:
         """A soft-wrapped box without line numbers, where tab moves the focus on."""
         super().__init__(id=id, soft_wrap=True, tab_behavior="focus", show_line_numbers=False)
@@ -31,11 +35,10 @@ class QueryBox(TextArea):
     async def _on_key(self, event: events.Key) -> None:
         insert = TYPED_INSERTS.get(event.key, event.character if event.is_printable else None)
         if self.read_only or insert is None:
-            self.insert_typed()
-            await super()._on_key(event)
+            self.insert_typed()  # then TextArea's handler and the bindings see the text as typed
             return
         event.stop()
-        event.prevent_default()
+        event.prevent_default()  # TextArea's handler would insert it now
         self._restart_blink()
         if not self._typed:
             self.call_later(self.insert_typed)  # behind the keys already queued for this box
@@ -52,13 +55,14 @@ class QueryBox(TextArea):
         # clamped to the old size): once it has, bring the cursor into view for real.
         self.call_after_refresh(self.scroll_cursor_visible)
 
+    async def _on_paste(self, event: events.Paste) -> None:
+        self.insert_typed()
+
     async def _on_mouse_down(self, event: events.MouseDown) -> None:
         self.insert_typed()
-        await super()._on_mouse_down(event)
 
     def _on_blur(self, event: events.Blur) -> None:
         self.insert_typed()
-        super()._on_blur(event)
 
     def current_text(self) -> str:
         """The text with every character typed so far (ctrl+r can overtake keys queued for the box)."""

@@ -276,6 +276,20 @@ def test_bursts_of_typed_keys_insert_exactly_what_was_typed(bursts: list[str], c
     assert edits <= len(bursts)
 
 
+async def test_keys_a_paste_and_keys_again_keep_their_order() -> None:
+    """Characters held back are inserted before a bracketed paste that follows them."""
+    app = BoxApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        box = app.query_one("#query", TextArea)
+        box.focus()
+        for character in "abc":
+            app.post_message(key_of(character))
+        app.post_message(events.Paste("XYZ"))
+        for character in "def":
+            app.post_message(key_of(character))
+        await wait_until(lambda: box.document.text == "abcXYZdef", pilot, 10, "the text in order")
+
+
 # ------------------------------------------------------------------ where an export goes
 async def test_the_export_starts_in_the_documents_folder_then_where_the_last_one_went(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
