@@ -266,7 +266,7 @@ async def type_bursts(bursts: list[str], cursor: int) -> tuple[str, int]:
         return box.text, edits[0]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(bursts=st.lists(TYPED, min_size=1, max_size=5), cursor=st.integers(min_value=0, max_value=20))
 def test_bursts_of_typed_keys_insert_exactly_what_was_typed(bursts: list[str], cursor: int) -> None:
     """Any text (letters, CJK, newlines) typed in bursts, the cursor anywhere in existing text: the box
