@@ -31,7 +31,8 @@ class ScriptedChatGenerator:
         self.received.append(list(messages))
         if self.calls >= len(self.rounds):
             raise ScriptExhausted(
-                f"script has {len(self.rounds)} rounds; round {self.calls + 1} was requested"
+                f"script has {len(self.rounds)} round{'' if len(self.rounds) == 1 else 's'}; "
+                f"round {self.calls + 1} was requested"
             )
         scripted = self.rounds[self.calls]
         self.calls += 1

@@ -133,6 +133,16 @@ class DiagnoseApp(ConsoleHost):
             "f8", "toggle_maximize", "Maximize", show=False, tooltip="Maximize or restore the focused panel"
         ),
         Binding("ctrl+l", "toggle_theme", "Light/dark", show=False, tooltip="Toggle light and dark theme"),
+        # ctrl+c stops a run, as it does in a shell; with no run it keeps Textual's meaning (copy the
+        # selection, or say how to quit).
+        Binding(
+            "ctrl+c",
+            "cancel_run",
+            "Cancel",
+            show=False,
+            priority=True,
+            tooltip="Cancel the running run, from any screen (with no run: copy)",
+        ),
     ]
 
     def __init__(
@@ -248,6 +258,8 @@ class DiagnoseApp(ConsoleHost):
             return len(self.screen_stack) > 1
         if action == "audit":
             return not _is_audit_screen(self.screen)
+        if action == "cancel_run":
+            return self.investigate.running  # False: ctrl+c goes on to copy or to Textual's quit hint
         return True
 
     def action_help(self) -> None:
@@ -287,6 +299,9 @@ class DiagnoseApp(ConsoleHost):
         self.action_investigate()
         self.investigate.clear_run()
         self.load_engine(choice.source)
+
+    def action_cancel_run(self) -> None:
+        self.investigate.action_cancel_run()
 
     def action_toggle_theme(self) -> None:
         self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
@@ -414,9 +429,11 @@ class DiagnoseApp(ConsoleHost):
         """An SVG of the screen in the export folder: a new file (0600, never through a link), as every
         file the console writes (audit.output_files); Textual's own would overwrite and follow links."""
         from audit.output_files import write_output
+        from console.screens.export_dialog import default_export_dir
 
         stamp = self.options.clock().strftime("%Y%m%dT%H%M%S%fZ")
-        written = (self.options.export_dir or Path.cwd()) / f"diagnose-screenshot-{stamp}.svg"
+        folder = self.investigate.last_export_dir or self.options.export_dir or default_export_dir()
+        written = folder / f"diagnose-screenshot-{stamp}.svg"
         try:
             write_output(written, self.export_screenshot())
         except OSError as exc:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from console.presentation import NOT_FOUND, SETUP_ERROR, USAGE_ERROR
+from console.presentation import NOT_FOUND, SETUP_ERROR, USAGE_ERROR, counted
 from console.safe_text import neutralize
 from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
 
@@ -387,7 +387,7 @@ def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend
         raise _AuditCommandError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     with output as stream:
         lines = export_jsonl(browser, stream, per=args.per)
-    print(f"exported {lines} {args.per}{'s' if lines != 1 else ''} to {args.output}", file=sys.stderr)
+    print(f"exported {counted(lines, args.per)} to {args.output}", file=sys.stderr)
     return 0
 
 
@@ -423,11 +423,11 @@ def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: Audit
             _error(f"run {run_id!r} has not finished: not sent")
     runs = len(report.sent)
     print(
-        f"sent {runs} run{'s' if runs != 1 else ''} ({report.spans} spans) to {_clean(target.endpoint)}",
+        f"sent {counted(runs, 'run')} ({counted(report.spans, 'span')}) to {_clean(target.endpoint)}",
         file=sys.stderr,
     )
     if report.refused:
-        _error(f"the trace endpoint did not accept {len(report.refused)} runs (see the log)")
+        _error(f"the trace endpoint did not accept {counted(len(report.refused), 'run')} (see the log)")
         return SETUP_ERROR
     return NOT_FOUND if report.missing or (args.run and report.running) else 0
 
@@ -440,8 +440,9 @@ def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend,
     now = datetime.now(UTC)
     plan = browser.prunable(audit_timestamp(now - args.older_than))
     what = (
-        f"{plan.runs} runs finished before {plan.cutoff} ({plan.model_rounds} model rounds, "
-        f"{plan.invocations} invocations, {plan.protocol_events} protocol events) "
+        f"{counted(plan.runs, 'run')} finished before {plan.cutoff} "
+        f"({counted(plan.model_rounds, 'model round')}, {counted(plan.invocations, 'invocation')}, "
+        f"{counted(plan.protocol_events, 'protocol event')}) "
         f"from {_clean(store.location)}"
     )
     if args.dry_run:
@@ -459,8 +460,9 @@ def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend,
     if args.vacuum:
         store.vacuum()
     out.write(
-        f"pruned {report.runs} runs finished before {report.cutoff} ({report.model_rounds} model rounds, "
-        f"{report.invocations} invocations, {report.protocol_events} protocol events)\n"
+        f"pruned {counted(report.runs, 'run')} finished before {report.cutoff} "
+        f"({counted(report.model_rounds, 'model round')}, {counted(report.invocations, 'invocation')}, "
+        f"{counted(report.protocol_events, 'protocol event')})\n"
     )
     return 0
 
@@ -600,7 +602,8 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
     usage = ""
     if run.get("model_calls") is not None:
         usage = (
-            f"{_clean(run['model_calls'])} model calls, {_clean(run.get('total_tokens'))} tokens "
+            f"{counted(_clean(run['model_calls']), 'model call')}, "
+            f"{counted(_clean(run.get('total_tokens')), 'token')} "
             f"({_clean(run.get('prompt_tokens'))} prompt + {_clean(run.get('completion_tokens'))} completion)"
         )
     from console.run_setup import run_setup_text

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from console.presentation import SETUP_ERROR
+from console.presentation import SETUP_ERROR, counted
 from console.safe_text import neutralize
 
 
@@ -104,7 +104,8 @@ def run_copy_command(args: argparse.Namespace, out: TextIO) -> int:
         return SETUP_ERROR
     source_text, target_text = (neutralize(where.describe(), newlines=False) for where in (source, target))
     out.write(
-        f"copied {report.copied} runs ({report.present} already there, {report.unfinished} still running)"
+        f"copied {counted(report.copied, 'run')} "
+        f"({report.present} already there, {report.unfinished} still running)"
         f" from {source_text} to {target_text}\n"
     )
     return 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from console.errors import SetupError
+from console.presentation import counted
 
 ADMIN_NEEDED = (
     "demo load-mysql writes, so it needs an account that may create a database and its tables: "
@@ -117,7 +118,10 @@ def _load(args: argparse.Namespace) -> int:
             text = text.replace(password, "[REDACTED]")
         error(f"loading the demo database failed: {text}")
         return 1
-    print(f"loaded the demo incident database into {database!r} ({count} statements) as {admin.user!r}")
+    print(
+        f"loaded the demo incident database into {database!r} "
+        f"({counted(count, 'statement')}) as {admin.user!r}"
+    )
     if evidence is not None:
         print(
             "the [mysql] evidence account reads it once granted (and nothing else): "

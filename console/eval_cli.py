@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from console.errors import SetupError
+from console.presentation import counted
 
 MAX_REPEAT = 100
 INTERRUPTED = 12
@@ -134,7 +135,7 @@ class _PlainProgress:
         met = "expectation met" if score.expectation_met else "expectation missed"
         print(
             f"[{index}/{total}] {case.name} #{repetition + 1}: {score.outcome}/{score.stop_reason}, "
-            f"{met}, {score.rounds} rounds, {score.wall_s:.1f} s",
+            f"{met}, {counted(score.rounds, 'round')}, {score.wall_s:.1f} s",
             file=self.stream,
             flush=True,
         )

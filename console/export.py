@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.output_files import check_replaceable, write_output
-from console.presentation import OUTCOME_MEANING, exit_code
+from console.presentation import OUTCOME_MEANING, counted, exit_code
 from console.safe_text import neutralize
 from console.widgets.run_state import RunState
 from tools.run_events import RunEvent, parse_event
@@ -148,7 +148,8 @@ def _run_markdown(record: RunRecord, exported_at: str) -> str:
         f"- Outcome: {_outcome_line(result)}",
         f"- Model: {record.model or '—'}",
         f"- Session: {result.get('session_id')}",
-        f"- Usage: {usage.get('model_calls', 0)} model calls, {usage.get('total_tokens', 0)} tokens "
+        f"- Usage: {counted(usage.get('model_calls', 0), 'model call')}, "
+        f"{counted(usage.get('total_tokens', 0), 'token')} "
         f"({usage.get('prompt_tokens', 0)} prompt, {usage.get('completion_tokens', 0)} completion)",
         f"- Exported: {exported_at}",
         "",

@@ -42,7 +42,7 @@ class ConsoleOptions:
     clock: Callable[[], datetime] = _utc_now  # when an export says it was written
     show_timings: bool = True  # durations and elapsed time on screen
     cursor_blink: bool = True
-    export_dir: Path | None = None  # None: the current directory
+    export_dir: Path | None = None  # None: the user's documents folder (console.screens.export_dialog)
 
 
 class ConsoleHost(App[int]):

@@ -65,6 +65,16 @@ def exit_code_help() -> str:
     return "exit codes:\n" + "\n".join(lines)
 
 
+# --- counts -----------------------------------------------------------------------------------------------
+def counted(count: object, noun: str, plural: str | None = None, *, thousands: bool = False) -> str:
+    """`1 run`, `2 runs`, `0 runs`: a count with its noun as English needs it. Every count the console
+    or the command line shows goes through here, so none says `1 runs`. `count` may be a placeholder
+    such as `—` (an unknown count takes the plural) or a count already made safe to print (`"1"` is
+    one); `thousands` groups digits (`12,346 tokens`)."""
+    shown = f"{count:,}" if thousands and isinstance(count, int) else str(count)
+    return f"{shown} {noun if shown == '1' else (plural or noun + 's')}"
+
+
 # --- outcomes and stop reasons ----------------------------------------------------------------------------
 OUTCOME_MEANING: dict[str, str] = {
     Outcome.DRAFT: "a Draft was produced",

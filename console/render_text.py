@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent.contracts import ExecutionResult
-from console.presentation import OUTCOME_MEANING, VIOLATION_TEXT, exit_code, model_cause_text
+from console.presentation import OUTCOME_MEANING, VIOLATION_TEXT, counted, exit_code, model_cause_text
 from console.safe_text import neutralize
 from tools.vocabulary import ModelFailureCause, StopReason
 
@@ -30,7 +30,8 @@ def _render(
         f"run {result.run_id}  ({model_label})" if model_label else f"run {result.run_id}",
         f"outcome: {result.outcome.value} / {result.stop_reason.value} "
         f"(exit {exit_code(result.outcome)}: {OUTCOME_MEANING[result.outcome]})",
-        f"usage: {result.usage.model_calls} model calls, {result.usage.total_tokens} tokens",
+        f"usage: {counted(result.usage.model_calls, 'model call')}, "
+        f"{counted(result.usage.total_tokens, 'token')}",
     ]
     if result.failure is not None:
         lines += failure_lines(
@@ -47,7 +48,7 @@ def _render(
         sat = f", saturation {result.progress.saturation}" if result.progress.saturation else ""
         checks = len(result.progress.checks)
         stop_required = "yes" if result.progress.stop_required else "no"
-        lines.append(f"progress: {checks} checks, stop required: {stop_required}{sat}")
+        lines.append(f"progress: {counted(checks, 'check')}, stop required: {stop_required}{sat}")
         for check in result.progress.checks:
             lines.append(
                 f"  - {check.tool_call_id} {check.tool}: {check.evidence_status} {check.evaluation or ''}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from console.presentation import counted
 from console.safe_text import neutralize
 from tools.run_events import RunLimits
 
@@ -38,13 +39,16 @@ def run_setup_text(run: dict[str, Any]) -> tuple[str, str]:
         for key, value in limits.items()
     }
     words = [
-        f"{shown['max_model_calls']} model calls",
-        f"{shown['max_total_tokens']} tokens",
+        counted(shown["max_model_calls"], "model call"),
+        counted(shown["max_total_tokens"], "token"),
         f"{shown['deadline_s']} s",
-        f"{shown['max_run_bytes']} run bytes",
+        counted(shown["max_run_bytes"], "run byte"),
     ]
     protocol = [_number(run.get(key)) for key in ("max_consecutive_no_gain", "max_protocol_violations")]
     if any(value is not None for value in protocol):
         no_gain, violations = ("—" if v is None else str(v) for v in protocol)
-        words.append(f"saturation after {no_gain} no-gain results or {violations} protocol violations")
+        words.append(
+            f"saturation after {counted(no_gain, 'no-gain result')} "
+            f"or {counted(violations, 'protocol violation')}"
+        )
     return model, ", ".join(words)

@@ -22,7 +22,13 @@ the operator's own browser tab, on a shared laptop too:
   resolve is one line and exit 3 (`SetupError`), never a URL followed by a traceback.
 
 The guards are aiohttp middleware around textual-serve's own application (its `_make_app`, mounted
-under the prefix), not a fork of it. It binds to 127.0.0.1 unless told otherwise; behind a proxy,
+under the prefix), not a fork of it. The page itself is textual-serve's, with two changes
+(`console/serve_page/app_index.html`): its font comes from textual-serve's static folder on this server
+rather than from a font service on the internet (no request leaves for a third party, and the page
+works where the internet is out of reach), and the terminal takes the keyboard focus with its first
+frame, so the first keys typed reach the console without a click.
+
+It binds to 127.0.0.1 unless told otherwise; behind a proxy,
 `--public-url` names the address the browser uses, whose Host and Origin are then admitted too.
 """
 
@@ -41,9 +47,12 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from textual_serve.server import Server
 
+from console.presentation import counted
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 TOKEN_PARAM = "token"
+PAGE_FOLDER = Path(__file__).with_name("serve_page")  # the page template (textual-serve's, made local)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -110,7 +119,14 @@ class GuardedServer(Server):
             aliases = ["localhost"] + (["127.0.0.1", "::1"] if host == "localhost" else [])
             for name in aliases:
                 self.origins.setdefault(authority(name, port), f"http://{authority(name, port)}")
-        super().__init__(command=command, host=host, port=port, title="diagnose", public_url=self.origin)
+        super().__init__(
+            command=command,
+            host=host,
+            port=port,
+            title="diagnose",
+            public_url=self.origin,
+            templates_path=PAGE_FOLDER,
+        )
         self.token = token or secrets.token_urlsafe(32)
         self.base_path = f"/{secrets.token_hex(16)}/"
         self.max_consoles = max_consoles
@@ -176,7 +192,7 @@ class GuardedServer(Server):
             )
         print(f"diagnose serve: open {self.url}", flush=True)
         print(
-            f"diagnose serve: at most {self.max_consoles} console session(s) at once; Ctrl+C stops",
+            f"diagnose serve: at most {counted(self.max_consoles, 'console session')} at once; Ctrl+C stops",
             flush=True,
         )
 
@@ -220,7 +236,7 @@ class GuardedServer(Server):
             return _page(
                 503,
                 "The console is full",
-                f"{self.max_consoles} console session(s) are open, the most this server allows. "
+                f"{counted(self.max_consoles, 'console session')} open, the most this server allows. "
                 "Close one of them (its browser tab) and reload this page.",
             )
         return await handler(request)

@@ -374,11 +374,11 @@ def test_export_streams_in_constant_memory(tmp_path: Path, capsys: pytest.Captur
 def test_prune(cli: Cli) -> None:
     code, out, _ = cli("prune", "--older-than", "30d", "--yes")
     assert code == 0
-    assert out.startswith("pruned 1 runs finished before ")
+    assert out.startswith("pruned 1 run finished before ")
     assert "(2 model rounds, 3 invocations, 2 protocol events)" in out
     assert [r["run_id"] for r in cli.json("runs")["rows"]] == ["run-new", "run-mid"]
     code, out, _ = cli("prune", "--older-than", "90min", "--vacuum", "--yes")
-    assert code == 0 and out.startswith("pruned 1 runs")
+    assert code == 0 and out.startswith("pruned 1 run ")
     assert [r["run_id"] for r in cli.json("runs")["rows"]] == ["run-new"]
     assert [r["run_id"] for r in cli.json("invocations", "--search", "连接池")["rows"]] == ["run-new"]
 

@@ -58,7 +58,7 @@ def test_copy_is_idempotent_and_resumes_with_runs_that_finished_since(
         going.seq = 2
         AuditSink(store)(going.run_finished("DRAFT", "COMPLETED"))
     assert audit("copy", "--from", str(source), "--to", audit_target.url) == 0
-    assert "copied 1 runs (5 already there, 0 still running)" in capsys.readouterr().out
+    assert "copied 1 run (5 already there, 0 still running)" in capsys.readouterr().out
 
     with audit_target.open() as copied, AuditStore(source) as original:
         for run_id in [f"run-{n}" for n in range(5)] + ["run-going"]:

@@ -9,6 +9,7 @@ widgets as a live run.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -18,19 +19,23 @@ from textual import events, getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Input, Select, Static, TabbedContent, TabPane
 from textual.widgets.data_table import ColumnKey
 from textual.worker import get_current_worker
 
 from console.host import ConsoleHost
 from console.messages import EngineStatus
-from console.presentation import OUTCOME_STYLE, STATUS_STYLE
+from console.presentation import OUTCOME_STYLE, STATUS_STYLE, counted
 from console.safe_text import neutralize
 from console.screens.replay import ReplayScreen
+from console.widgets.footer import ConsoleFooter
+from console.widgets.run_view import NARROW_BELOW
 from console.widgets.status_bar import StatusBar
+from console.widgets.table_columns import MIN_FLEX_WIDTH, Column, flexible_width, shown_columns
 from console.widgets.timeline import clip, input_summary
 from console.widgets.too_small import TooSmall, fit_screen
 from tools.definitions import TOOL_NAMES
@@ -42,26 +47,27 @@ if TYPE_CHECKING:
 PAGE_SIZE = 50
 PREFETCH_ROWS = 10  # fetch the next page when the cursor is this close to the last loaded row
 SEARCH_DEBOUNCE_S = 0.3
+# A narrow window leaves out the columns with the highest `drop` first (console.widgets.table_columns);
+# the line under the table shows them for the highlighted row.
 RUN_COLUMNS = (
-    ("started (UTC)", 14),
-    ("run", 16),
-    ("outcome", 16),
-    ("stop reason", 30),
-    ("calls", 5),
-    ("tokens", 7),
-    ("query", 0),  # 0: the flexible column, sized to the rest of the window
+    Column("started (UTC)", 14, drop=1),
+    Column("run", 16, drop=2),
+    Column("outcome", 16),
+    Column("stop reason", 30, drop=3),
+    Column("calls", 5),
+    Column("tokens", 7),
+    Column("query", 0),  # 0: the flexible column, sized to the rest of the window
 )
 INVOCATION_COLUMNS = (
-    ("started (UTC)", 14),
-    ("run", 16),
-    ("call", 8),
-    ("tool", 16),
-    ("status", 11),
-    ("error", 16),
-    ("eval", 7),
-    ("input", 0),
+    Column("started (UTC)", 14, drop=4),
+    Column("run", 16, drop=3),
+    Column("call", 8),
+    Column("tool", 16),
+    Column("status", 11),
+    Column("error", 16, drop=1),
+    Column("eval", 7, drop=2),
+    Column("input", 0),
 )
-MIN_FLEX_WIDTH = 24
 OUTCOMES: tuple[str, ...] = (*Outcome, INTERRUPTED_RUN)  # what the outcome filter offers
 
 
@@ -80,16 +86,60 @@ def _value(select: Select[str]) -> str | None:
 
 
 class PagedTable(DataTable[Any]):
-    """A DataTable that remembers the keyset cursor of the next page."""
+    """A DataTable that remembers the keyset cursor of the next page, and shows the columns its width
+    allows (`console.widgets.table_columns`)."""
 
-    def __init__(self, *, id: str) -> None:
+    def __init__(
+        self, columns: tuple[Column, ...], cells: Callable[[dict[str, Any]], list[Text]], *, id: str
+    ) -> None:
+        """`cells`: a record's cells, one per column of `columns` (shown or not)."""
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.all_columns = columns
+        self.cells_of = cells
+        self.shown: tuple[int, ...] = ()  # indices into `all_columns` of the columns on screen
         self.next_cursor: str | None = None
         self.loading_page = False
         self.keys: list[Any] = []
         self.records: list[dict[str, Any]] = []  # the loaded rows as read, for the full-text line
         self.flexible: ColumnKey | None = None  # the column sized to the window
         self.generation = 0  # bumped on every restart: pages fetched for an older one are dropped
+
+    def add_record(self, key: Any, record: dict[str, Any]) -> None:
+        self.keys.append(key)
+        self.records.append(record)
+        cells = self.cells_of(record)
+        self.add_row(*(cells[i] for i in self.shown))
+
+    def fit_columns(self, width: int) -> None:
+        """Show the columns a table `width` cells wide has room for; the flexible one takes the rest.
+        (Fixed widths: columns never jump as pages arrive, and nothing waits on measuring cells.)"""
+        shown = shown_columns(self.all_columns, width, self.cell_padding)
+        if shown != self.shown:
+            cursor = self.cursor_row
+            self.clear(columns=True)
+            self.shown, self.flexible = shown, None
+            for i in shown:
+                column = self.all_columns[i]
+                key = self.add_column(column.label, width=column.width or MIN_FLEX_WIDTH)
+                if column.width == 0:
+                    self.flexible = key
+            for record in self.records:
+                cells = self.cells_of(record)
+                self.add_row(*(cells[i] for i in shown))
+            if self.records:
+                self.move_cursor(row=min(max(cursor, 0), len(self.records) - 1))
+        self.fit_flexible_column(width)
+
+    def left_out(self, record: dict[str, Any], named: set[str]) -> Text:
+        """The record's cells of the columns not shown (but those in `named`), as `label value` pairs."""
+        cells = self.cells_of(record)
+        text = Text()
+        for i, column in enumerate(self.all_columns):
+            if i not in self.shown and column.label not in named:
+                text.append(f"{column.label} ", style="dim")
+                text.append_text(cells[i])
+                text.append("  ")
+        return text
 
     def restart(self) -> None:
         self.clear()
@@ -99,13 +149,12 @@ class PagedTable(DataTable[Any]):
         self.loading_page = False
         self.generation += 1
 
-    def fit_flexible_column(self) -> None:
+    def fit_flexible_column(self, width: int) -> None:
         """The flexible column takes the width the fixed ones leave (cells are clipped at render time)."""
-        if self.flexible is None or not self.size.width:
+        if self.flexible is None or not width:
             return
         column = self.columns[self.flexible]
-        fixed = sum(c.width + 2 * self.cell_padding for k, c in self.columns.items() if k != self.flexible)
-        width = max(self.size.width - fixed - 2 * self.cell_padding - 1, MIN_FLEX_WIDTH)
+        width = max(flexible_width(self.all_columns, self.shown, width, self.cell_padding), MIN_FLEX_WIDTH)
         if column.width != width:
             column.width = width
             self._require_update_dimensions = True  # DataTable re-measures on its next refresh
@@ -113,7 +162,8 @@ class PagedTable(DataTable[Any]):
             self.refresh()
 
     def on_resize(self) -> None:
-        self.fit_flexible_column()
+        if self.size.width:
+            self.fit_columns(self.size.width)
 
     def wants_more(self) -> bool:
         return (
@@ -127,8 +177,9 @@ class AuditPane(TabPane):
     """One tab of the audit: its filters, its keyset-paged table, and the pages it fetches."""
 
     app = getters.app(ConsoleHost)
-    NOUN: ClassVar[str]
-    COLUMNS: ClassVar[tuple[tuple[str, int], ...]]
+    NOUN: ClassVar[str]  # one row of the table: "run", "invocation"
+    COLUMNS: ClassVar[tuple[Column, ...]]
+    WHOLE: ClassVar[set[str]]  # the columns `full_text` shows whole under the table
     TABLE_ID: ClassVar[str]
     SEARCH_ID: ClassVar[str]
 
@@ -148,19 +199,13 @@ class AuditPane(TabPane):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="filters"):
             yield from self.compose_filters()
-        yield PagedTable(id=self.TABLE_ID)
+        yield PagedTable(self.COLUMNS, self.cells, id=self.TABLE_ID)
 
     def compose_filters(self) -> ComposeResult:
         raise NotImplementedError
 
     def on_mount(self) -> None:
-        # Fixed widths: columns never jump as pages arrive, and nothing waits on measuring cells. The one
-        # flexible column (width 0) is sized to the window.
-        for label, width in self.COLUMNS:
-            key = self.table.add_column(label, width=width or MIN_FLEX_WIDTH)
-            if width == 0:
-                self.table.flexible = key
-        self.table.fit_flexible_column()
+        self.table.fit_columns(self.app.size.width)  # the table spans the screen; resizes refit it
         for search in self.query(Input):
             search.cursor_blink = self.app.options.cursor_blink
 
@@ -225,9 +270,7 @@ class AuditPane(TabPane):
             return  # a page for filters the operator has since changed
         table.loading_page = False
         for row in rows:
-            table.keys.append(self.key(row))
-            table.records.append(row)
-            table.add_row(*self.cells(row))
+            table.add_record(self.key(row), row)
         table.next_cursor = next_cursor
         if matching is not None:
             self.matching = matching
@@ -243,6 +286,10 @@ class AuditPane(TabPane):
         """The highlighted row's clipped cells, whole (the line under the table)."""
         raise NotImplementedError
 
+    def row_text(self, row: dict[str, Any]) -> Text:
+        """The line under the table: the highlighted row's left-out cells, then its clipped ones whole."""
+        return self.table.left_out(row, self.WHOLE) + self.full_text(row)
+
     def filtered(self) -> bool:
         return any(value is not None for value in self.filters().values())
 
@@ -250,9 +297,9 @@ class AuditPane(TabPane):
         table = self.table
         if not table.row_count and table.next_cursor is None and not table.loading_page:
             if self.filtered():
-                return f"no {self.NOUN} match these filters"
-            return f"no {self.NOUN} in this audit file yet: every run (ctrl+r) is recorded here"
-        text = f"{table.row_count} {self.NOUN} loaded"
+                return f"no {self.NOUN}s match these filters"
+            return f"no {self.NOUN}s in this audit file yet: every run (ctrl+r) is recorded here"
+        text = f"{counted(table.row_count, self.NOUN)} loaded"
         if self.matching is not None:
             text += f" of {self.matching} matching"
         text += " · more load as you scroll" if table.next_cursor else " · all loaded"
@@ -264,8 +311,9 @@ class AuditPane(TabPane):
 
 
 class RunsPane(AuditPane):
-    NOUN = "runs"
+    NOUN = "run"
     COLUMNS = RUN_COLUMNS
+    WHOLE: ClassVar[set[str]] = {"stop reason", "query"}
     TABLE_ID = "runs"
     SEARCH_ID = "runs-text"
 
@@ -302,8 +350,9 @@ class RunsPane(AuditPane):
 
 
 class InvocationsPane(AuditPane):
-    NOUN = "invocations"
+    NOUN = "invocation"
     COLUMNS = INVOCATION_COLUMNS
+    WHOLE: ClassVar[set[str]] = {"input"}
     TABLE_ID = "invocations"
     SEARCH_ID = "inv-text"
 
@@ -371,11 +420,21 @@ class AuditScreen(Screen[None]):
             yield InvocationsPane("Invocations", id="invocations-tab")
         yield Static(id="audit-row")
         yield Static(id="audit-count")
-        yield Footer()
+        yield ConsoleFooter(self.app.size.width)
         yield TooSmall()
 
     def on_resize(self, event: events.Resize) -> None:
-        fit_screen(self, event.size)
+        self.fit(event.size)
+
+    def fit(self, size: Size) -> None:
+        """Below NARROW_BELOW columns the filters go compact (one line, no frame): at 80×24 the table
+        keeps the rows a framed filter bar would take."""
+        fit_screen(self, size)
+        narrow = size.width < NARROW_BELOW
+        self.set_class(narrow, "-narrow")
+        for widget in self.query(".filters > *"):
+            if isinstance(widget, Input | Select):
+                widget.compact = narrow
 
     @property
     def panes(self) -> tuple[AuditPane, ...]:
@@ -386,6 +445,7 @@ class AuditScreen(Screen[None]):
         return self.query_one(f"#{self.query_one(TabbedContent).active}", AuditPane)
 
     def on_mount(self) -> None:
+        self.fit(self.app.size)
         self.watch(self.app, "engine_status", self._engine_changed, init=False)
         self.query_one("#runs", PagedTable).focus()
 
@@ -435,7 +495,7 @@ class AuditScreen(Screen[None]):
         row = table.records[table.cursor_row] if 0 <= table.cursor_row < len(table.records) else None
         line = self.query_one("#audit-row", Static)
         line.display = row is not None
-        line.update(pane.full_text(row) if row is not None else "")
+        line.update(pane.row_text(row) if row is not None else "")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         table = event.data_table

@@ -1,4 +1,8 @@
-"""Where to write an export: a directory, the current one by default. Enter exports, escape cancels.
+"""Where to write an export: a directory. Enter exports, escape cancels.
+
+It starts at the folder the last export of this session went to, else the user's documents folder
+(`default_export_dir`): never the folder the console happened to start in, which is often a source
+checkout or a system folder where run records do not belong.
 
 An export never replaces files silently: when the folder already holds this run's export, the dialog
 names the files and a second enter replaces them (the CLI's `--force`); escape or another folder keeps
@@ -18,6 +22,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
+
+
+def default_export_dir() -> Path:
+    """The user's documents folder (XDG `DOCUMENTS`, usually ~/Documents), or the home folder when
+    there is none."""
+    import platformdirs
+
+    documents = platformdirs.user_documents_path()
+    return documents if documents.is_dir() else Path.home()
 
 
 @dataclass(frozen=True)

@@ -19,17 +19,20 @@ from rich.text import Text
 from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TextArea
+from textual.timer import Timer
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from console.host import ConsoleHost
 from console.messages import RunAborted, RunSubmitted
 from console.presentation import CallState, exit_code
 from console.safe_text import neutralize
+from console.widgets.footer import ConsoleFooter
+from console.widgets.query_box import QueryBox
 from console.widgets.result import ResultView
 from console.widgets.run_state import RunState
 from console.widgets.run_view import NARROW_BELOW, RunView
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 
 DRAIN_INTERVAL_S = 0.05
 DRAIN_SLICE_S = 0.012  # the longest a drain holds the event loop: a key waits at most about this long
+WHY_SHOWN_S = 6.0  # how long the status bar says why a dimmed key did nothing
 
 
 def previous_turn_from(query: str, draft: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +106,8 @@ class InvestigateScreen(Screen[None]):
         self._run_started: float | None = None
         self.queued: RunSubmitted | None = None  # ctrl+r while the engine loads: run once it is ready
         self.runs_ended = 0  # runs fully drawn and ended here: lets a script wait for "this run is done"
+        self.last_export_dir: Path | None = None  # where this session's last export went
+        self._why_shown: Timer | None = None  # a dimmed key's reason stays in the status bar until this ends
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -109,15 +115,18 @@ class InvestigateScreen(Screen[None]):
         self.fit(self.app.size)  # styled for the terminal before the widgets mount: one layout, one style
         yield StatusBar("Investigate", id="status")
         with Vertical(id="ask"):
-            query = TextArea(id="query", soft_wrap=True, tab_behavior="focus", show_line_numbers=False)
+            query = QueryBox(id="query")
             query.border_title = "Query"
             query.border_subtitle = "ctrl+r run"
             query.cursor_blink = options.cursor_blink
             query.placeholder = "Describe the incident: service, time window (UTC), symptom. ctrl+r runs it."
             yield query
-            yield Static(id="carry")
+            # The carried turn, scrollable: a long Draft's limitations do not fit a few lines at 80×24,
+            # and the operator must be able to read every word that the next run will send.
+            with VerticalScroll(id="carry-box"):
+                yield Static(id="carry")
         yield RunView(show_timings=options.show_timings, id="run")
-        yield Footer()
+        yield ConsoleFooter(self.app.size.width)
         yield TooSmall()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -129,12 +138,12 @@ class InvestigateScreen(Screen[None]):
         self.set_class(size.width < NARROW_BELOW, "-narrow")
 
     def on_mount(self) -> None:
-        self.query_one("#carry", Static).display = False
+        self.query_one("#carry-box").display = False
         self.run_view.reset(self.state)
         self._drain_timer = self.set_interval(DRAIN_INTERVAL_S, self._drain, pause=True)
         # Events arrive only at round and tool boundaries: a slow model round still shows time passing.
         self._ticker = self.set_interval(1.0, self._set_activity, pause=True)
-        self.query_one("#query", TextArea).focus()
+        self.query_one("#query", QueryBox).focus()
         self._set_activity()
 
     @property
@@ -144,7 +153,7 @@ class InvestigateScreen(Screen[None]):
     # ------------------------------------------------------------------ carried turn and activity
     def prefill(self, query: str, previous_turn: Any) -> None:
         """A scenario's query (and its own previous turn, if it has one) ready to run."""
-        area = self.query_one("#query", TextArea)
+        area = self.query_one("#query", QueryBox)
         area.text = query
         area.move_cursor(area.document.end)
         turn = (
@@ -153,12 +162,15 @@ class InvestigateScreen(Screen[None]):
         self.carry = turn
 
     def watch_carry(self, previous_turn: dict[str, Any] | None) -> None:
-        carry = self.query_one("#carry", Static)
-        carry.display = previous_turn is not None
+        box, carry = self.query_one("#carry-box", VerticalScroll), self.query_one("#carry", Static)
+        box.display = carry.display = previous_turn is not None
         if previous_turn is not None:
-            text = Text.assemble(("carried over to the next run ", "bold"), ("(ctrl+f drops it): ", "dim"))
+            text = Text.assemble(
+                ("carried over to the next run ", "bold"), ("(ctrl+f drops it; tab here scrolls it): ", "dim")
+            )
             text.append(neutralize(json.dumps(previous_turn, ensure_ascii=False), form="json"))
             carry.update(text)
+            box.scroll_home(animate=False)
 
     def watch_activity(self, activity: str) -> None:
         self.query_one(StatusBar).set_activity(activity)
@@ -181,22 +193,72 @@ class InvestigateScreen(Screen[None]):
             return True if self.state.result is not None and not self.running else None
         return True
 
+    def why_not(self, action: str) -> tuple[str, str]:
+        """Why `action` cannot run now (its key is dimmed in the footer): a few words for the status bar
+        (they fit beside the model at 80 columns; what follows ` · ` goes first when they do not) and
+        a sentence for the toast."""
+        if self.running:
+            if action == "run":
+                return (
+                    "run in progress: escape cancels it",
+                    "A run is in progress: wait for it to finish, or escape cancels it.",
+                )
+            return (
+                "run in progress · wait, or escape cancels it",
+                "A run is in progress: wait for it to finish (escape or ctrl+c cancels it).",
+            )
+        if action == "export":
+            return (
+                "nothing to export: no run has finished",
+                "There is no finished run to export: ctrl+r runs the query first.",
+            )
+        what = "follow up" if action == "follow_up" else "copy"
+        if self.state.result is None:
+            return (
+                f"no Draft to {what} · ctrl+r runs the query",
+                f"There is no Draft to {what} yet: ctrl+r runs the query first.",
+            )
+        outcome = self.state.outcome
+        toast = f"The last run ended {outcome} without a Draft: there is no Draft to {what}."
+        if action == "follow_up":
+            toast += " A follow-up carries a Draft's conclusion and limitations."
+        return f"{outcome}: no Draft to {what}", toast
+
+    def say_why_not(self, action: str) -> None:
+        """A dimmed key was pressed: say why nothing happens, in the status bar (for WHY_SHOWN_S) and
+        as a toast, rather than ignore the key."""
+        status, toast = self.why_not(action)
+        self.notify(toast, severity="warning", markup=False)
+        self._set_activity(status)
+        self._forget_why()
+        self._why_shown = self.set_timer(WHY_SHOWN_S, self._why_expired)
+
+    def _why_expired(self) -> None:
+        self._forget_why()
+        self._set_activity()
+
+    def _forget_why(self) -> None:
+        """A run started or ended, or the engine changed: that is what the status bar must say now."""
+        if self._why_shown is not None:
+            self._why_shown.stop()
+            self._why_shown = None
+
     def action_run(self) -> None:
         if self.running:
-            self.notify(
-                "A run is in progress: wait for it to finish, or escape cancels it.", severity="warning"
-            )
+            self.say_why_not("run")
             return
         # ctrl+r is a priority binding: it can overtake keys still queued for the input (typed or
         # pasted just before). Queue the submit behind them so the query sent is the query shown.
-        area = self.query_one("#query", TextArea)
-        area.call_later(lambda: self.post_message(RunSubmitted(area.text, self.carry)))
+        area = self.query_one("#query", QueryBox)
+        area.call_later(lambda: self.post_message(RunSubmitted(area.current_text(), self.carry)))
 
     def on_key(self, event: events.Key) -> None:
-        """ctrl+r during a run: the binding is disabled, so the key arrives here; say why nothing starts."""
-        if event.key == "ctrl+r" and self.running:
+        """A dimmed key (ctrl+r in a run, ctrl+f / ctrl+g / ctrl+s without what they need): its binding is
+        disabled, so the key arrives here; say why nothing happens."""
+        action = DIMMABLE_KEYS.get(event.key)
+        if action is not None and self.check_action(action, ()) is None:
             event.stop()
-            self.action_run()
+            self.say_why_not(action)
 
     def action_go_timeline(self) -> None:
         self.go_to_panel("timeline")
@@ -230,17 +292,17 @@ class InvestigateScreen(Screen[None]):
             return
         draft = self.state.draft
         if draft is None:
-            self.notify("A follow-up needs a Draft from the last run.", severity="warning")
+            self.say_why_not("follow_up")
             return
         self.carry = previous_turn_from(self.last_query, draft)
-        area = self.query_one("#query", TextArea)
+        area = self.query_one("#query", QueryBox)
         area.text = ""
         area.focus()
 
     def action_copy_draft(self) -> None:
         draft = self.state.draft
         if draft is None:
-            self.notify("There is no Draft to copy.", severity="warning")
+            self.say_why_not("copy_draft")
             return
         from console.export import draft_markdown  # the export loads on first use, after the first frame
 
@@ -250,7 +312,7 @@ class InvestigateScreen(Screen[None]):
     def action_copy_draft_json(self) -> None:
         draft = self.state.draft
         if draft is None:
-            self.notify("There is no Draft to copy.", severity="warning")
+            self.say_why_not("copy_draft_json")
             return
         from console.export import draft_json
 
@@ -259,18 +321,17 @@ class InvestigateScreen(Screen[None]):
 
     def action_export(self) -> None:
         record = self.run_record()
-        if record is None:
-            self.notify("There is no finished run to export.", severity="warning")
+        if record is None or self.running:
+            self.say_why_not("export")
             return
         from console.export import existing_exports
-        from console.screens.export_dialog import ExportDialog
+        from console.screens.export_dialog import ExportDialog, default_export_dir
 
         run_id = str(record.result.get("run_id") or "run")
         options = self.app.options
+        folder = self.last_export_dir or options.export_dir or default_export_dir()
         dialog = ExportDialog(
-            options.export_dir or Path.cwd(),
-            lambda folder: existing_exports(folder, run_id),
-            cursor_blink=options.cursor_blink,
+            folder, lambda folder: existing_exports(folder, run_id), cursor_blink=options.cursor_blink
         )
         self.app.push_screen(dialog, self._export_to)
 
@@ -289,6 +350,7 @@ class InvestigateScreen(Screen[None]):
         except OSError as exc:
             self.notify(str(exc), title="Export failed", severity="error", markup=False)
             return
+        self.last_export_dir = target.directory  # the next export starts there
         self.notify(
             "\n".join(path.name for path in written), title=f"Exported to {target.directory}", markup=False
         )
@@ -327,6 +389,7 @@ class InvestigateScreen(Screen[None]):
         self._ticker.resume()
         self._worker = self._execute(env, message.query, message.previous_turn)
         self.running = True
+        self._forget_why()
         self._set_activity("starting…")
 
     @work(exclusive=True, group="run", exit_on_error=False)
@@ -386,6 +449,7 @@ class InvestigateScreen(Screen[None]):
             self.carry = None  # a carried turn is consumed by the run that sent it
         self.running = False  # bindings refresh: the finished run's Draft enables copy, follow-up, export
         self.runs_ended += 1
+        self._forget_why()
         self._set_activity()
         if aborted is not None and aborted.error is not None and self.state.result is None:
             self.run_view.query_one(ResultView).show_failure(aborted.error)
@@ -401,14 +465,15 @@ class InvestigateScreen(Screen[None]):
         self._set_activity()
         queued, self.queued = self.queued, None
         if queued is not None:
-            area = self.query_one("#query", TextArea)
+            area = self.query_one("#query", QueryBox)
             self.notify("The engine is ready: the queued run starts.", markup=False)
-            self.post_message(RunSubmitted(area.text, self.carry))
+            self.post_message(RunSubmitted(area.current_text(), self.carry))
 
     def engine_failed(self, reason: str) -> None:
         if self.queued is not None:
             self.queued = None
             self.notify(f"The queued run cannot start: {reason}", severity="error", markup=False)
+        self._forget_why()
         self._set_activity()
 
     def clear_run(self) -> None:
@@ -420,9 +485,12 @@ class InvestigateScreen(Screen[None]):
         self.carry = None
         self.run_view.reset(self.state)
         self.refresh_bindings()
+        self._forget_why()
         self._set_activity()
 
     def _set_activity(self, override: str | None = None) -> None:
+        if override is None and self._why_shown is not None:
+            return  # the reason a dimmed key gave stays until its timer ends
         elapsed = None
         if self.running and self.app.options.show_timings and self._run_started is not None:
             elapsed = time.monotonic() - self._run_started
@@ -431,6 +499,16 @@ class InvestigateScreen(Screen[None]):
         if override is None and not self.running and self.app.engine_status.state == "failed":
             override = "no engine: nothing can run · f4 picks another scenario"
         self.activity = override or activity_text(self.state, self.running, elapsed)
+
+
+# The keys whose actions this screen dims when they cannot run (check_action None): pressed anyway, they
+# say why (InvestigateScreen.on_key). Read from the binding table, so a rebound key keeps explaining.
+DIMMABLE_KEYS: dict[str, str] = {
+    key.strip(): binding.action
+    for binding in InvestigateScreen.BINDINGS
+    if isinstance(binding, Binding) and binding.action in ("run", "follow_up", "copy_draft", "export")
+    for key in binding.key.split(",")
+}
 
 
 def activity_text(state: RunState, running: bool, elapsed_s: float | None = None) -> str:

@@ -16,12 +16,13 @@ from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from console.audit_replay import timeline_events
 from console.host import ConsoleHost
 from console.run_setup import run_setup_text
 from console.safe_text import neutralize
+from console.widgets.footer import ConsoleFooter
 from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
 class ReplayScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_name("replay.tcss")
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Back to the audit")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Back", tooltip="Back to the audit")]
 
     app = getters.app(ConsoleHost)
 
@@ -42,13 +43,15 @@ class ReplayScreen(Screen[None]):
         self.focus_call = focus_call
 
     def compose(self) -> ComposeResult:
-        yield StatusBar(f"Audit · run {self.run_id}", model="not recorded in the audit", id="status")
+        # The run's ID leads the activity: a narrow bar keeps it over the caveats that follow it.
+        yield StatusBar("Replay", model="not recorded in the audit", id="status")
         yield Static(id="replay-query")
         yield RunView(show_timings=self.app.options.show_timings, id="run")
-        yield Footer()
+        yield ConsoleFooter(self.app.size.width)
 
     def on_mount(self) -> None:
-        self.query_one(StatusBar).set_activity("replay: no observations, counters or previous turn")
+        run = neutralize(self.run_id, newlines=False)
+        self.query_one(StatusBar).set_activity(f"run {run} · audited: no observations or counters")
         self._load()
 
     @work(thread=True, exclusive=True, group="replay", exit_on_error=False)
@@ -75,7 +78,8 @@ class ReplayScreen(Screen[None]):
         model, limits = run_setup_text(timeline.run)
         status = self.query_one(StatusBar)
         status.model = model if model != "not recorded" else "not recorded in the audit"
-        status.set_activity(f"replay, no observations or counters  │  limits: {limits}")
+        run = neutralize(self.run_id, newlines=False)
+        status.set_activity(f"run {run} · audited: no observations or counters · limits: {limits}")
         if self.focus_call is not None and view.timeline.jump_to(self.focus_call):
             view.show_detail(("call", self.focus_call))
         view.timeline.focus()

@@ -1,8 +1,12 @@
 """The scenario picker: trainers choose a built-in scenario (or the scenario file the console was
 started with); picking one reopens the environment with its scripted model and prefills its query.
 
+One line per scenario and the highlighted one's description under the list: at 80×24 the list still
+shows a dozen scenarios, and the box never outgrows the terminal, so the entry enter opens is the one
+on screen.
+
 A file in the trainer's folder that does not load (bad YAML, or settings a scenario may not carry) is
-listed, disabled, with the reason, so a trainer sees why their lesson is missing."""
+listed under the choices with the reason, so a trainer sees why their lesson is missing."""
 
 from __future__ import annotations
 
@@ -57,15 +61,24 @@ def scenario_choices(
 
 
 def choice_prompt(choice: ScenarioChoice, current: bool) -> Text:
-    """A scenario file is someone else's text: shown neutralised, never as markup."""
-    text = Text.assemble(
+    """One line (a narrow terminal cuts the title; the description under the list has it whole). A
+    scenario file is someone else's text: shown neutralised, never as markup."""
+    return Text.assemble(
         ("● " if current else "  ", "green"),
         (neutralize(choice.name, newlines=False), "bold"),
         "  ",
         neutralize(choice.title, newlines=False),
+        no_wrap=True,
+        overflow="ellipsis",
     )
-    if choice.description:
-        text.append("\n    " + neutralize(" ".join(choice.description.split())), style="dim")
+
+
+def choice_description(choice: ScenarioChoice) -> Text:
+    """What the highlighted scenario demonstrates (and which file it is, when it is not built in)."""
+    text = Text(neutralize(choice.title, newlines=False), style="bold")
+    text.append("\n" + (neutralize(" ".join(choice.description.split())) or "no description"))
+    if choice.source != choice.name:
+        text.append("\n" + neutralize(choice.source, newlines=False), style="dim")
     return text
 
 
@@ -82,6 +95,8 @@ class ScenarioPicker(ModalScreen[ScenarioChoice | None]):
         self.current = current
         self.problems: list[str] = []
         self.choices = scenario_choices(started_with, scenario_dir, self.problems)
+        names = [c.name for c in self.choices]
+        self.initial = names.index(current) if current in names else 0  # highlighted when it opens
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
@@ -95,22 +110,28 @@ class ScenarioPicker(ModalScreen[ScenarioChoice | None]):
                 Option(choice_prompt(c, c.name == self.current), id=str(i))
                 for i, c in enumerate(self.choices)
             ]
-            options += [
-                Option(Text.assemble(("  ✗ ", "red"), (neutralize(problem), "red")), disabled=True)
-                for problem in self.problems
-            ]
             yield OptionList(*options, id="scenario-list")
+            problems = Static(
+                Text("\n").join(Text.assemble("✗ ", neutralize(problem)) for problem in self.problems),
+                id="scenario-problems",
+            )
+            problems.display = bool(self.problems)
+            yield problems
+            yield Static(choice_description(self.choices[self.initial]), id="scenario-about")
 
     def on_mount(self) -> None:
-        names = [c.name for c in self.choices]
         options = self.query_one(OptionList)
-        options.highlighted = names.index(self.current) if self.current in names else 0
+        options.highlighted = self.initial
         options.focus()
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        event.stop()
+        about = choice_description(self.choices[event.option_index])
+        self.query_one("#scenario-about", Static).update(about)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        if event.option_index < len(self.choices):
-            self.dismiss(self.choices[event.option_index])
+        self.dismiss(self.choices[event.option_index])
 
     def action_close(self) -> None:
         self.dismiss(None)

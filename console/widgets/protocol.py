@@ -32,6 +32,16 @@ def final_opportunity(state: RunState) -> str:
     return "open: the next round is the last"
 
 
+def pending_text(state: RunState) -> str:
+    """The observation the next call must evaluate. Once the run has ended nothing is awaited: a last
+    FOUND the Draft came before is shown as never evaluated, not as still pending."""
+    pending = (state.protocol or {}).get("pending_tool_call_id")
+    shown = neutralize(str(pending), newlines=False) if pending else None
+    if state.result is None:
+        return shown or "none"
+    return f"none: the run ended ({shown} never evaluated)" if shown else "none: the run ended"
+
+
 def protocol_lines(state: RunState) -> list[tuple[str, str, str]]:
     """(label, value, level) rows; level is ok | warn | full."""
     protocol: dict[str, Any] = state.protocol or {}
@@ -68,11 +78,7 @@ def protocol_lines(state: RunState) -> list[tuple[str, str, str]]:
         stop = f"yes · {STOP_CAUSE_TEXT.get(str(state.stop_cause), str(state.stop_cause).lower())}"
     saturation = protocol.get("saturation")
     return [
-        (
-            "pending observation",
-            neutralize(str(protocol.get("pending_tool_call_id") or "none"), newlines=False),
-            "ok",
-        ),
+        ("pending observation", pending_text(state), "ok"),
         ("no-gain streak", no_gain, no_gain_level),
         ("violations", violations, violations_level),
         (ProtocolCode.STOP_REQUIRED, stop, "full" if protocol.get("stop_required") else "ok"),

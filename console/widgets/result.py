@@ -25,6 +25,7 @@ from console.presentation import (
     STATUS_STYLE,
     STOP_REASON_TEXT,
     VIOLATION_TEXT,
+    counted,
     exit_code,
     model_cause_text,
 )
@@ -50,8 +51,8 @@ def banner(state: RunState) -> Text:
         text.append(f"   exit {exit_code(outcome)}: {OUTCOME_MEANING[outcome]}")
     usage = (state.result or {}).get("usage") or {}
     text.append(
-        f"\nrun {state.run_id} · {usage.get('model_calls', 0)} model calls · "
-        f"{usage.get('total_tokens', 0):,} tokens",
+        f"\nrun {state.run_id} · {counted(usage.get('model_calls', 0), 'model call')} · "
+        f"{counted(usage.get('total_tokens', 0), 'token', thousands=True)}",
         style="dim",
     )
     return text

@@ -29,6 +29,7 @@ from console.presentation import (
     STATUS_TEXT,
     STOP_CAUSE_NOTE,
     TOOL_CALL_CAP_NOTE,
+    counted,
     exit_code,
 )
 from console.safe_text import neutralize
@@ -84,7 +85,7 @@ def round_label(row: RoundRow, show_timings: bool) -> Text:
         return label
     tokens = f"{'~' if row.usage_estimated else ''}{row.prompt_tokens or 0}+{row.completion_tokens or 0} tok"
     calls = len(row.tool_call_ids)
-    asked = f"{calls} tool call{'s' if calls != 1 else ''}" if calls else ""
+    asked = counted(calls, "tool call") if calls else ""
     reply = "final text" if row.has_text and not calls else ("text + calls" if row.has_text else "")
     for part in (tokens, asked, reply, duration_text(row.duration_ms, show_timings)):
         if part:

@@ -61,9 +61,8 @@ async def test_evidence_backed_diagnosis(app_factory: AppFactory) -> None:
         assert {app.investigate.query_one(BudgetGauge).level(k) for k in ("model_calls", "tokens")} == {"ok"}
 
         protocol = protocol_text(app)
-        assert (
-            "pending observation call-3" in protocol
-        )  # the last FOUND, never evaluated: the Draft came next
+        # the last FOUND, never evaluated: the Draft came next, and nothing is pending once the run ended
+        assert "pending observation none: the run ended (call-3 never evaluated)" in protocol
         assert "no-gain streak 0 / 3" in protocol and "violations 0 / 3" in protocol
         assert "STOP_REQUIRED no" in protocol and "saturation —" in protocol
 
@@ -148,7 +147,7 @@ async def test_model_call_budget_exhausted_names_the_budget(app_factory: AppFact
         assert gauge.level("model_calls") == "full" and gauge.level("tokens") == "ok"
 
         protocol = protocol_text(app)
-        assert "pending observation call-2" in protocol
+        assert "pending observation none: the run ended (call-2 never evaluated)" in protocol
         assert "STOP_REQUIRED yes · one model call left" in protocol
         assert "final opportunity spent on a tool call" in protocol
 

@@ -1,4 +1,5 @@
-"""`diagnose serve` end to end: the console in headless Chromium, a query typed and run to its result.
+"""`diagnose serve` end to end: the console in headless Chromium, a query typed (without a click: the
+page gives the terminal the focus) and run to its result, and no request leaves for another host.
 
 Skipped when /usr/bin/chromium is missing, unless DIAGNOSE_TEST_REQUIRE_BROWSER=1 (then it fails).
 The served console writes only to a temporary HOME / state dir / audit file.
@@ -17,6 +18,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -107,6 +109,7 @@ def test_the_console_runs_a_scenario_in_a_browser(served: tuple[str, Path]) -> N
 
     url, home = served
     screen = bytearray()
+    requested: list[str] = []
 
     def shown() -> str:
         return ANSI.sub(b"", bytes(screen)).decode("utf-8", errors="replace")
@@ -121,7 +124,7 @@ def test_the_console_runs_a_scenario_in_a_browser(served: tuple[str, Path]) -> N
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.route("**/fonts.googleapis.com/**", lambda route: route.abort())  # no network in tests
+            page.on("request", lambda request: requested.append(request.url))
             page.on(
                 "websocket",
                 lambda ws: ws.on(
@@ -134,7 +137,7 @@ def test_the_console_runs_a_scenario_in_a_browser(served: tuple[str, Path]) -> N
             wait_until(lambda: "Investigate" in shown(), "the console's first frame")
             wait_until(lambda: "scripted: evidence-backed-diagnosis" in shown(), "the engine")
 
-            page.focus("textarea.xterm-helper-textarea")  # keyboard focus without clicking a panel
+            # No click and no page.focus(): the page gives the terminal the keyboard with its first frame.
             page.keyboard.press("End")
             page.keyboard.type(TYPED)
             page.keyboard.press("Control+r")
@@ -144,6 +147,11 @@ def test_the_console_runs_a_scenario_in_a_browser(served: tuple[str, Path]) -> N
         finally:
             browser.close()
 
+    here = urlsplit(url).netloc
+    elsewhere = [
+        u for u in requested if urlsplit(u).scheme in ("http", "https") and urlsplit(u).netloc != here
+    ]
+    assert elsewhere == [], elsewhere  # the page's font and script come from this server
     outcome, stop_reason, query = _finished_run(home / "audit.db")
     assert (outcome, stop_reason) == ("DRAFT", "COMPLETED")
     assert query.endswith(TYPED)  # the query typed in the browser is the query that ran

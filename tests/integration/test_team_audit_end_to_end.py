@@ -223,7 +223,7 @@ def test_an_account_without_ddl_grants_runs_browses_and_prunes_once_the_schema_i
         assert [row["run_id"] for row in diagnose.json("audit", "runs", "--json", *audit)["rows"]] == [run_id]
         code, out, err = diagnose("audit", "prune", "--older-than", "0s", "--vacuum", "--yes", *audit)
         assert (code, err) == (0, "")
-        assert out.startswith("pruned 1 runs")
+        assert out.startswith("pruned 1 run ")
 
 
 def test_the_audit_password_reaches_no_output(

@@ -359,7 +359,7 @@ def test_prune_dry_run_counts_and_deletes_nothing(audit_db: Path, tmp_path: Path
         tmp_path, "audit", "prune", "--older-than", "0s", "--dry-run", "--audit-db", audit_db
     )
     assert code == 0, err
-    assert out.startswith("would prune 1 runs finished before ")
+    assert out.startswith("would prune 1 run finished before ")
     assert "invocations" in out and str(audit_db) in out
     with AuditStore(audit_db) as store:
         assert store.get_run("run-1") is not None
@@ -368,11 +368,11 @@ def test_prune_dry_run_counts_and_deletes_nothing(audit_db: Path, tmp_path: Path
 def test_prune_off_a_terminal_needs_yes(audit_db: Path, tmp_path: Path) -> None:
     code, out, err = diagnose(tmp_path, "audit", "prune", "--older-than", "0s", "--audit-db", audit_db)
     assert code == USAGE_ERROR and out == ""
-    assert "prune would delete 1 runs" in err and "pass --yes to confirm" in err
+    assert "prune would delete 1 run " in err and "pass --yes to confirm" in err
     with AuditStore(audit_db) as store:
         assert store.get_run("run-1") is not None
     code, out, _ = diagnose(tmp_path, "audit", "prune", "--older-than", "0s", "--yes", "--audit-db", audit_db)
-    assert code == 0 and out.startswith("pruned 1 runs")
+    assert code == 0 and out.startswith("pruned 1 run ")
 
 
 @pytest.mark.parametrize(("answer", "pruned"), [("n\n", False), ("\n", False), ("y\n", True)])
@@ -387,7 +387,7 @@ def test_prune_on_a_terminal_asks_first(audit_db: Path, tmp_path: Path, answer: 
         os.close(terminal)
         os.close(controller)
     assert code == 0, err
-    assert "delete 1 runs finished before " in err and err.rstrip().endswith("[y/N]")
-    assert out.startswith("pruned 1 runs" if pruned else "nothing pruned")
+    assert "delete 1 run finished before " in err and err.rstrip().endswith("[y/N]")
+    assert out.startswith("pruned 1 run " if pruned else "nothing pruned")
     with AuditStore(audit_db) as store:
         assert (store.get_run("run-1") is None) is pruned

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import itertools
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,3 +163,47 @@ def fail_reloads(app: DiagnoseApp, message: str) -> None:
         return app._open_environment(scenario)
 
     app.env_factory = factory
+
+
+LAST_MISSING = "the last missing item: the IdP's own logs for 02:00-03:00 UTC"
+
+
+def long_draft_scenario(folder: Path) -> Path:
+    """A scenario whose one round is a long no-conclusion Draft: its carried turn (the follow-up
+    preview) is many lines at 80 columns, and its last words are `LAST_MISSING`."""
+    draft = {
+        "conclusion": None,
+        "analysis": [
+            {
+                "kind": "NEGATIVE_OBSERVATION",
+                "statement": "No evidence was gathered: the query names no time window the tools can search.",
+                "scope": "the query as given",
+                "evidence": "NO_EVIDENCE",
+            }
+        ],
+        "action_plan": ["Ask the reporter for the exact time window and a trace ID."],
+        "recommendations": [],
+        "limitations": {
+            # As many entries of as many characters as a Draft may hold (agent.draft_rules at the
+            # default 16 KiB: four entries of at most 100 characters a list).
+            "checked_scope": [
+                f"scope item {i}: nothing was searched for this part of the query, as no window was named"
+                for i in range(4)
+            ],
+            "missing_info": [
+                f"missing item {i}: a detail the reporter did not give, needed to bound any tool call"
+                for i in range(3)
+            ]
+            + [LAST_MISSING],
+        },
+    }
+    scenario = {
+        "name": "long-draft",
+        "title": "A long no-conclusion Draft",
+        "description": "Its carried turn needs many lines.",
+        "query": "SSO logins fail for ent-40215, please investigate.",
+        "rounds": [{"text": json.dumps(draft, ensure_ascii=False)}],
+    }
+    path = folder / "long-draft.json"
+    path.write_text(json.dumps(scenario, ensure_ascii=False), encoding="utf-8")
+    return path
