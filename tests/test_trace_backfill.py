@@ -178,7 +178,7 @@ def test_a_missing_run_and_a_refusing_endpoint_are_reported(
         run.result["run_id"],
     )
     assert refused.code == 3
-    assert refused.err.endswith("diagnose audit: the trace endpoint did not accept 1 runs (see the log)\n")
+    assert refused.err.endswith("diagnose audit: the trace endpoint did not accept 1 run (see the log)\n")
     with OtlpReceiver(status=500) as failing:
         answered = run_cli(
             capsys, "audit", "export", "--config", config, "--audit-db", db, "--otlp", failing.endpoint
