@@ -30,7 +30,6 @@ from agent.contracts import (
     StopReason,
 )
 from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_schema import final_round_kwargs
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
@@ -39,6 +38,7 @@ from agent.model_call import GuardedChatGenerator, ModelCallError
 from agent.models import server_enforces_draft_schema
 from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
+from agent.request_shaping import RoundShaper
 from agent.run_context import RunContext, new_id
 from agent.settings import Settings
 from tools.boundary import ToolBoundary
@@ -53,7 +53,6 @@ from tools.run_events import (
     RunStarted,
 )
 from tools.unicode_text import holds_unencodable, is_encodable
-from tools.vocabulary import EvidenceStatus
 from tools.wire_schema import wire_schema
 
 if TYPE_CHECKING:
@@ -264,10 +263,11 @@ class DiagnosisUseCase:
         hooks: dict[HookPoint, list[Hook]] = {point: list(extra) for point, extra in self.extra_hooks.items()}
         for point, own in harness_hooks().items():
             hooks.setdefault(point, []).extend(own)
-        round_kwargs = self._final_round_format(core) if self._schema_enforced else None
         return Agent(
             chat_generator=GuardedChatGenerator(
-                self.chat_generator, round_kwargs=round_kwargs, on_truncated=core.close_model_round
+                self.chat_generator,
+                round_request=RoundShaper(self.settings, core).request,
+                on_truncated=core.close_model_round,
             ),
             tools=list(frozen_tools()),
             exit_conditions=["text"],
@@ -279,19 +279,6 @@ class DiagnosisUseCase:
     @property
     def _schema_enforced(self) -> bool:
         return server_enforces_draft_schema(self.settings.model)
-
-    def _final_round_format(self, core: DiagnosisHarnessCore) -> Callable[[], dict[str, Any]]:
-        """Per-call kwargs: on the round where no tool may be called, this run's Draft schema."""
-        max_draft_bytes, max_tokens = self.settings.budget.max_draft_bytes, self.settings.model.max_tokens
-
-        def kwargs() -> dict[str, Any]:
-            if not core.no_tool_round:
-                return {}
-            checks = core.ledger.completed_checks
-            found = [c.tool_call_id for c in checks if c.evidence_status == EvidenceStatus.FOUND]
-            return final_round_kwargs(found, [c.tool_call_id for c in checks], max_draft_bytes, max_tokens)
-
-        return kwargs
 
     async def _run_agent(
         self, ctx: RunContext, core: DiagnosisHarnessCore, user_text: str
