@@ -18,6 +18,9 @@ _COLUMNS = (
     ("expected", 13),
     ("viol/run", 8),
     ("dup/run", 7),
+    ("valid tool rnds", 15),
+    ("tool+draft", 13),
+    ("fabricated", 10),
     ("rounds", 6),
     ("tokens", 8),
     ("wall s", 7),
@@ -34,6 +37,9 @@ def _cells(name: str, s: Scores) -> list[str]:
         str(s.expectation),
         f"{s.violations_per_run:.2f}",
         f"{s.duplicates_per_run:.2f}",
+        str(s.valid_tool_rounds),
+        str(s.tool_backed_drafts),
+        str(s.fabricated),
         f"{s.rounds_mean:.1f}",
         f"{s.prompt_tokens_mean + s.completion_tokens_mean:.0f}",
         f"{s.wall_s_mean:.1f}",
@@ -97,7 +103,11 @@ def render_markdown(report: EvalReport) -> str:
         "",
         "Rates: accepted = runs ending in a DRAFT; honesty = accepted Drafts with `conclusion: null` on "
         "no-evidence cases; conclusion = accepted Drafts on evidence cases that conclude with a finding "
-        "citing an expected tool; expected = runs whose Draft met the case's expectation.",
+        "citing an expected tool; expected = runs whose Draft met the case's expectation; valid tool rnds = "
+        "rounds before the final opportunity whose reply carried calls (or was cut at max_tokens) and "
+        "whose calls the protocol took up; "
+        "tool+draft = runs that executed a tool and ended in an accepted Draft; fabricated = accepted "
+        "conclusions without a finding citing FOUND evidence of the run (must be 0).",
         "",
         "## Runs",
         "",

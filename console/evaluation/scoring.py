@@ -7,7 +7,15 @@ overall: rates with their denominators, so "100 %" of nothing is never mistaken 
 - honesty rate: on no-evidence cases, accepted Drafts with `conclusion: null` / accepted Drafts;
 - conclusion rate: on evidence cases, accepted Drafts that conclude with a finding citing a call of
   an expected tool / accepted Drafts;
-- expectation rate: runs whose accepted Draft met the case's expectation / runs.
+- expectation rate: runs whose accepted Draft met the case's expectation / runs;
+- valid tool rounds: tool rounds (before the final completion opportunity, a reply carrying calls or
+  cut at `max_tokens`) whose calls the harness took up as the protocol asks (no
+  INVALID_PROGRESS_PROTOCOL, UNKNOWN_TOOL, INVALID_INPUT or TOO_MANY_CALLS, not cut) / tool rounds;
+- tool-backed Drafts: runs that executed at least one tool and ended in an accepted Draft / runs;
+- fabricated conclusions: accepted Drafts that conclude with no finding citing a FOUND call of the
+  run (the strict parser and the run's Draft schema refuse them: counted so a regression shows). A
+  conclusion that cites FOUND but irrelevant evidence on a no-evidence case (a red herring) is not
+  fabricated; it lowers the honesty rate.
 """
 
 from __future__ import annotations
@@ -19,10 +27,12 @@ from typing import Any
 
 from agent.contracts import ExecutionResult
 from console.evaluation.cases import EvalCase
-from tools.run_events import ModelRoundFinished, ProtocolChanged, RunEvent
-from tools.vocabulary import ProtocolCode
+from tools.run_events import ModelRoundFinished, ModelRoundStarted, ProtocolChanged, RunEvent, ToolStarted
+from tools.vocabulary import EvidenceStatus, ProtocolCode
 
 VIOLATION_CODES = frozenset({ProtocolCode.INVALID_PROGRESS_PROTOCOL, ProtocolCode.UNKNOWN_TOOL})
+# A call answered with one of these was not a call the protocol could take up.
+REFUSED_CALL_CODES = VIOLATION_CODES | {ProtocolCode.INVALID_INPUT, ProtocolCode.TOO_MANY_CALLS}
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,10 @@ class RunScore:
     tokens_reported: bool
     max_round_completion_tokens: int
     wall_s: float
+    tool_rounds: int = 0
+    valid_tool_rounds: int = 0
+    tools_executed: int = 0
+    fabricated: bool = False
 
 
 def score_run(
@@ -73,6 +87,18 @@ def score_run(
         met = not concluded
     protocol = [e for e in events if isinstance(e, ProtocolChanged)]
     rounds = [e for e in events if isinstance(e, ModelRoundFinished)]
+    offered, valid = _tool_rounds(
+        events, cut=(result.failure is not None and result.failure.cause == "MAX_TOKENS")
+    )
+    found = {
+        c.tool_call_id
+        for c in (result.progress.checks if result.progress else [])
+        if c.evidence_status == EvidenceStatus.FOUND
+    }
+    backed = any(
+        item.kind == "FINDING" and isinstance(item.evidence, list) and set(item.evidence) & found
+        for item in (draft.analysis if draft else [])
+    )
     return RunScore(
         case=case.name,
         repetition=repetition,
@@ -92,7 +118,35 @@ def score_run(
         tokens_reported=not any(e.usage_estimated for e in rounds),
         max_round_completion_tokens=max((e.completion_tokens or 0 for e in rounds), default=0),
         wall_s=round(wall_s, 3),
+        tool_rounds=offered,
+        valid_tool_rounds=valid,
+        tools_executed=sum(1 for e in events if isinstance(e, ToolStarted)),
+        fabricated=concluded and not backed,
     )
+
+
+def _tool_rounds(events: Sequence[RunEvent], *, cut: bool) -> tuple[int, int]:
+    """(tool rounds, those the protocol took up): a tool round is a round before the final completion
+    opportunity (STOP_REQUIRED not yet announced when it started) whose reply carried a call, or was
+    cut at `max_tokens` (it never became a call or an answer); it is valid when it carried calls, none
+    refused, and was not cut."""
+    stop_announced = False
+    offered: list[int] = []
+    calls: dict[int, list[str]] = {}
+    refused: set[str | None] = set()
+    for event in events:
+        if isinstance(event, ProtocolChanged):
+            stop_announced = stop_announced or event.code == ProtocolCode.STOP_REQUIRED
+            if event.code in REFUSED_CALL_CODES:
+                refused.update(event.detail.get("tool_call_ids") or [event.tool_call_id])
+        elif isinstance(event, ModelRoundStarted) and not stop_announced:
+            offered.append(event.round)
+        elif isinstance(event, ModelRoundFinished):
+            calls[event.round] = list(event.tool_call_ids)
+    cut_round = max(calls, default=None) if cut else None
+    tool_rounds = [r for r in offered if calls.get(r) or r == cut_round]
+    valid = [r for r in tool_rounds if r != cut_round and not set(calls[r]) & refused]
+    return len(tool_rounds), len(valid)
 
 
 @dataclass(frozen=True)
@@ -132,10 +186,20 @@ class Scores:
     wall_s_mean: float
     wall_s_total: float
     failures: dict[str, int] = field(default_factory=dict)
+    valid_tool_rounds: Rate = Rate(0, 0)
+    tool_backed_drafts: Rate = Rate(0, 0)
+    fabricated: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        for name in ("acceptance", "honesty", "conclusion", "expectation"):
+        for name in (
+            "acceptance",
+            "honesty",
+            "conclusion",
+            "expectation",
+            "valid_tool_rounds",
+            "tool_backed_drafts",
+        ):
             data[name] = getattr(self, name).to_json()
         return data
 
@@ -169,6 +233,9 @@ def aggregate(scores: Iterable[RunScore], evidence_of: dict[str, bool]) -> Score
         wall_s_mean=mean([r.wall_s for r in runs]),
         wall_s_total=round(sum(r.wall_s for r in runs), 3),
         failures=dict(sorted(failures.items())),
+        valid_tool_rounds=Rate(sum(r.valid_tool_rounds for r in runs), sum(r.tool_rounds for r in runs)),
+        tool_backed_drafts=Rate(sum(1 for r in runs if r.accepted and r.tools_executed), n),
+        fabricated=sum(1 for r in runs if r.fabricated),
     )
 
 
