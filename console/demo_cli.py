@@ -2,6 +2,8 @@
 
 The only write path of the package, for demos and trainers; it targets `[mysql] dsn` (or --database)
 and refuses system schemas. The model can never reach it.
+
+`diagnose demo model-server` (console.model_server) starts a local model server for trainers.
 """
 
 from __future__ import annotations
@@ -19,9 +21,16 @@ def add_demo_parser(subparsers: Any) -> None:
     load = demo_sub.add_parser("load-mysql", help="load the demo incident database into [mysql] dsn")
     load.add_argument("--config", type=Path, help="TOML configuration file (for [mysql])")
     load.add_argument("--database", help="target database (default: the DSN's database)")
+    from console.model_server.command import add_model_server_parser
+
+    add_model_server_parser(demo_sub)
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
+    if args.demo_command == "model-server":
+        from console.model_server.command import run_model_server
+
+        return run_model_server(args)
     from agent.evidence import mysql_password
     from agent.secrets import build_redactor
     from agent.settings import ConfigError, load_settings
