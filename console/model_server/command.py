@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -69,9 +70,13 @@ def run_model_server(args: argparse.Namespace) -> int:
     except ModelServerError as exc:
         print(f"diagnose: {exc}", file=sys.stderr)
         return 3
-    print(config_block(model, spec.base_url), flush=True)
-    say(f"serving (log: {spec.log}); Ctrl-C stops the server")
+    # Ctrl-C, or a TERM from a supervisor (a shell that started us in the background ignores INT for
+    # us), stops the server with us: it is never left running without its owner.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
+        print(config_block(model, spec.base_url), flush=True)
+        say(f"serving (log: {spec.log}); Ctrl-C stops the server")
         code = proc.wait()
     except KeyboardInterrupt:
         stop_server(proc)
@@ -116,6 +121,10 @@ def progress_reporter(stream: TextIO) -> Callable[[int, int], None]:
         stream.flush()
 
     return report
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _say(stream: TextIO) -> Callable[[str], None]:

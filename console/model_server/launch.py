@@ -54,7 +54,9 @@ class ServerSpec:
 
 
 def port_is_free(port: int) -> bool:
+    """No one listens on it (connections of an earlier server still closing, TIME_WAIT, do not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((HOST, port))
         except OSError:

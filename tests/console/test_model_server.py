@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import signal
 import socket
+import subprocess
 import sys
 import textwrap
 import tomllib
@@ -311,3 +313,32 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
 def test_the_printed_block_is_the_one_documented() -> None:
     block = config_block(catalog.MODELS["gemma3"], "http://127.0.0.1:18090/v1")
     assert tomllib.loads(block)["model"]["name"] == "gemma-3-270m"
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_stopping_the_command_stops_the_server_with_it(tmp_path: Path, signal_name: str) -> None:
+    model, index, _ = split_model(tmp_path)
+    fetch_model(model, tmp_path / "cache", lambda _: None, ("--no-index", "--find-links", str(index)))
+    port = free_port()
+    # The command runs in a process of its own, with the test model in place of the pinned one.
+    script = textwrap.dedent(
+        f"""\
+        import sys
+        import console.model_server.catalog as catalog
+        from tests.console.test_model_server import split_model
+        from pathlib import Path
+        catalog.MODELS["smollm2"] = split_model(Path({str(tmp_path)!r}))[0]
+        from console.cli import main
+        sys.exit(main(sys.argv[1:]))
+        """
+    )
+    args = ["demo", "model-server", "--llama-server", str(fake_server(tmp_path, lifetime=60))]
+    args += ["--cache", str(tmp_path / "cache"), "--port", str(port)]
+    command = subprocess.Popen(
+        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert command.stdout is not None
+    assert command.stdout.readline() == "[model]\n"
+    command.send_signal(getattr(signal, signal_name))
+    assert command.wait(timeout=20) == 0
+    assert port_is_free(port)  # the server went with it
