@@ -17,8 +17,9 @@ The Agent sends the same request on every round; a run knows more about each rou
     chooses between a call and its answer. OpenAI and vLLM constrain such calls (by their
     documentation; not measured here); llama.cpp holds a call to them once the model writes one;
   - "off": nothing beyond the frozen definitions.
-Whenever a mode is on, every round (the final one too) carries the narrowed schemas: they change
-only when the pending observation does, so a server's cached prompt prefix stays valid. The names,
+Whenever a mode is on, every round carries narrowed schemas: they change only when the pending
+observation does, and the final round repeats the last tool round's, so a server's cached prompt
+prefix stays valid as long as it can (the tools are rendered before the conversation). The names,
 descriptions and tools the Agent registers stay the frozen three; the harness still judges every call.
 """
 
@@ -57,6 +58,8 @@ class RoundShaper:
         self._settings = settings
         self._core = core
         self._mode: ShapingMode | None = None
+        # The tools the last tool round sent: the final round sends them again (see below).
+        self._last_tools: tuple[Any, ...] | None = None
 
     async def request(self) -> RoundRequest:
         if self._mode is None:
@@ -74,10 +77,16 @@ class RoundShaper:
             )
         if mode == "off":
             return RoundRequest(kwargs)
-        pending = core.ledger.pending.tool_call_id if core.ledger.pending else None
-        tools = narrowed_tools(pending, self._settings.model.max_tokens, mode == "strict")
         if core.no_tool_round:
+            # No call can come of them now: the last round's tools, unchanged, keep the server's cached
+            # prompt valid up to the new messages (narrowed for a new pending ID, most of it is re-read).
+            pending = core.ledger.pending.tool_call_id if core.ledger.pending else None
+            tools = self._last_tools or narrowed_tools(
+                pending, self._settings.model.max_tokens, mode == "strict"
+            )
             return RoundRequest(kwargs, tools, tools_strict=mode == "strict" or None)
+        pending = core.ledger.pending.tool_call_id if core.ledger.pending else None
+        tools = self._last_tools = narrowed_tools(pending, self._settings.model.max_tokens, mode == "strict")
         if mode == "strict":
             return RoundRequest({"parallel_tool_calls": False}, tools, tools_strict=True)
         return RoundRequest(

@@ -241,3 +241,26 @@ async def test_a_failure_computing_the_round_request_is_the_harness_s_not_the_mo
         result = await uc.execute("payment-service 超时")
     assert srv.requests == []
     assert result.failure is not None and result.failure.code == "AGENT_ERROR"
+
+
+async def test_the_final_round_repeats_the_last_tool_rounds_schemas_to_keep_the_prompt_cache() -> None:
+    call = {
+        "id": "call_found",
+        "name": "query_logs",
+        "arguments": {"previous_observation": None, "input": {"service": "payment-service", **WINDOW}},
+    }
+    answer = json.dumps(
+        {
+            "conclusion": None,
+            "analysis": [],
+            "action_plan": [],
+            "recommendations": [],
+            "limitations": {"checked_scope": ["payment-service"], "missing_info": ["更多日志"]},
+        }
+    )
+    with fake_openai([completion(tool_calls=[call]), completion(text=answer)]) as srv:
+        uc, events = use_case(srv.url, "llama.cpp")
+        await uc.execute("payment-service 02:00-03:00Z 超时")
+    assert [e["status"] for e in events if e["type"] == "tool_finished"] == ["FOUND"]  # now pending
+    tool_round, final = srv.requests
+    assert final["tools"] == tool_round["tools"]
