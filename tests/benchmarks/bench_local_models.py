@@ -60,11 +60,9 @@ def main() -> int:
                 config.write_text(_tools_budget(block, policy), encoding="utf-8")
                 before = _load()
                 report_dir = args.out / f"{model}-{policy}"
-                subprocess.run(
-                    [sys.executable, "-m", "console", "eval", "--config", str(config), "--out", str(report_dir),
-                     "--repeat", str(args.repeat)],
-                    check=False, stdout=subprocess.DEVNULL,
-                )  # fmt: skip
+                command = [sys.executable, "-m", "console", "eval", "--config", str(config)]
+                command += ["--out", str(report_dir), "--repeat", str(args.repeat)]
+                subprocess.run(command, check=False, stdout=subprocess.DEVNULL)
                 report = json.loads((report_dir / "report.json").read_text("utf-8"))
                 failed |= _print(model, policy, report, before, _load()) and policy == "llama.cpp"
         finally:
