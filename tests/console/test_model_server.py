@@ -297,7 +297,7 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
     port = free_port()
-    args = ["demo", "model-server", "--llama-server", str(fake_server(tmp_path, lifetime=3))]
+    args = ["demo", "model-server", "--llama-server", str(fake_server(tmp_path, lifetime=1.5))]
     code = main([*args, "--cache", str(tmp_path / "cache"), "--port", str(port)])
     out, err = capsys.readouterr()
     assert code == 1 and "llama-server exited with code 0" in err  # the fake one stops by itself
