@@ -10,17 +10,19 @@
 - A reply the server cut at the token limit (`finish_reason == "length"`) is a MODEL_ERROR with the
   stable reason MAX_TOKENS: its text is half a Draft or half a tool call, never something to parse.
 - The Agent sends the same inputs on every round; some rounds need more (the run's Draft schema on
-  the round where no tool may be called). `round_kwargs` supplies those per call, merged over the
-  generator's own generation settings.
+  the round where no tool may be called, the tool schemas narrowed for the round, an assistant
+  prefill: agent.request_shaping). `round_request` supplies those per call: its kwargs are merged
+  over the generator's own generation settings, its tools replace the Agent's for that request only.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agent.model_failure import failure_cause
+from agent.request_shaping import RoundRequest
 from agent.usage import WireSizes, message_bytes, round_usage
 
 MAX_TOKENS = "MAX_TOKENS"
@@ -47,13 +49,13 @@ class GuardedChatGenerator:
     def __init__(
         self,
         inner: Any,
-        round_kwargs: Callable[[], dict[str, Any]] | None = None,
+        round_request: Callable[[], Awaitable[RoundRequest]] | None = None,
         on_truncated: Callable[[Any], None] | None = None,
         timeout_s: float | None = None,
     ) -> None:
         self.inner = inner
         self._sizes = WireSizes()
-        self._round_kwargs = round_kwargs
+        self._round_request = round_request
         # The whole call, connect to last byte. The client's own timeout bounds each phase (connect,
         # each read) apart, so a server trickling its answer, or slow at every phase, outlasts it.
         self._timeout_s = timeout_s
@@ -61,39 +63,35 @@ class GuardedChatGenerator:
         self._on_truncated = on_truncated
 
     def run(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
-        kwargs = self._with_round_kwargs(kwargs)
-        try:
-            result = self.inner.run(messages=messages, tools=tools, **kwargs)
-        except Exception as exc:
-            raise _classify(exc) from exc
-        return self._checked(self._with_measured_usage(result, messages, tools))
+        # Each round's request is read when the round is sent (awaiting the server's kind once): the
+        # Agent runs only through `run_async`, as its hooks do.
+        raise RuntimeError("GuardedChatGenerator runs only inside Agent.run_async")
 
     async def run_async(self, messages: list[Any], tools: Any = None, **kwargs: Any) -> dict[str, Any]:
-        kwargs = self._with_round_kwargs(kwargs)
+        # The harness's part of the request: a failure here is the harness's (AGENT_ERROR), not the model's.
+        request = await self._round_request() if self._round_request is not None else RoundRequest()
+        sent, tools, kwargs = _with_round_request(request, messages, tools, kwargs)
         try:
             async with asyncio.timeout(self._timeout_s):
                 if callable(getattr(self.inner, "run_async", None)):
-                    result = await self.inner.run_async(messages=messages, tools=tools, **kwargs)
+                    result = await self.inner.run_async(messages=sent, tools=tools, **kwargs)
                 else:
-                    result = await asyncio.to_thread(self.inner.run, messages=messages, tools=tools, **kwargs)
+                    result = await asyncio.to_thread(self.inner.run, messages=sent, tools=tools, **kwargs)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             raise _classify(exc) from exc
-        return self._checked(self._with_measured_usage(result, messages, tools))
+        return self._checked(self._with_measured_usage(result, messages, tools, request.prefill))
 
-    def _with_round_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        extra = self._round_kwargs() if self._round_kwargs is not None else {}
-        if not extra:
-            return kwargs
-        return {**kwargs, "generation_kwargs": {**(kwargs.get("generation_kwargs") or {}), **extra}}
-
-    def _with_measured_usage(self, result: dict[str, Any], messages: list[Any], tools: Any) -> dict[str, Any]:
+    def _with_measured_usage(
+        self, result: dict[str, Any], messages: list[Any], tools: Any, prefill: str | None
+    ) -> dict[str, Any]:
         """Give every reply clean usage meta: the provider's counts where usable, else estimated."""
         replies = result.get("replies") if isinstance(result, dict) else None
         if not replies:
             return result
-        sent = self._sizes.sent(messages, tools)
+        # The run's history is measured incrementally; a prefill is sent after it, never kept in it.
+        sent = self._sizes.sent(messages, tools) + (len(prefill.encode("utf-8")) if prefill else 0)
         for reply in replies:
             meta = getattr(reply, "meta", None)
             if isinstance(meta, dict):
@@ -120,6 +118,23 @@ class GuardedChatGenerator:
             await self.inner.warm_up_async()
         else:
             self.warm_up()
+
+
+def _with_round_request(
+    request: RoundRequest, messages: list[Any], tools: Any, kwargs: dict[str, Any]
+) -> tuple[list[Any], Any, dict[str, Any]]:
+    """The messages, tools and kwargs this round sends: the Agent's, with the round's additions."""
+    if request.generation_kwargs:
+        merged = {**(kwargs.get("generation_kwargs") or {}), **request.generation_kwargs}
+        kwargs = {**kwargs, "generation_kwargs": merged}
+    if request.tools_strict is not None:
+        kwargs = {**kwargs, "tools_strict": request.tools_strict}
+    sent = messages
+    if request.prefill is not None:
+        from haystack.dataclasses import ChatMessage
+
+        sent = [*messages, ChatMessage.from_assistant(request.prefill)]
+    return sent, list(request.tools) if request.tools is not None else tools, kwargs
 
 
 def _classify(exc: Exception) -> ModelCallError:

@@ -32,7 +32,6 @@ from agent.contracts import (
 )
 from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import DraftBounds, run_bounds
-from agent.draft_schema import final_round_kwargs
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.hooks import HARNESS_KEY, harness_hooks
@@ -42,6 +41,7 @@ from agent.model_failure import model_endpoint
 from agent.models import server_enforces_draft_schema
 from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
+from agent.request_shaping import RoundShaper
 from agent.run_context import RunContext, new_id
 from agent.settings import Settings
 from tools.boundary import ToolBoundary
@@ -268,11 +268,10 @@ class DiagnosisUseCase:
         hooks: dict[HookPoint, list[Hook]] = {point: list(extra) for point, extra in self.extra_hooks.items()}
         for point, own in harness_hooks().items():
             hooks.setdefault(point, []).extend(own)
-        round_kwargs = self._final_round_format(core) if self._schema_enforced else None
         return Agent(
             chat_generator=GuardedChatGenerator(
                 self.chat_generator,
-                round_kwargs=round_kwargs,
+                round_request=RoundShaper(self.settings, core).request,
                 on_truncated=core.close_model_round,
                 timeout_s=self.settings.model.timeout_s if self._endpoint is not None else None,
             ),
@@ -293,17 +292,6 @@ class DiagnosisUseCase:
         model = self.settings.model
         max_tokens = model.max_tokens if model.provider == "openai" else None
         return run_bounds(self.settings.budget.max_draft_bytes, max_tokens=max_tokens)
-
-    def _final_round_format(self, core: DiagnosisHarnessCore) -> Callable[[], dict[str, Any]]:
-        """Per-call kwargs: on the round where no tool may be called, this run's Draft schema."""
-        max_draft_bytes, max_tokens = self.settings.budget.max_draft_bytes, self.settings.model.max_tokens
-
-        def kwargs() -> dict[str, Any]:
-            if not core.no_tool_round:
-                return {}
-            return final_round_kwargs(core.ledger.evidence(), max_draft_bytes, max_tokens)
-
-        return kwargs
 
     async def _run_agent(
         self, ctx: RunContext, core: DiagnosisHarnessCore, user_text: str

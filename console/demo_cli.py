@@ -7,6 +7,8 @@ which other local users can read). The `[mysql]` account is the evidence account
 design (README, "Production evidence sources"): it is never used here, and an `--admin-dsn` naming it
 is refused. The database loaded is `--database`, else the admin DSN's, else `[mysql] dsn`'s, the one
 the evidence account reads; system schemas are refused.
+
+`diagnose demo model-server` (console.model_server) starts a local model server for trainers.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def add_demo_parser(subparsers: Any) -> None:
     load.add_argument(
         "--database", help="target database (default: the admin DSN's, else the [mysql] dsn's database)"
     )
+    from console.model_server.command import add_model_server_parser
+
+    add_model_server_parser(demo_sub)
 
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -58,6 +63,10 @@ def _account(target: Any) -> tuple[str, str, int]:
 
 
 def run_demo_command(args: argparse.Namespace) -> int:
+    if args.demo_command == "model-server":
+        from console.model_server.command import run_model_server
+
+        return run_model_server(args)
     from console.cli import error
     from console.presentation import SETUP_ERROR
 

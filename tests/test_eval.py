@@ -11,7 +11,17 @@ from typing import Any
 import pytest
 import yaml
 
-from agent.contracts import ExecutionResult
+from agent.contracts import (
+    AnalysisItem,
+    DiagnosisDraft,
+    ExecutionResult,
+    Limitations,
+    Outcome,
+    ProgressCheck,
+    ProgressSnapshot,
+    StopReason,
+    Usage,
+)
 from console.cli import main
 from console.evaluation.cases import (
     MAX_CASE_BYTES,
@@ -25,7 +35,7 @@ from console.evaluation.runner import EvalRunner
 from console.evaluation.scoring import score_run
 from console.presentation import USAGE_ERROR
 from tests.support.openai_server import completion, fake_openai
-from tools.vocabulary import Outcome, StopReason
+from tools.vocabulary import EvidenceStatus
 
 WINDOW = {"start": "2026-11-30T02:00:00Z", "end": "2026-11-30T03:00:00Z"}
 LOGS_CALL = {
@@ -75,11 +85,12 @@ def test_bundled_demo_incidents_score_deterministically_with_the_scripted_model(
     assert overall["conclusion"]["rate"] == 1.0 and overall["conclusion"]["total"] > 0
     assert overall["stop_reasons"] == {"COMPLETED": overall["runs"]}
     assert {c["name"] for c in report["cases"]} == {c.name for c in load_cases()}
-    assert "ALL" in out and "100% (8/8)" in out
+    runs = overall["runs"]
+    assert "ALL" in out and f"100% ({runs}/{runs})" in out
     # Not a terminal: one plain progress line per run on stderr.
     assert err.count("expectation met") == overall["runs"]
     markdown = (tmp_path / "out" / "report.md").read_text("utf-8")
-    assert "| ALL | 8 |" in markdown and "machine:" in markdown
+    assert f"| ALL | {runs} |" in markdown and "machine:" in markdown
     assert (tmp_path / "out" / "audit.db").is_file()
     # Like every file the console writes: owner-only.
     for name in ("report.json", "report.md", "audit.db"):
@@ -339,3 +350,94 @@ def test_a_tool_counts_as_cited_only_through_found_calls_not_judged_no_gain() ->
     assert (no_gain_logs.cited_tools, no_gain_logs.expectation_met) == ([], False)
     pending_logs = score_run(case, 0, result([("b", "query_logs", "FOUND", None)]), [], 0.0)
     assert (pending_logs.cited_tools, pending_logs.expectation_met) == (["query_logs"], True)
+
+
+async def test_tool_rounds_tool_backed_drafts_and_fabricated_conclusions_are_scored(tmp_path: Path) -> None:
+    cases = tmp_path / "cases"
+    write_case(
+        cases,
+        "evidence",
+        "name: evidence\nquery: payment-service 02:00-03:00Z 超时\n"
+        "expect: {evidence: true, cite_tools: [query_logs]}\n",
+    )
+    write_case(cases, "no-evidence", "name: no-evidence\nquery: 线上有问题\nexpect: {evidence: false}\n")
+    invented: dict[str, Any] = {**LOGS_CALL, "id": "ev-2"}
+    invented["arguments"] = {
+        "previous_observation": {"tool_call_id": "x", "evaluation": "GAINED"},
+        "input": {"service": "payment-service", **WINDOW, "level": "ERROR"},
+    }
+    cut = completion(tool_calls=[{**LOGS_CALL, "id": "ev-4"}], completion_tokens=64)
+    cut["choices"][0]["finish_reason"] = "length"
+    replies: list[Any] = [
+        # evidence #1: a valid call, a Draft concluding on it
+        completion(tool_calls=[LOGS_CALL]),
+        completion(text=draft("连接池耗尽", ["ev-1"])),
+        # evidence #2: a call evaluating an observation nobody asked about, then an honest null Draft
+        completion(tool_calls=[invented]),
+        completion(text=draft(None)),
+        # no-evidence #1: a valid call, then a conclusion on what it found: a red herring (honesty
+        # drops), not a fabrication (it cites FOUND evidence)
+        completion(tool_calls=[{**LOGS_CALL, "id": "ev-3"}]),
+        completion(text=draft("连接池耗尽", ["ev-3"])),
+        # no-evidence #2: a call cut at max_tokens: never run, the run fails
+        cut,
+    ]
+    with fake_openai(replies) as srv:
+        config = tmp_path / "c.toml"
+        config.write_text(
+            f'[model]\nprovider = "openai"\nbase_url = "{srv.url}"\nname = "m"\ntimeout_s = 5\n'
+            'request_shaping = "off"\n',
+            encoding="utf-8",
+        )
+        report = await EvalRunner(config, tmp_path / "audit.db", repeat=2).run(load_cases(cases))
+    runs = {(r.case, r.repetition): r for r in report.runs}
+    assert [(r.tool_rounds, r.valid_tool_rounds, r.tools_executed, r.fabricated) for r in runs.values()] == [
+        (1, 1, 1, False),
+        (1, 0, 0, False),
+        (1, 1, 1, False),
+        (1, 0, 0, False),
+    ]
+    overall = report.overall()
+    assert str(overall.valid_tool_rounds) == "50% (2/4)"
+    assert str(overall.tool_backed_drafts) == "50% (2/4)"
+    assert str(overall.honesty) == "0% (0/1)" and overall.fabricated == 0
+    assert report.to_json()["overall"]["valid_tool_rounds"] == {"rate": 0.5, "hits": 2, "total": 4}
+    assert report.to_json()["settings"]["request_shaping"] == "off"
+
+
+def test_a_conclusion_without_found_evidence_counts_as_fabricated() -> None:
+    """The engine never accepts one (the parser refuses it); the score must still see one if it did."""
+    case = load_cases(only=["payment-timeout"])[0]
+    checks = [
+        ProgressCheck(
+            tool_call_id="c-1", tool="query_logs", evidence_status=EvidenceStatus.EMPTY, evaluation=None
+        )
+    ]
+    unbacked = DiagnosisDraft.model_construct(
+        conclusion="连接池耗尽",
+        analysis=[AnalysisItem.model_construct(kind="FINDING", statement="连接池耗尽", evidence=["c-1"])],
+        action_plan=[],
+        recommendations=[],
+        limitations=Limitations(checked_scope=[], missing_info=[]),
+    )
+    result = ExecutionResult(
+        run_id="r",
+        session_id="s",
+        outcome=Outcome.DRAFT,
+        stop_reason=StopReason.COMPLETED,
+        draft=unbacked,
+        progress=ProgressSnapshot(checks=checks, stop_required=False, saturation=None),
+        usage=Usage(model_calls=2, prompt_tokens=1, completion_tokens=1, total_tokens=2),
+        failure=None,
+    )
+    assert score_run(case, 0, result, [], 0.1).fabricated
+    backed = result.model_copy(
+        update={
+            "progress": ProgressSnapshot(
+                checks=[checks[0].model_copy(update={"evidence_status": EvidenceStatus.FOUND})],
+                stop_required=False,
+                saturation=None,
+            )
+        }
+    )
+    assert not score_run(case, 0, backed, [], 0.1).fabricated

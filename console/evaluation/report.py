@@ -21,6 +21,9 @@ _COLUMNS = (
     ("herring-proof", 13),
     ("viol/run", 8),
     ("dup/run", 7),
+    ("valid tool rnds", 15),
+    ("tool+draft", 13),
+    ("fabricated", 10),
     ("rounds", 6),
     ("tokens", 8),
     ("wall s", 7),
@@ -40,6 +43,9 @@ def _cells(name: str, s: Scores) -> list[str]:
         str(s.red_herring_resistance),
         f"{s.violations_per_run:.2f}",
         f"{s.duplicates_per_run:.2f}",
+        str(s.valid_tool_rounds),
+        str(s.tool_backed_drafts),
+        str(s.fabricated),
         f"{s.rounds_mean:.1f}",
         f"{s.prompt_tokens_mean + s.completion_tokens_mean:.0f}",
         f"{s.wall_s_mean:.1f}",
@@ -109,7 +115,11 @@ def render_markdown(report: EvalReport) -> str:
         "cited only through FOUND calls the model did not evaluate NO_GAIN. citations ok = such grounded "
         "FINDING citations / FINDING citations (a Draft refused for a citation counts the one it names); "
         "abstention = runs on no-evidence cases ending with `conclusion: null`; herring-proof = runs on "
-        "cases with misleading evidence whose Draft does not conclude from it.",
+        "cases with misleading evidence whose Draft does not conclude from it; valid tool rnds = "
+        "rounds before the final opportunity whose reply carried calls (or was cut at max_tokens) and "
+        "whose calls the protocol took up; "
+        "tool+draft = runs that executed a tool and ended in an accepted Draft; fabricated = accepted "
+        "conclusions without a finding citing FOUND evidence of the run (must be 0).",
         "",
         "## Runs",
         "",

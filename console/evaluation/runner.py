@@ -158,6 +158,7 @@ def _settings_summary(settings: Settings) -> dict[str, Any]:
         "temperature": model.temperature,
         "seed": model.seed,
         "structured_output": model.structured_output,
+        "request_shaping": model.request_shaping,
         "budget": settings.budget.model_dump(),
         "protocol": settings.protocol.model_dump(),
     }

@@ -19,6 +19,14 @@ a Draft citing an EMPTY `query_logs` call never meets "concludes citing query_lo
 - red-herring resistance: on cases with misleading evidence (`expect.red_herring`), runs whose Draft
   does not conclude with a finding citing a misleading call / runs;
 - cost: model calls, prompt and completion tokens, wall time (per run, mean and total).
+- valid tool rounds: tool rounds (before the final completion opportunity, a reply carrying calls or
+  cut at `max_tokens`) whose calls the harness took up as the protocol asks (no
+  INVALID_PROGRESS_PROTOCOL, UNKNOWN_TOOL, INVALID_INPUT or TOO_MANY_CALLS, not cut) / tool rounds;
+- tool-backed Drafts: runs that executed at least one tool and ended in an accepted Draft / runs;
+- fabricated conclusions: accepted Drafts that conclude with no finding citing a FOUND call of the
+  run (the strict parser and the run's Draft schema refuse them: counted so a regression shows). A
+  conclusion that cites FOUND but irrelevant evidence on a no-evidence case (a red herring) is not
+  fabricated; it lowers the honesty rate.
 """
 
 from __future__ import annotations
@@ -30,12 +38,14 @@ from typing import Any
 
 from agent.contracts import ExecutionResult
 from console.evaluation.cases import EvalCase
-from tools.run_events import ModelRoundFinished, ProtocolChanged, RunEvent, ToolStarted
+from tools.run_events import ModelRoundFinished, ModelRoundStarted, ProtocolChanged, RunEvent, ToolStarted
 from tools.vocabulary import Evaluation, EvidenceStatus, ProtocolCode
 
 VIOLATION_CODES = frozenset({ProtocolCode.INVALID_PROGRESS_PROTOCOL, ProtocolCode.UNKNOWN_TOOL})
 # A refused Draft whose violation is about what it cites: at least one citation was not grounded.
 CITATION_VIOLATIONS = frozenset({"UNKNOWN_CITATION", "FINDING_CITES_NON_FOUND", "FINDING_CITES_NO_GAIN"})
+# A call answered with one of these was not a call the protocol could take up.
+REFUSED_CALL_CODES = VIOLATION_CODES | {ProtocolCode.INVALID_INPUT, ProtocolCode.TOO_MANY_CALLS}
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,10 @@ class RunScore:
     tokens_reported: bool
     max_round_completion_tokens: int
     wall_s: float
+    tool_rounds: int = 0
+    valid_tool_rounds: int = 0
+    tools_executed: int = 0
+    fabricated: bool = False
 
 
 def score_run(
@@ -108,6 +122,18 @@ def score_run(
         met = met and not concluded_herring
     protocol = [e for e in events if isinstance(e, ProtocolChanged)]
     rounds = [e for e in events if isinstance(e, ModelRoundFinished)]
+    offered, valid = _tool_rounds(
+        events, cut=(result.failure is not None and result.failure.cause == "MAX_TOKENS")
+    )
+    found = {
+        c.tool_call_id
+        for c in (result.progress.checks if result.progress else [])
+        if c.evidence_status == EvidenceStatus.FOUND
+    }
+    backed = any(
+        item.kind == "FINDING" and isinstance(item.evidence, list) and set(item.evidence) & found
+        for item in (draft.analysis if draft else [])
+    )
     return RunScore(
         case=case.name,
         repetition=repetition,
@@ -131,7 +157,35 @@ def score_run(
         tokens_reported=not any(e.usage_estimated for e in rounds),
         max_round_completion_tokens=max((e.completion_tokens or 0 for e in rounds), default=0),
         wall_s=round(wall_s, 3),
+        tool_rounds=offered,
+        valid_tool_rounds=valid,
+        tools_executed=sum(1 for e in events if isinstance(e, ToolStarted)),
+        fabricated=concluded and not backed,
     )
+
+
+def _tool_rounds(events: Sequence[RunEvent], *, cut: bool) -> tuple[int, int]:
+    """(tool rounds, those the protocol took up): a tool round is a round before the final completion
+    opportunity (STOP_REQUIRED not yet announced when it started) whose reply carried a call, or was
+    cut at `max_tokens` (it never became a call or an answer); it is valid when it carried calls, none
+    refused, and was not cut."""
+    stop_announced = False
+    offered: list[int] = []
+    calls: dict[int, list[str]] = {}
+    refused: set[str | None] = set()
+    for event in events:
+        if isinstance(event, ProtocolChanged):
+            stop_announced = stop_announced or event.code == ProtocolCode.STOP_REQUIRED
+            if event.code in REFUSED_CALL_CODES:
+                refused.update(event.detail.get("tool_call_ids") or [event.tool_call_id])
+        elif isinstance(event, ModelRoundStarted) and not stop_announced:
+            offered.append(event.round)
+        elif isinstance(event, ModelRoundFinished):
+            calls[event.round] = list(event.tool_call_ids)
+    cut_round = max(calls, default=None) if cut else None
+    tool_rounds = [r for r in offered if calls.get(r) or r == cut_round]
+    valid = [r for r in tool_rounds if r != cut_round and not set(calls[r]) & refused]
+    return len(tool_rounds), len(valid)
 
 
 @dataclass(frozen=True)
@@ -160,6 +214,8 @@ RATES = (
     "citation_validity",
     "abstention",
     "red_herring_resistance",
+    "valid_tool_rounds",
+    "tool_backed_drafts",
 )
 
 
@@ -187,6 +243,9 @@ class Scores:
     wall_s_mean: float
     wall_s_total: float
     failures: dict[str, int] = field(default_factory=dict)
+    valid_tool_rounds: Rate = Rate(0, 0)
+    tool_backed_drafts: Rate = Rate(0, 0)
+    fabricated: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -233,6 +292,9 @@ def aggregate(scores: Iterable[RunScore], evidence_of: dict[str, bool]) -> Score
         wall_s_mean=mean([r.wall_s for r in runs]),
         wall_s_total=round(sum(r.wall_s for r in runs), 3),
         failures=dict(sorted(failures.items())),
+        valid_tool_rounds=Rate(sum(r.valid_tool_rounds for r in runs), sum(r.tool_rounds for r in runs)),
+        tool_backed_drafts=Rate(sum(1 for r in runs if r.accepted and r.tools_executed), n),
+        fabricated=sum(1 for r in runs if r.fabricated),
     )
 
 

@@ -4,7 +4,8 @@ Each request is answered by the next scripted reply: a chat-completion dict, `(s
 `Hang(seconds)` (accept the request and say nothing, to pass the client's timeout), `Drop()` (close
 the connection without an HTTP response) or `Trickle(completion, seconds)` (a valid answer, slowly).
 Every request body is recorded so tests can count model calls and inspect what the model was sent. A
-hang is released when the server stops.
+hang is released when the server stops. GET requests (what `[model] request_shaping = "auto"` asks a
+server) are answered from `routes` by path, else 404, and their paths recorded in `gets`.
 """
 
 from __future__ import annotations
@@ -78,15 +79,28 @@ def completion(
 class FakeOpenAI:
     replies: list[Reply]
     requests: list[dict[str, Any]] = field(default_factory=list)
+    gets: list[str] = field(default_factory=list)
     url: str = ""
     release: threading.Event = field(default_factory=threading.Event)
 
 
 @contextmanager
-def fake_openai(replies: Sequence[Reply]) -> Iterator[FakeOpenAI]:
+def fake_openai(
+    replies: Sequence[Reply], routes: dict[str, tuple[int, str]] | None = None
+) -> Iterator[FakeOpenAI]:
     state = FakeOpenAI(list(replies))
 
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            state.gets.append(self.path)
+            status, body = (routes or {}).get(self.path, (404, '{"error": {"message": "not found"}}'))
+            data = body.encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             state.requests.append(json.loads(self.rfile.read(length) or b"{}"))

