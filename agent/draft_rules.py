@@ -34,6 +34,26 @@ LIMITATION_FIELDS = ("checked_scope", "missing_info")
 _ANY = "\\u0000-\\U0010FFFF"
 NON_BLANK_TEXT_PATTERN = f"^[{BLANK_CLASS}]*[^{BLANK_CLASS}][{_ANY}]*$"
 
+
+def bounded_non_blank_pattern(max_chars: int) -> str:
+    """A non-blank text of at most `max_chars` characters, for a server that enforces the schema.
+
+    A grammar-constrained server turns a string's `pattern` into its grammar and then ignores
+    `maxLength` (llama.cpp does), so an unbounded `*` lets a small model write one string until the
+    round's `max_tokens` cuts the reply. This pattern carries the bound itself. Such a grammar also
+    writes a pattern's characters into the JSON string as they are, so a `"` or `\\` it allowed would
+    end the string or start an escape the JSON does not hold (measured: a `"` in "any character" gave
+    output the server itself could not parse). So it is narrower than `NON_BLANK_TEXT_PATTERN` with
+    `maxLength`: no character JSON must escape, and the first one is not blank (the parser allows a
+    leading blank; a model never needs one)."""
+    return f"^[^{BLANK_CLASS}{_JSON_ESCAPED}]{_PLAIN_CHAR}{{0,{max(max_chars - 1, 0)}}}$"
+
+
+# The characters JSON writes escaped: the quote, the backslash and the C0 controls (the last are blank).
+_JSON_ESCAPED = '"\\\\'
+_PLAIN_CHAR = '[^"\\\\\\x00-\\x1f\\x7f]'
+
+
 # Bytes of the canonical JSON (`canonical_text`) one character may take: 3 for any character of the
 # BMP (CJK; `"`, `\`, tab and newline take 2). Two kinds of character take more: those outside the
 # BMP (4 bytes, e.g. most emoji) and C0 control characters other than tab, newline and CR (6-byte

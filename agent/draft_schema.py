@@ -14,8 +14,9 @@ Without a token limit it admits exactly the Drafts the parser accepts (tests/tes
 proves it on generated Drafts; the one pinned exception is text of characters whose JSON takes
 more than 3 bytes, see agent/draft_rules.py). The schema sent on a final round is also fitted to the round's
 `max_tokens` (a Draft the server is told to produce must be one it may finish), which only narrows
-it. A server whose grammar ignores `contains` or `pattern` may produce a Draft outside the schema:
-the parser still checks everything.
+it, and then every non-blank string carries its length bound inside its `pattern` (a grammar built
+from a pattern ignores `maxLength`: llama.cpp's does). A server whose grammar ignores `contains` or
+`pattern` may produce a Draft outside the schema: the parser still checks everything.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from agent.draft_rules import (
     NO_EVIDENCE,
     NON_BLANK_TEXT_PATTERN,
     RunEvidence,
+    bounded_non_blank_pattern,
     run_bounds,
 )
 
@@ -37,11 +39,17 @@ def run_draft_schema(
 ) -> dict[str, Any]:
     """The JSON schema of an acceptable Draft for a run with these executed calls."""
     bounds = run_bounds(max_draft_bytes, evidence, max_tokens)
+
+    def non_blank(max_chars: int) -> dict[str, Any]:
+        # Sent to a server (a token limit given): the bound inside the pattern, which a grammar honours.
+        pattern = NON_BLANK_TEXT_PATTERN if max_tokens is None else bounded_non_blank_pattern(max_chars)
+        return {"type": "string", "maxLength": max_chars, "pattern": pattern}
+
     text = {"type": "string", "maxLength": bounds.max_note_chars}
-    statement = {"type": "string", "maxLength": bounds.max_text_chars, "pattern": NON_BLANK_TEXT_PATTERN}
-    scope = {"type": "string", "maxLength": bounds.max_note_chars, "pattern": NON_BLANK_TEXT_PATTERN}
+    statement = non_blank(bounds.max_text_chars)
+    scope = non_blank(bounds.max_note_chars)
     optional_scope = {**scope, "type": ["string", "null"]}
-    non_blank_entry = {"type": "string", "pattern": NON_BLANK_TEXT_PATTERN}
+    non_blank_entry = non_blank(bounds.max_note_chars)
 
     def strings(**extra: Any) -> dict[str, Any]:
         return {"type": "array", "items": text, "maxItems": bounds.max_list_items, **extra}

@@ -13,7 +13,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from agent.blank_text import is_blank
 from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import RunEvidence, draft_bounds, run_bounds
 from agent.draft_schema import final_round_kwargs, run_draft_schema
@@ -183,3 +186,39 @@ def test_the_schema_also_fits_the_round_token_limit() -> None:
     assert text_chars(tight) < text_chars(roomy)
     assert text_chars(tight) == draft_bounds(768).max_text_chars  # 384 tokens x 2 bytes
     assert tight["tool_choice"] == "none"
+
+
+def _pattern_strings(node: Any) -> list[dict[str, Any]]:
+    """Every string schema with a `pattern` in a schema tree."""
+    found: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        if "pattern" in node:
+            found.append(node)
+        for value in node.values():
+            found += _pattern_strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _pattern_strings(value)
+    return found
+
+
+@pytest.mark.parametrize("max_draft_bytes, max_tokens", [(2048, 384), (16_384, 4096), (16_384, 512)])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_schema_sent_to_a_server_bounds_every_pattern_string_itself(
+    max_draft_bytes: int, max_tokens: int, data: st.DataObject
+) -> None:
+    """A grammar built from a string's `pattern` ignores `maxLength` and writes the pattern's characters
+    into the JSON as they are (llama.cpp's does): an unbounded `*` let a 270M model write one statement
+    until `max_tokens` cut the Draft (MAX_TOKENS on every run), and a `"` in "any character" ended the
+    string early (output the server could not parse). So every text the pattern admits fits
+    `maxLength`, holds no character JSON escapes, and is one the parser calls non-blank."""
+    evidence = RunEvidence.of({"call-1": "FOUND", "call-2": "EMPTY"})
+    schema = final_round_kwargs(evidence, max_draft_bytes, max_tokens)["extra_body"]["response_format"]
+    strings = _pattern_strings(schema["json_schema"]["schema"])
+    assert strings
+    node = data.draw(st.sampled_from(strings))
+    text = data.draw(st.from_regex(node["pattern"], fullmatch=True))
+    assert len(text) <= node["maxLength"]
+    assert json.dumps(text, ensure_ascii=False) == f'"{text}"'  # nothing escaped
+    assert not is_blank(text)
