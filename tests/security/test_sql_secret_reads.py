@@ -41,6 +41,7 @@ from hypothesis import strategies as st
 from console.cli import main
 from tests.support.mysql import closed_port, mysql_request, root_connection
 from tools.adapter import ToolError
+from tools.canonical import canonical_sql
 from tools.json_members import hide_secret_members
 from tools.mysql import MysqlAdapter
 from tools.redaction import names_secret
@@ -607,6 +608,19 @@ class Call:
     refused: bool
 
 
+def distinct_statements(calls: list[Call]) -> list[Call]:
+    """Each statement once, judged as the harness judges it: two texts with one canonical form (MySQL
+    drops an unknown backslash escape, so `'$.pass\\word'` is `'$.password'`) are one statement, and
+    the second would be answered DUPLICATE_CALL without running, leaving no audit row of its own."""
+    seen: set[str] = set()
+    distinct = []
+    for call in calls:
+        if (key := canonical_sql(call.sql)) not in seen:
+            seen.add(key)
+            distinct.append(call)
+    return distinct
+
+
 secret_calls = st.builds(
     lambda use, ref, k: Call(use.replace("{s}", ref).replace("{k}", str(k)), True),
     st.sampled_from(SECRET_USES),
@@ -619,7 +633,7 @@ benign_calls = st.builds(
 )
 runs = st.tuples(
     benign_calls, st.lists(st.one_of(secret_calls, star_calls, benign_calls), min_size=1, max_size=4)
-).map(lambda calls: list(dict.fromkeys([calls[0], *calls[1]])))
+).map(lambda calls: distinct_statements([calls[0], *calls[1]]))
 
 DRAFT = {
     "conclusion": None,
