@@ -147,7 +147,7 @@ def end_marked_words(execute: Execute) -> None:
     its input and projection JSON, which ends in `}`, so an invocation indexed before this step misses
     only a 2-character term ending in `}`, and such a term is left to the walk (`indexable`).
     Rewriting a million invocations' words would hold every opener behind the migration lock for
-    hours; their 357,000 runs' words took under 10 minutes (PERFORMANCE.md). Each batch replaces its
+    hours; their 357,000 runs' words took under 10 minutes (docs/PERFORMANCE.md). Each batch replaces its
     words in one commit, so a run stays searchable throughout; interrupted, the step starts over.
     """
     # Delete, then insert, in the batch's transaction (readers see the old words or the new). Not an

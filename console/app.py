@@ -360,14 +360,7 @@ class DiagnoseApp(ConsoleHost):
                     ("left / right", "Below 120 columns, on the tab bar: Timeline, Detail, Result"),
                 ],
             ),
-            (
-                "Timeline",
-                [
-                    ("up / down", "Move; the detail panel shows the highlighted entry"),
-                    ("enter", "Show the entry in the detail panel"),
-                    ("space", "Fold or unfold a round"),
-                ],
-            ),
+            ("Timeline", binding_rows(Timeline.BINDINGS)),
             ("Result", [("up / down, enter", "Choose a citation or check: shows that call in the timeline")]),
             (
                 "Audit",
@@ -383,40 +376,21 @@ class DiagnoseApp(ConsoleHost):
 
     # ------------------------------------------------------------------ command palette
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """Our commands that apply now, each with its key read from the bindings; of Textual's own,
-        only those we do not replace (its Maximize, Keys and Screenshot are ours here)."""
+        """Our commands that apply now, each described by its binding's tooltip and key; of Textual's
+        own, only those we do not replace (its Maximize, Keys and Screenshot are ours here)."""
         investigate = self.investigate
-        app_commands: list[tuple[str, str, str]] = [
-            ("Investigate", "Go to the investigate screen", "investigate"),
-            ("Audit", "Browse audited runs and invocations", "audit"),
-            ("Scenarios", "Pick a built-in scenario", "scenarios"),
-            ("Help", "Every key of the console", "help"),
-            ("Toggle light/dark", "Switch between the light and dark theme", "toggle_theme"),
-            ("Maximize panel", "Maximize or restore the focused panel", "toggle_maximize"),
-        ]
-        screen_commands: list[tuple[str, str, str]] = [
-            ("Run query", "Run the query in the input", "run"),
-            ("Cancel run", "Cancel the running run", "cancel_run"),
-            ("Follow-up", "Ask a follow-up carrying the last Draft, or drop it", "follow_up"),
-            ("Copy Draft", "Copy the Draft as Markdown", "copy_draft"),
-            ("Copy Draft as JSON", "Copy the Draft JSON exactly", "copy_draft_json"),
-            ("Export run", "Write the run as Markdown and JSON files", "export"),
-            ("Go to timeline", "Focus the timeline", "go_timeline"),
-            ("Go to detail", "Focus the detail panel", "go_detail"),
-            ("Go to citations", "Focus the Draft's citations or the stop's checks", "go_citations"),
-        ]
         if screen is investigate:
-            for title, help_text, action in screen_commands:
+            for title, action in SCREEN_COMMANDS:
                 if investigate.check_action(action, ()) is True:
                     yield SystemCommand(
                         title,
-                        with_key(help_text, InvestigateScreen.BINDINGS, action),
+                        command_help(InvestigateScreen.BINDINGS, action),
                         getattr(investigate, f"action_{action}"),
                     )
-        for title, help_text, action in app_commands:
+        for title, action in APP_COMMANDS:
             if self.check_action(action, ()) is True and not (action == "help" and _is_help_screen(screen)):
                 yield SystemCommand(
-                    title, with_key(help_text, self.BINDINGS, action), getattr(self, f"action_{action}")
+                    title, command_help(self.BINDINGS, action), getattr(self, f"action_{action}")
                 )
         yield SystemCommand(
             "Screenshot", "Save an SVG screenshot into the export folder", self.action_save_screenshot
@@ -444,13 +418,32 @@ class DiagnoseApp(ConsoleHost):
 
 REPLACED_COMMANDS = {"Keys", "Maximize", "Minimize", "Screenshot"}
 
+# The palette's commands, (title, action): what each does is its binding's tooltip.
+APP_COMMANDS = [
+    ("Investigate", "investigate"),
+    ("Audit", "audit"),
+    ("Scenarios", "scenarios"),
+    ("Help", "help"),
+    ("Toggle light/dark", "toggle_theme"),
+    ("Maximize panel", "toggle_maximize"),
+]
+SCREEN_COMMANDS = [
+    ("Run query", "run"),
+    ("Cancel run", "cancel_run"),
+    ("Follow-up", "follow_up"),
+    ("Copy Draft", "copy_draft"),
+    ("Copy Draft as JSON", "copy_draft_json"),
+    ("Export run", "export"),
+    ("Go to timeline", "go_timeline"),
+    ("Go to detail", "go_detail"),
+    ("Go to citations", "go_citations"),
+]
+# Commands no key runs: the palette is the only place that describes them.
+UNBOUND_COMMANDS = {"copy_draft_json": "Copy the Draft JSON exactly"}
 
-def with_key(text: str, bindings: Iterable[BindingType], action: str) -> str:
-    """`text (key)`, the key read from the binding table (no hint if no binding runs the action)."""
-    from console.screens.help import key_name
 
-    for entry in bindings:
-        binding = entry if isinstance(entry, Binding) else Binding(*entry)
-        if binding.action == action:
-            return f"{text} ({key_name(binding.key.split(',')[0])})"
-    return text
+def command_help(bindings: Iterable[BindingType], action: str) -> str:
+    """What the command does and its key, read from the binding that runs `action`."""
+    from console.screens.help import with_key
+
+    return with_key(bindings, action) or UNBOUND_COMMANDS[action]

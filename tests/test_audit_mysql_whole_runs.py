@@ -1,5 +1,5 @@
 """The team audit keeps every run whole when a writer is paused past its lease or its flow to the
-server is cut mid-transaction (RELIABILITY.md, "Team audit on MariaDB").
+server is cut mid-transaction (docs/RELIABILITY.md, "Team audit on MariaDB").
 
 - A writer whose lease recovery elsewhere took (a laptop asleep, a frozen VM, SIGSTOP) runs nothing
   more: its next commit refuses the run with a typed audit error, its queued rows are dropped, and the

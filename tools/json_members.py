@@ -12,7 +12,7 @@ because values arrive cut to a prefix and may be built by the query (`CONCAT('x'
 parser would think strings begin). A member whose value was cut is hidden to the end of the text. JSON
 text held in a string (a document inside a document, or the JSON string `JSON_EXTRACT` returns for it)
 is searched too, a few levels deep. What this cannot see is a value sliced out of its member by
-position (`SUBSTRING(doc, 30, 14)`): see RELIABILITY.md.
+position (`SUBSTRING(doc, 30, 14)`): see docs/RELIABILITY.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The two instruct-size models that ship inside PyPI packages, pinned: packages, files, checksums.
 
-Pinned versions and SHA-256 digests, so a trainer's server runs exactly the bytes EVALUATION.md
+Pinned versions and SHA-256 digests, so a trainer's server runs exactly the bytes docs/EVALUATION.md
 measured; a package that changed is refused, never run.
 """
 

@@ -1,12 +1,14 @@
 """The help screen: every key of the console, grouped by where it works.
 
-The rows are built from the binding tables themselves (plus the keys built-in widgets provide), so the
-help cannot drift from what the keys do; a test checks the README key table against the same rows.
+A key's words are written once, as its binding's tooltip: the help rows, the command palette's hints
+and the footer's hover text are read from it, and a test holds README's key table to the same rows. A
+binding without a tooltip (the timeline's page keys) is not listed. Only the keys Textual's own
+widgets provide (tab, the palette, quit, a list's enter) are written as rows, by the app.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -26,13 +28,28 @@ def key_name(key: str) -> str:
     return ", ".join(KEY_NAMES.get(k.strip(), k.strip()) for k in key.split(","))
 
 
-def binding_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
-    rows: dict[str, list[str]] = {}
+def described_bindings(bindings: Iterable[BindingType]) -> Iterator[Binding]:
+    """The bindings that say what they do (a tooltip): the ones help and palette show."""
     for entry in bindings:
         binding = entry if isinstance(entry, Binding) else Binding(*entry)
-        what = binding.tooltip or binding.description
-        rows.setdefault(what, []).append(key_name(binding.key))
+        if binding.tooltip:
+            yield binding
+
+
+def binding_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
+    """One row per tooltip, its keys together (`up / down`), in the order the table declares them."""
+    rows: dict[str, list[str]] = {}
+    for binding in described_bindings(bindings):
+        rows.setdefault(binding.tooltip, []).append(key_name(binding.key))
     return [(" / ".join(keys), what) for what, keys in rows.items()]
+
+
+def with_key(bindings: Iterable[BindingType], action: str) -> str | None:
+    """`tooltip (key)` of the binding that runs `action`, for the command palette; None if none does."""
+    for binding in described_bindings(bindings):
+        if binding.action == action:
+            return f"{binding.tooltip} ({key_name(binding.key.split(',')[0])})"
+    return None
 
 
 def key_table(sections: KeySections) -> Table:

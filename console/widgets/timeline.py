@@ -172,18 +172,22 @@ class Row:
         return self.owner.label_for(self, 100)
 
 
+# One help row for both arrow keys: the help lists a binding by its tooltip, keys of one tooltip together.
+MOVE = "Move; the detail panel shows the highlighted entry"
+
+
 class Timeline(ScrollView, can_focus=True):
     """Grows as events arrive; moving the cursor shows the row's detail, space folds a round."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("up", "cursor(-1)", "Up", show=False, tooltip=MOVE),
+        Binding("down", "cursor(1)", "Down", show=False, tooltip=MOVE),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "cursor_to(0)", "First", show=False),
         Binding("end", "cursor_to(-1)", "Last", show=False),
-        Binding("enter", "select", "Detail"),
-        Binding("space", "toggle_fold", "Fold"),
+        Binding("enter", "select", "Detail", tooltip="Show the entry in the detail panel"),
+        Binding("space", "toggle_fold", "Fold", tooltip="Fold or unfold a round"),
     ]
     COMPONENT_CLASSES: ClassVar[set[str]] = {"timeline--cursor", "timeline--fold"}
     DEFAULT_CSS = """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from pathlib import Path
 
@@ -59,11 +60,29 @@ async def test_the_palette_offers_what_applies_now_with_keys_from_the_bindings(t
     assert all(b.action.startswith("app.") or b.action in {"focus_search", "switch_tab"} for b in audit)
 
 
-def test_the_readme_key_table_lists_every_key(tmp_path: Path) -> None:
-    readme = README.read_text(encoding="utf-8")
-    for _, rows in make_app(tmp_path).key_sections():
-        for keys, what in rows:
-            assert any(f"`{keys}`" in line and what in line for line in readme.splitlines()), (keys, what)
+def readme_key_table() -> list[tuple[str, str, str]]:
+    """README's "Keys" table as (where, keys, what) rows, in its order."""
+    lines = README.read_text(encoding="utf-8").split("\n### Keys\n", 1)[1].splitlines()
+    from_table = itertools.dropwhile(lambda line: not line.startswith("|"), lines)
+    table = list(itertools.takewhile(lambda line: line.startswith("|"), from_table))
+    assert table[0] == "| where | key | what it does |" and table[1] == "|---|---|---|"
+    rows = []
+    for line in table[2:]:
+        where, keys, what = (cell.strip() for cell in line.strip("|").split(" | "))
+        assert keys.startswith("`") and keys.endswith("`"), line
+        rows.append((where, keys[1:-1], what))
+    return rows
+
+
+def test_the_readme_key_table_is_the_help(tmp_path: Path) -> None:
+    """README's table and the bindings agree both ways: no key missing, none extra, same words."""
+    help_rows = [
+        (where, keys, what) for where, rows in make_app(tmp_path).key_sections() for keys, what in rows
+    ]
+    readme_rows = readme_key_table()
+    assert [row for row in help_rows if row not in readme_rows] == []  # keys README lacks
+    assert [row for row in readme_rows if row not in help_rows] == []  # README keys no binding has
+    assert readme_rows == help_rows  # and in the help's order
 
 
 async def test_help_screen_shows_every_key_and_theme_toggles(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""An existing team audit database is checked before anything is written to it (RELIABILITY.md).
+"""An existing team audit database is checked before anything is written to it (docs/RELIABILITY.md).
 
 The server-side twin of test_audit_file_trust: a trigger, a view, an event, a table the tool did not
 create or one of its tables moved off InnoDB is refused with a message that names it, and a database

@@ -10,7 +10,7 @@ input checks the classes behind the examples: any key ending in a secret's name,
 any credential-like value (tails after `&` and `,` included); any status word after such a key; any
 path ending in such a name.
 
-Measured on the code before this change (RELIABILITY.md has the figures): 40 of the 73 shapes were
+Measured on the code before this change (docs/RELIABILITY.md has the figures): 40 of the 73 shapes were
 redacted in plain text, and 33 of the 272 ordinary lines were changed.
 """
 
