@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from audit.backend import AuditBackend
+from audit.common import RUN_LISTED_AT, PruneReport, audit_timestamp
 from audit.mysql_text_index import indexable, match_all
-from audit.store import RUN_LISTED_AT, PruneReport, audit_timestamp
+from audit.port import AuditBackend
 from audit.text_index import PENDING_RUNS
 from tools.vocabulary import INTERRUPTED_RUN
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from audit.backend import AuditBackend
-from audit.store import RUN_SETUP_COLUMNS
+from audit.common import RUN_SETUP_COLUMNS
+from audit.port import AuditBackend
 from audit.text_index import index_runs
 
 COPY_PAGE_SIZE = 200

@@ -40,6 +40,7 @@ import pymysql
 import pymysql.cursors
 from pymysql.constants import CLIENT
 
+from audit.common import AuditStoreError, PruneReport, audit_timestamp
 from audit.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
 from audit.location import MysqlLocation
 from audit.mysql_dialect import to_mysql
@@ -50,7 +51,6 @@ from audit.mysql_schema import (
     foreign_objects,
     migration_lock_name,
 )
-from audit.store import AuditStoreError, PruneReport, audit_timestamp
 from audit.text_index import index_runs
 from tools.vocabulary import InvocationStatus
 
@@ -127,7 +127,7 @@ class _Count:
 
 @dataclass
 class _CursorStatements:
-    """A raw cursor as `audit.backend.SqlConnection`, for the audit's shared statements in recovery."""
+    """A raw cursor as `audit.port.SqlConnection`, for the audit's shared statements in recovery."""
 
     cursor: Any
 
@@ -166,7 +166,7 @@ class _Transaction:
 
 
 class MysqlAuditStore:
-    """One audit database on a MariaDB/MySQL server (`audit.backend.AuditBackend`).
+    """One audit database on a MariaDB/MySQL server (`audit.port.AuditBackend`).
 
     Opening it migrates the schema (under a server lock, so two processes starting at once are safe)
     and closes the runs of writers whose lease expired.

@@ -12,9 +12,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from audit.backend import AuditBackend
+from audit.common import RUN_SETUP_COLUMNS, AuditStoreError
 from audit.liveness import own_start_marker
-from audit.store import RUN_SETUP_COLUMNS, AuditStoreError
+from audit.port import AuditBackend
 from audit.text_index import index_runs
 from tools.run_events import (
     BudgetChanged,

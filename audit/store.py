@@ -28,6 +28,7 @@ from typing import Any
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
+from audit.common import RUN_LISTED_AT, RUN_SETUP_COLUMNS, AuditStoreError, PruneReport, audit_timestamp
 from audit.files import (
     PRIVATE_FILE,
     UnsafeFileError,
@@ -43,10 +44,6 @@ from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
 
-# A run recorded only by its finish (e.g. rejected input) has no started_at: it is listed by its finish.
-# Queries must spell this exactly as the index does for SQLite to use the index.
-RUN_LISTED_AT = "COALESCE(started_at, finished_at)"
-
 Migration = Callable[[sqlite_utils.Database], None]
 
 # SQLite's own busy handler waits this long per attempt; the retry loop around BEGIN IMMEDIATE adds
@@ -58,17 +55,6 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _SQLITE_STATISTICS = frozenset({"sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"})
-
-
-class AuditStoreError(Exception):
-    """The audit database cannot be opened or written; a run must not continue without its audit."""
-
-
-def audit_timestamp(moment: datetime) -> str:
-    """The one stored timestamp format (as agent.events writes it), so text order is time order."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
@@ -244,18 +230,6 @@ def _v3_estimated_usage_and_input_keys(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE invocations ADD COLUMN input_key TEXT")
 
 
-# The run's model label and limits (v4), in the order the columns are added.
-RUN_SETUP_COLUMNS: dict[str, str] = {
-    "model": "TEXT",
-    "max_model_calls": "INTEGER",
-    "max_total_tokens": "INTEGER",
-    "deadline_s": "REAL",
-    "max_run_bytes": "INTEGER",
-    "max_consecutive_no_gain": "INTEGER",
-    "max_protocol_violations": "INTEGER",
-}
-
-
 def _v4_run_model_and_limits(db: sqlite_utils.Database) -> None:
     """What a replay needs to say which model ran and within which limits.
 
@@ -363,17 +337,6 @@ def check_schema_objects(conn: sqlite3.Connection, path: Path) -> None:
                 f"audit database {path} holds a {found.type} this program did not create "
                 f"({found.name!r} on {found.table!r}); refusing to use it"
             )
-
-
-@dataclass(frozen=True)
-class PruneReport:
-    """What `AuditStore.prune` removed: runs finished before `cutoff`, and every row of theirs."""
-
-    cutoff: str
-    runs: int
-    model_rounds: int
-    invocations: int
-    protocol_events: int
 
 
 class AuditStore:
@@ -545,7 +508,7 @@ class AuditStore:
 
     @property
     def location(self) -> str:
-        """The file, for people (audit.backend.AuditBackend)."""
+        """The file, for people (audit.port.AuditBackend)."""
         return str(self.path)
 
     @property

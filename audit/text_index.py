@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterable
 
 from audit import mysql_text_index
-from audit.backend import SqlConnection
+from audit.port import SqlConnection
 
 # The indexed columns per table. Both tables carry run_id, which is how a run's rows are found.
 FTS_COLUMNS: dict[str, tuple[str, ...]] = {

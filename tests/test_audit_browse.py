@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from audit import browse as browse_module
-from audit.backend import AuditBackend
 from audit.browse import AuditBrowser, InvocationFilter, normalize_time
+from audit.common import audit_timestamp
 from audit.copy import copy_audit
+from audit.port import AuditBackend
 from audit.sink import AuditSink
-from audit.store import AuditStore, audit_timestamp
+from audit.store import AuditStore
 from tests.support.audit_backends import mariadb_target
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events

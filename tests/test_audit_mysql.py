@@ -17,12 +17,12 @@ from typing import Any
 import pymysql
 import pytest
 
-from audit.backend import AuditBackend
+from audit.common import AuditStoreError
 from audit.location import MysqlLocation
 from audit.mysql_schema import MIGRATIONS
 from audit.mysql_store import MysqlAuditStore
+from audit.port import AuditBackend
 from audit.sink import AuditSink
-from audit.store import AuditStoreError
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import LOGS_INPUT, Events
 from tests.support.mysql import root_connection

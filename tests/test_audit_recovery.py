@@ -19,9 +19,10 @@ import pytest
 
 from audit import store as store_module
 from audit.browse import AuditBrowser, InvocationFilter
+from audit.common import AuditStoreError, audit_timestamp
 from audit.liveness import is_process_live, own_start_marker, process_start_marker
 from audit.sink import AuditSink
-from audit.store import AuditStore, AuditStoreError, audit_timestamp
+from audit.store import AuditStore
 from tests.support.audit_events import LOGS_INPUT, Events, on_disk
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 CHILD = """
 import os, signal, sys
 from audit import AuditSink, AuditStore
-from audit.store import audit_timestamp
+from audit.common import audit_timestamp
 from datetime import UTC, datetime
 
 path, run_id, mode = sys.argv[1:4]

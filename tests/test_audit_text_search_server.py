@@ -11,10 +11,10 @@ import pytest
 
 from audit import browse as browse_module
 from audit import mysql_text_index
-from audit.backend import AuditBackend
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.location import MysqlLocation
 from audit.mysql_text_index import indexable, match_all, term_words
+from audit.port import AuditBackend
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import Events

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import audit.common
 import audit.store
 from audit import AuditStore
 from tests.support.resilience import (
@@ -86,7 +87,7 @@ class LockHolder(threading.Thread):
             self.locked.set()
             time.sleep(self.hold_s)
             conn.execute("ROLLBACK")
-            self.released_at = audit.store.audit_timestamp(datetime.now(UTC))
+            self.released_at = audit.common.audit_timestamp(datetime.now(UTC))
         finally:
             conn.close()
 

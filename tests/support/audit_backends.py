@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.backend import AuditBackend
 from audit.location import AuditLocation, MysqlLocation, SqliteLocation
+from audit.port import AuditBackend
 from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, ROOT_USER, root_connection
 
 

@@ -1,4 +1,4 @@
-"""The one audit store interface, and opening the store an `[audit] url` names.
+"""The audit's port: the one store interface every reader and writer of the audit sees.
 
 The sink, the browser, export, replay, the console's audit screen and `diagnose audit` see only
 `AuditBackend`, so the embedded SQLite file (`audit.store.AuditStore`) and a team database on
@@ -14,12 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from audit.location import AuditLocation, MysqlLocation
-
-if TYPE_CHECKING:
-    from audit.store import PruneReport
+from audit.common import PruneReport
 
 
 class SqlCursor(Protocol):
@@ -117,16 +114,3 @@ class AuditBackend(Protocol):
     def __enter__(self) -> AuditBackend: ...
 
     def __exit__(self, *exc_info: object) -> None: ...
-
-
-def open_audit_store(
-    location: AuditLocation, *, heartbeat_s: float = 5.0, lease_s: float = 30.0
-) -> AuditBackend:
-    """Open (creating or migrating the schema) the audit `location` names; `AuditStoreError` if unusable."""
-    if isinstance(location, MysqlLocation):
-        from audit.mysql_store import MysqlAuditStore
-
-        return MysqlAuditStore(location, heartbeat_s=heartbeat_s, lease_s=lease_s)
-    from audit.store import AuditStore
-
-    return AuditStore(location.path)
