@@ -17,6 +17,6 @@ def open_audit_store(
         from audit.mysql_store import MysqlAuditStore
 
         return MysqlAuditStore(location, heartbeat_s=heartbeat_s, lease_s=lease_s)
-    from audit.store import AuditStore
+    from audit.sqlite_store import AuditStore
 
     return AuditStore(location.path)

@@ -51,7 +51,8 @@ from audit.mysql_schema import (
     foreign_objects,
     migration_lock_name,
 )
-from audit.text_index import index_runs
+from audit.mysql_text_search import TrigramWordsSearch
+from audit.port import TextSearch
 from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
@@ -172,8 +173,7 @@ class MysqlAuditStore:
     and closes the runs of writers whose lease expired.
     """
 
-    has_fts = True  # trigram words under FULLTEXT (audit.mysql_text_index)
-    has_trigram_words = True
+    text_search: TextSearch = TrigramWordsSearch()  # trigram words under FULLTEXT (audit.mysql_text_search)
 
     def __init__(
         self,
@@ -702,7 +702,7 @@ class MysqlAuditStore:
                 )
                 cursor.execute(f"DELETE FROM run_leases WHERE run_id IN ({marks})", tuple(dead))
                 # Closed, a run's text can change no more: its rows enter the text index, as at a finish.
-                index_runs(_CursorStatements(cursor), dead, has_fts=True, trigram_words=True)
+                self.text_search.index_runs(_CursorStatements(cursor), dead)
             # By key, after picking them without waiting: a range DELETE waits for the newest token,
             # which an orphaned transaction may hold.
             cursor.execute(

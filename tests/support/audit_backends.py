@@ -36,7 +36,7 @@ class AuditTarget:
             from audit.mysql_store import MysqlAuditStore
 
             return MysqlAuditStore(self.location, **options)
-        from audit.store import AuditStore
+        from audit.sqlite_store import AuditStore
 
         return AuditStore(self.location.path)
 

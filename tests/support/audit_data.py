@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.common import audit_timestamp
-from audit.store import AuditStore
+from audit.sqlite_store import AuditStore
 
 SPAN = timedelta(days=90)
 DEFAULT_END = datetime(2026, 11, 30, tzinfo=UTC)

@@ -39,7 +39,8 @@ from audit.files import (
 )
 from audit.liveness import is_process_live
 from audit.location import SqliteLocation, default_audit_path, local_files
-from audit.text_index import FTS_COLUMNS, index_finished_runs, rebuild
+from audit.port import TextSearch
+from audit.sqlite_text_search import FTS_COLUMNS, Fts5TextSearch, NoTextIndex, index_finished_runs, rebuild
 from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ def _v1_initial_schema(db: sqlite_utils.Database) -> None:
 def _fts_statements(table: str, columns: Sequence[str]) -> list[str]:
     """An external-content FTS5 index kept in sync by triggers, named the way sqlite-utils and Datasette
     expect (`<table>_fts`, `content="<table>"`), so both offer search on the file as it is. (Schema v5
-    drops the insert and update triggers: audit.text_index fills the index a run at a time.)"""
+    drops the insert and update triggers: audit.sqlite_text_search fills the index a run at a time.)"""
     fts = f"{table}_fts"
     cols = ", ".join(columns)
     new = ", ".join(f"new.{c}" for c in columns)
@@ -244,7 +245,7 @@ def _v4_run_model_and_limits(db: sqlite_utils.Database) -> None:
 
 
 def _v5_text_index_at_run_end(db: sqlite_utils.Database) -> None:
-    """Text search leaves the run's hot path (audit.text_index): no insert or update triggers on the
+    """Text search leaves the run's hot path (audit.sqlite_text_search): no insert or update triggers on the
     indexed tables; a run is indexed in one batch when it finishes or recovery closes it.
 
     `runs.fts_pending` marks a run whose rows are not indexed yet (NULL: indexed, or nothing to index,
@@ -347,8 +348,6 @@ class AuditStore:
     `defer` and ride in the next such commit. WAL lets the console browse while a run writes.
     """
 
-    has_trigram_words = False  # the file's index is FTS5 (audit.text_index)
-
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         # The console may write from a run worker while the UI thread reads; one lock keeps the shared
@@ -380,6 +379,7 @@ class AuditStore:
             self._configure()
             self._migrate()
             self.has_fts = self._table_exists("invocations_fts") and self._table_exists("runs_fts")
+            self.text_search: TextSearch = Fts5TextSearch() if self.has_fts else NoTextIndex()
             self.recover()
         except (sqlite3.Error, TransactionError) as exc:
             conn.close()
@@ -653,7 +653,7 @@ class AuditStore:
         gets finished_at = now and interrupted = 1, with outcome and stop_reason left NULL: an Outcome
         describes how a run ended, and nobody saw this one end. Its STARTED invocations become
         INTERRUPTED. Runs whose process is still alive are not touched, whichever process that is.
-        Every closed run is then added to the text index (audit.text_index), like a run that finished.
+        Every closed run is then added to the text index (audit.sqlite_text_search), like a run that finished.
         """
         now = audit_timestamp(datetime.now(UTC))
         with self.write() as db:
@@ -672,7 +672,7 @@ class AuditStore:
                     f" WHERE finished_at IS NULL AND run_id IN ({', '.join('?' for _ in dead)})",
                     (now, *dead),
                 )
-            index_finished_runs(db.conn, has_fts=self.has_fts)
+            index_finished_runs(db.conn, self.text_search)
         return dead
 
     def prune(self, older_than: timedelta, *, now: datetime | None = None) -> PruneReport:
