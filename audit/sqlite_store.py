@@ -13,22 +13,19 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import random
 import sqlite3
 import stat
-import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
-from audit.common import RUN_LISTED_AT, RUN_SETUP_COLUMNS, AuditStoreError, PruneReport, audit_timestamp
+from audit.common import RUN_LISTED_AT, RUN_SETUP_COLUMNS, AuditStoreError, audit_timestamp
 from audit.files import (
     PRIVATE_FILE,
     UnsafeFileError,
@@ -40,10 +37,14 @@ from audit.files import (
 from audit.liveness import is_process_live
 from audit.location import SqliteLocation, default_audit_path, local_files
 from audit.port import TextSearch
+from audit.retry import retry_with_backoff
 from audit.sqlite_text_search import FTS_COLUMNS, Fts5TextSearch, NoTextIndex, index_finished_runs, rebuild
+from audit.store_base import PRUNED_TABLES, AuditStoreBase
 from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 Migration = Callable[[sqlite_utils.Database], None]
 
@@ -51,7 +52,6 @@ Migration = Callable[[sqlite_utils.Database], None]
 # attempts with backoff up to _BUSY_DEADLINE_S, so contention slows a write down but never fails it.
 _BUSY_TIMEOUT_MS = 2000
 _BUSY_DEADLINE_S = 60.0
-_PRUNE_BATCH = 500
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -66,18 +66,21 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
-def _retry_busy(action: Callable[[], Any]) -> Any:
+def _unless_busy(exc: sqlite3.OperationalError, out_of_time: bool) -> BaseException | None:
+    """Another connection holds the lock: wait for it, until the deadline; any other error stands."""
+    return exc if out_of_time or not _is_busy(exc) else None
+
+
+def _retry_busy(action: Callable[[], T]) -> T:
     """Run `action`, retrying while another connection holds the lock, with jittered backoff."""
-    deadline = time.monotonic() + _BUSY_DEADLINE_S
-    delay = 0.005
-    while True:
-        try:
-            return action()
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(delay * random.uniform(0.5, 1.0))
-        delay = min(delay * 2, 0.25)
+    return retry_with_backoff(
+        action,
+        retry_on=sqlite3.OperationalError,
+        on_failure=_unless_busy,
+        deadline_s=_BUSY_DEADLINE_S,
+        first_delay_s=0.005,
+        max_delay_s=0.25,
+    )
 
 
 def trigram_available() -> bool:
@@ -340,7 +343,7 @@ def check_schema_objects(conn: sqlite3.Connection, path: Path) -> None:
             )
 
 
-class AuditStore:
+class AuditStore(AuditStoreBase):
     """One open audit database file.
 
     Every write is a short transaction committed at once (WAL, synchronous=NORMAL), so a crash mid-run
@@ -349,12 +352,8 @@ class AuditStore:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__()
         self.path = Path(path)
-        # The console may write from a run worker while the UI thread reads; one lock keeps the shared
-        # connection's transaction state consistent.
-        self._lock = threading.RLock()
-        # Writes queued by `defer`: (sql, params, message if it must change exactly one row).
-        self._deferred: list[tuple[str, tuple[Any, ...], str | None]] = []
         # Descriptors of the audit's files opened to check them, held until the connection closes:
         # closing any descriptor of a file drops every POSIX lock this process holds on it, SQLite's too
         # (another process could then reset the WAL index under this connection).
@@ -533,45 +532,8 @@ class AuditStore:
                 migration(self.db)
                 self.db.execute(f"PRAGMA user_version = {target}")
 
-    def defer(
-        self,
-        sql: str,
-        params: tuple[Any, ...],
-        *,
-        must_match_one: str | None = None,
-        run_id: str | None = None,
-    ) -> None:
-        """Queue a write that needs no commit of its own: it rides in the next `write()` transaction.
-
-        Run events that prove nothing on their own (round rows, finishes, protocol rows) are written
-        this way, so a run commits once per tool call instead of once per event. Every read and
-        `close()` applies the queue first, so this connection never reads around it. If
-        `must_match_one` is given, the statement must change exactly one row, else the commit fails
-        with that message. `run_id` names the run the row belongs to; a file has no leases
-        (`keep_lease`), so it is not needed here.
-        """
-        with self._lock:
-            self._deferred.append((sql, params, must_match_one))
-
-    @property
-    def deferred_writes(self) -> int:
-        """How many queued writes wait for the next commit."""
-        return len(self._deferred)
-
-    @staticmethod
-    def _apply_deferred(
-        conn: sqlite3.Connection, pending: list[tuple[str, tuple[Any, ...], str | None]]
-    ) -> None:
-        for sql, params, must_match_one in pending:
-            if conn.execute(sql, params).rowcount != 1 and must_match_one is not None:
-                raise AuditStoreError(must_match_one)
-
-    def flush(self) -> None:
-        """Commit the queued writes now (no-op when there are none)."""
-        with self._lock:
-            if self._deferred:
-                with self.write():  # inside a caller's transaction this is a savepoint: they stay queued
-                    pass
+    def _in_transaction(self) -> bool:
+        return self.db.conn.in_transaction
 
     @contextmanager
     def write(self) -> Iterator[sqlite_utils.Database]:
@@ -587,11 +549,11 @@ class AuditStore:
                     yield self.db
                 return
             _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
-            pending, self._deferred = self._deferred, []
+            pending = self._take_queue()
             committed = False
             try:
                 if pending:
-                    self._apply_deferred(conn, pending)
+                    self._apply_queue(conn, pending)
                     # The queued rows are sound on their own: a failing body must not take them along.
                     conn.execute("SAVEPOINT body")
                     try:
@@ -609,10 +571,7 @@ class AuditStore:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 if not committed:
-                    # Rolled back: the queued rows stay queued (ahead of anything queued since), so a
-                    # failure met by a reader's flush is met again by the run's next write, which
-                    # then stops the run; no row is dropped silently.
-                    self._deferred[:0] = pending
+                    self._requeue(pending)
                 raise
 
     @contextmanager
@@ -675,31 +634,23 @@ class AuditStore:
             index_finished_runs(db.conn, self.text_search)
         return dead
 
-    def prune(self, older_than: timedelta, *, now: datetime | None = None) -> PruneReport:
-        """Delete runs finished before `now` (default: the current time) - `older_than`, with their
-        rounds, invocations and protocol events (the FTS delete triggers drop their index entries). A
-        run still going has no finished_at, so it is never pruned. Small batches keep each write
-        transaction short while runs keep writing."""
-        if older_than < timedelta(0):
-            raise ValueError("older_than must not be negative")
-        cutoff = audit_timestamp((now or datetime.now(UTC)) - older_than)
-        counts = dict.fromkeys(("runs", "model_rounds", "invocations", "protocol_events"), 0)
-        while True:
-            with self.write() as db:
-                ids = [
-                    row[0]
-                    for row in db.execute(
-                        "SELECT run_id FROM runs WHERE finished_at < ? ORDER BY finished_at LIMIT ?",
-                        (cutoff, _PRUNE_BATCH),
-                    )
-                ]
-                if not ids:
-                    break
-                marks = ", ".join("?" for _ in ids)
-                for table in ("invocations", "model_rounds", "protocol_events", "runs"):
-                    deleted = db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
-                    counts[table] += deleted.rowcount
-        return PruneReport(cutoff=cutoff, **counts)
+    def _prune_batch(self, cutoff: str, limit: int) -> dict[str, int] | None:
+        """One short write transaction (the FTS delete triggers drop the rows' index entries)."""
+        with self.write() as db:
+            ids = [
+                row[0]
+                for row in db.execute(
+                    "SELECT run_id FROM runs WHERE finished_at < ? ORDER BY finished_at LIMIT ?",
+                    (cutoff, limit),
+                )
+            ]
+            if not ids:
+                return None
+            marks = ", ".join("?" for _ in ids)
+            return {
+                table: db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids).rowcount
+                for table in PRUNED_TABLES
+            }
 
     def vacuum(self) -> None:
         """Give freed pages back to the file system.
@@ -733,19 +684,6 @@ class AuditStore:
     def list_protocol_events(self, run_id: str) -> list[dict[str, Any]]:
         return self.query("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", (run_id,))
 
-    def close(self) -> None:
-        with self._lock:
-            try:
-                self.flush()
-            except AuditStoreError as exc:
-                # Only rows of a run that never finished can be queued here; say so, then close anyway.
-                log.warning("audit rows queued for commit were lost on close: %s", exc)
-            finally:
-                self.db.close()
-                self._release_held()
-
-    def __enter__(self) -> AuditStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def _release(self) -> None:
+        self.db.close()
+        self._release_held()
