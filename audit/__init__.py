@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from audit.browse import AuditBrowser, InvocationFilter, Page, RunTimeline, TimelineEntry
+    from audit.common import AuditStoreError, PruneReport
     from audit.location import default_audit_path
     from audit.sink import AuditSink
-    from audit.store import AuditStore, AuditStoreError, PruneReport
+    from audit.sqlite_store import AuditStore
 
 _HOMES = {
     "AuditBrowser": "audit.browse",
@@ -24,9 +25,9 @@ _HOMES = {
     "RunTimeline": "audit.browse",
     "TimelineEntry": "audit.browse",
     "AuditSink": "audit.sink",
-    "AuditStore": "audit.store",
-    "AuditStoreError": "audit.store",
-    "PruneReport": "audit.store",
+    "AuditStore": "audit.sqlite_store",
+    "AuditStoreError": "audit.common",
+    "PruneReport": "audit.common",
     "default_audit_path": "audit.location",
 }
 

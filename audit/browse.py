@@ -10,21 +10,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from audit.backend import AuditBackend
-from audit.mysql_text_index import indexable, match_all
-from audit.store import RUN_LISTED_AT, PruneReport, audit_timestamp
-from audit.text_index import PENDING_RUNS
+from audit.common import RUN_LISTED_AT, PruneReport, audit_timestamp
+from audit.port import AuditBackend
 from tools.vocabulary import INTERRUPTED_RUN
 
 INVOCATION_ORDER = "started_at DESC, run_id DESC, tool_call_id DESC"
 RUN_ORDER = f"{RUN_LISTED_AT} DESC, run_id DESC"
-# The file's trigram tokenizer indexes 3-character sequences: shorter terms cannot use its index.
-# The server's words also answer most 2-character terms (audit.mysql_text_index.indexable).
-_MIN_INDEXED_TERM = 3
 # How far a text search walks the page order before it asks the FTS index instead (a run is tested
 # against its invocations too, so runs walk less).
 _WALK_LIMIT = {"invocations": 2000, "runs": 500}
@@ -102,42 +98,13 @@ def _like(term: str) -> str:
     return f"%{escaped}%"
 
 
-def _phrase(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-# Per table, one term: LIKE (exact substring, ASCII case-insensitive; 3 params) and the trigram index
-# lookup (2 params) that narrows to the same rows or a superset (it also folds non-ASCII case).
+# Per table, one term: LIKE (exact substring, ASCII case-insensitive; 3 params). The store's text
+# search (`AuditBackend.text_search`) narrows to the same rows or a superset first.
 _TEXT_LIKE = {
     "invocations": "(input_json LIKE ? ESCAPE '\\' OR projection_json LIKE ? ESCAPE '\\' OR EXISTS"
     " (SELECT 1 FROM runs r WHERE r.run_id = invocations.run_id AND r.query LIKE ? ESCAPE '\\'))",
     "runs": "(query LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM invocations i WHERE i.run_id = runs.run_id"
     " AND (i.input_json LIKE ? ESCAPE '\\' OR i.projection_json LIKE ? ESCAPE '\\')))",
-}
-# The rows of runs not yet indexed (still going: audit.text_index) are always candidates, so the
-# LIKE test decides for them; there are few.
-_TEXT_INDEXED = {
-    "invocations": "(rowid IN (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)"
-    " OR run_id IN (SELECT run_id FROM runs WHERE rowid IN"
-    f" (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)) OR run_id IN ({PENDING_RUNS}))",
-    "runs": "(rowid IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ?)"
-    " OR run_id IN (SELECT run_id FROM invocations WHERE rowid IN"
-    f" (SELECT rowid FROM invocations_fts WHERE invocations_fts MATCH ?)) OR run_id IN ({PENDING_RUNS}))",
-}
-
-# The same on a server audit (audit.mysql_text_index): the keys of one term's candidate rows, every
-# trigram word required (2 params), joined to the table. A derived table, not OR-ed IN clauses: the
-# server can flatten neither an OR of subqueries nor a UNION inside IN, and would test every row.
-_INVOCATION_WORDS = (
-    "SELECT run_id, tool_call_id FROM invocation_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
-)
-_RUN_WORDS = "SELECT run_id FROM run_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
-_CANDIDATES = {
-    "invocations": f"({_INVOCATION_WORDS} UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN"
-    f" ({_RUN_WORDS}) UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN ({PENDING_RUNS}))"
-    " AS candidates JOIN invocations USING (run_id, tool_call_id)",
-    "runs": f"({_RUN_WORDS} UNION SELECT run_id FROM ({_INVOCATION_WORDS}) AS i UNION {PENDING_RUNS})"
-    " AS candidates JOIN runs USING (run_id)",
 }
 
 
@@ -170,28 +137,27 @@ class AuditBrowser:
         self._store = store
 
     def _indexed(self, terms: list[str]) -> list[str]:
-        if not self._store.has_fts:
-            return []
-        if self._store.has_trigram_words:
-            return [t for t in terms if indexable(t)]
-        return [t for t in terms if len(t) >= _MIN_INDEXED_TERM]
+        return self._store.text_search.indexed_terms(terms)
 
     def _text_clauses(self, table: str, terms: list[str], indexed: list[str]) -> _Where:
         where = _Where()
-        for term in [] if self._store.has_trigram_words else indexed:  # the server's: `_source`
-            where.add(_TEXT_INDEXED[table], *[_phrase(term)] * 2)
+        for clause, params in self._store.text_search.term_clauses(table, indexed):
+            where.add(clause, *params)
         for term in terms:
             where.add(_TEXT_LIKE[table], *[_like(term)] * 3)
         return where
 
     def _source(self, table: str, order: str, where: _Where, indexed: list[str]) -> tuple[str, list[Any]]:
-        """What the index-driven plan reads: the table, or on a server the candidates of one indexed
-        term (LIKE checks every term on them): the rarest."""
-        if not (indexed and self._store.has_trigram_words):
+        """What the index-driven plan reads: the table, or the candidates of one indexed term when the
+        store's text search reads them that way (LIKE checks every term on them)."""
+        if not indexed:
             return table, []
-        return _CANDIDATES[table], [match_all(self._rarest(table, order, where, indexed))] * 2
+        candidates = self._store.text_search.candidates(
+            table, indexed, lambda terms: self._rarest(table, order, where, terms)
+        )
+        return candidates or (table, [])
 
-    def _rarest(self, table: str, order: str, where: _Where, indexed: list[str]) -> str:
+    def _rarest(self, table: str, order: str, where: _Where, indexed: Sequence[str]) -> str:
         """The term that occurs in the fewest of the first rows in page order (the walk's rows),
         the longest among equals.
 
@@ -200,8 +166,6 @@ class AuditBrowser:
         milliseconds. Asking the index is no cheaper: InnoDB evaluates a FULLTEXT match whole, and
         counting a common term's matches took 9 s at a million rows. The walk's rows are a sample of
         the rows the filters allow, and testing each term on them costs what the walk costs."""
-        if len({match_all(term) for term in indexed}) == 1:
-            return indexed[0]
         walked, walk_clauses = _walked(table, where.clauses, order)
         hits = ", ".join(f"SUM({_TEXT_LIKE[table]}) AS n{i}" for i in range(len(indexed)))
         row = self._store.query(

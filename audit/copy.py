@@ -14,9 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from audit.backend import AuditBackend
-from audit.store import RUN_SETUP_COLUMNS
-from audit.text_index import index_runs
+from audit.common import RUN_SETUP_COLUMNS
+from audit.port import AuditBackend
 
 COPY_PAGE_SIZE = 200
 
@@ -147,4 +146,4 @@ def _copy_run(source: AuditBackend, target: AuditBackend, run: dict[str, Any]) -
             for row in rows:
                 scope.conn.execute(statement, tuple(row.get(column) for column in COPIED_COLUMNS[table]))
         # A copied run is finished: its rows enter the target's text index with it, as a finish would.
-        index_runs(scope.conn, [run_id], has_fts=target.has_fts, trigram_words=target.has_trigram_words)
+        target.text_search.index_runs(scope.conn, [run_id])

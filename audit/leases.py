@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from audit.store import AuditStoreError
+from audit.common import AuditStoreError
 
 log = logging.getLogger(__name__)
 

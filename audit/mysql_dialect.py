@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 
-from audit.store import RUN_LISTED_AT
+from audit.common import RUN_LISTED_AT
 
 _UNARY_PLUS = re.compile(r"(?<=[\s(])\+(?=[A-Za-z_])")
 _LIKE = re.compile(r"([A-Za-z_][\w.]*) LIKE \?")

@@ -26,20 +26,19 @@ from __future__ import annotations
 
 import logging
 import os
-import random
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import pymysql
 import pymysql.cursors
 from pymysql.constants import CLIENT
 
+from audit.common import AuditStoreError, audit_timestamp
 from audit.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
 from audit.location import MysqlLocation
 from audit.mysql_dialect import to_mysql
@@ -50,8 +49,10 @@ from audit.mysql_schema import (
     foreign_objects,
     migration_lock_name,
 )
-from audit.store import AuditStoreError, PruneReport, audit_timestamp
-from audit.text_index import index_runs
+from audit.mysql_text_search import TrigramWordsSearch
+from audit.port import TextSearch
+from audit.retry import retry_with_backoff
+from audit.store_base import PRUNED_TABLES, AuditStoreBase, QueuedWrite
 from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,6 @@ _CONNECTION_ERRNOS = frozenset({1053, 1927, 2003, 2006, 2013, 2014, 2055, 4031})
 _NO_SUCH_TABLE = 1146
 _BACKOFF_FIRST_S = 0.05
 _BACKOFF_MAX_S = 2.0
-_PRUNE_BATCH = 500
 # Maintenance statements wait this long for the server, as every statement did before writes got
 # their shorter read timeout (`MysqlAuditStore._patiently`).
 _PATIENT_TIMEOUT_S = 30.0
@@ -127,22 +127,12 @@ class _Count:
 
 @dataclass
 class _CursorStatements:
-    """A raw cursor as `audit.backend.SqlConnection`, for the audit's shared statements in recovery."""
+    """A raw cursor as `audit.port.SqlConnection`, for the audit's shared statements in recovery."""
 
     cursor: Any
 
     def execute(self, sql: str, parameters: tuple[Any, ...] = (), /) -> _Count:
         return _Count(int(self.cursor.execute(to_mysql(sql), parameters)))
-
-
-@dataclass(frozen=True)
-class _Queued:
-    """A write waiting for the next transaction (`MysqlAuditStore.defer`), and the run it belongs to."""
-
-    sql: str
-    params: tuple[Any, ...]
-    must_match_one: str | None
-    run_id: str | None
 
 
 @dataclass
@@ -165,15 +155,14 @@ class _Transaction:
         return _Count(self.store._statement(self, to_mysql(sql), tuple(parameters)))
 
 
-class MysqlAuditStore:
-    """One audit database on a MariaDB/MySQL server (`audit.backend.AuditBackend`).
+class MysqlAuditStore(AuditStoreBase):
+    """One audit database on a MariaDB/MySQL server (`audit.port.AuditBackend`).
 
     Opening it migrates the schema (under a server lock, so two processes starting at once are safe)
     and closes the runs of writers whose lease expired.
     """
 
-    has_fts = True  # trigram words under FULLTEXT (audit.mysql_text_index)
-    has_trigram_words = True
+    text_search: TextSearch = TrigramWordsSearch()  # trigram words under FULLTEXT (audit.mysql_text_search)
 
     def __init__(
         self,
@@ -198,9 +187,7 @@ class MysqlAuditStore:
             )
         self._retry_deadline_s = retry_deadline_s
         self._connect_timeout_s = connect_timeout_s
-        # The console may write from a run worker while the UI thread reads: one connection, one lock.
-        self._lock = threading.RLock()
-        self._deferred: list[_Queued] = []
+        super().__init__()
         # Runs whose lease recovery elsewhere took: their queued rows are dropped, their writes refused.
         self._lost: set[str] = set()
         self._open_warnings: tuple[str, ...] = ()
@@ -334,26 +321,30 @@ class MysqlAuditStore:
         deadline_s: float | None = None,
     ) -> T:
         """`action`, again after conflicts and lost connections, with backoff, until the deadline."""
-        deadline = time.monotonic() + (self._retry_deadline_s if deadline_s is None else deadline_s)
-        delay = _BACKOFF_FIRST_S
-        while True:
-            try:
-                return action()
-            except (pymysql.err.MySQLError, OSError) as exc:
-                kind = _failure_kind(exc)
-                if kind is None:
-                    raise AuditStoreError(f"audit {self.location} failed: {exc}") from exc
-                if time.monotonic() >= deadline:
-                    raise AuditStoreError(f"audit {self.location} unavailable: {exc}") from exc
-                log.info("audit %s: %s, retrying", kind, exc)
-                if kind == "connection":
-                    self._drop_connection(orphaned=True)
-                else:
-                    self._rollback_quietly()
-                if on_retry is not None:
-                    on_retry()
-            time.sleep(delay * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, _BACKOFF_MAX_S)
+
+        def prepare_retry(exc: Exception, out_of_time: bool) -> BaseException | None:
+            kind = _failure_kind(exc)
+            if kind is None:
+                return AuditStoreError(f"audit {self.location} failed: {exc}")
+            if out_of_time:
+                return AuditStoreError(f"audit {self.location} unavailable: {exc}")
+            log.info("audit %s: %s, retrying", kind, exc)
+            if kind == "connection":
+                self._drop_connection(orphaned=True)
+            else:
+                self._rollback_quietly()
+            if on_retry is not None:
+                on_retry()
+            return None
+
+        return retry_with_backoff(
+            action,
+            retry_on=(pymysql.err.MySQLError, OSError),
+            on_failure=prepare_retry,
+            deadline_s=self._retry_deadline_s if deadline_s is None else deadline_s,
+            first_delay_s=_BACKOFF_FIRST_S,
+            max_delay_s=_BACKOFF_MAX_S,
+        )
 
     def _rollback_quietly(self) -> None:
         if self._conn is None:
@@ -443,29 +434,13 @@ class MysqlAuditStore:
 
     # --- writes -------------------------------------------------------------------------------------
 
-    def defer(
-        self,
-        sql: str,
-        params: tuple[Any, ...],
-        *,
-        must_match_one: str | None = None,
-        run_id: str | None = None,
-    ) -> None:
-        """Queue a write for the next `write()` transaction (see AuditStore.defer). A row of a leased
-        `run_id` rides only in a transaction that still holds the run's lease (`keep_lease`)."""
-        with self._lock:
-            if run_id not in self._lost:
-                self._deferred.append(_Queued(sql, params, must_match_one, run_id))
+    def _in_transaction(self) -> bool:
+        return self._tx is not None
 
-    @property
-    def deferred_writes(self) -> int:
-        return len(self._deferred)
-
-    def flush(self) -> None:
-        with self._lock:
-            if self._deferred and self._tx is None:
-                with self.write():
-                    pass
+    def _run_closed_elsewhere(self, run_id: str | None) -> bool:
+        """A row of a leased run rides only in a transaction that still holds the run's lease
+        (`keep_lease`): a run whose lease recovery elsewhere took is closed."""
+        return run_id in self._lost
 
     @contextmanager
     def write(self) -> Iterator[_Transaction]:
@@ -474,18 +449,14 @@ class MysqlAuditStore:
             if self._tx is not None:  # nested: part of the caller's transaction
                 yield self._tx
                 return
-            pending, self._deferred = self._deferred, []
+            pending = self._take_queue()
             tx = _Transaction(self)
             self._tx = tx
             committed = False
             try:
                 self._retrying(lambda: self._begin(tx))
                 self._keep_queued_leases(tx, pending)
-                for queued in pending:
-                    if queued.run_id in self._lost:
-                        continue
-                    if tx.execute(queued.sql, queued.params).rowcount != 1 and queued.must_match_one:
-                        raise AuditStoreError(queued.must_match_one)
+                self._apply_queue(tx, pending)
                 yield tx
                 self._retrying(lambda: self._commit(tx), on_retry=lambda: setattr(tx, "broken", True))
                 committed = True
@@ -495,9 +466,7 @@ class MysqlAuditStore:
                 self._tx = None
                 if not committed:
                     self._rollback_quietly()
-                    # The queued rows stay queued, ahead of anything queued since (see AuditStore.write),
-                    # except those of a run that lost its lease: that run is closed.
-                    self._deferred[:0] = [queued for queued in pending if queued.run_id not in self._lost]
+                    self._requeue(pending)
             for callback in tx.on_commit:
                 callback()
 
@@ -563,7 +532,7 @@ class MysqlAuditStore:
             )
         tx.leases_kept.add(run_id)
 
-    def _keep_queued_leases(self, tx: _Transaction, pending: list[_Queued]) -> None:
+    def _keep_queued_leases(self, tx: _Transaction, pending: list[QueuedWrite]) -> None:
         """Before queued rows are written: the lease of each leased run they belong to. A run that lost
         it has its rows dropped (it is closed); the rows of the others are still written."""
         for run_id in sorted({q.run_id for q in pending if q.run_id and self._heartbeat.holds(q.run_id)}):
@@ -702,7 +671,7 @@ class MysqlAuditStore:
                 )
                 cursor.execute(f"DELETE FROM run_leases WHERE run_id IN ({marks})", tuple(dead))
                 # Closed, a run's text can change no more: its rows enter the text index, as at a finish.
-                index_runs(_CursorStatements(cursor), dead, has_fts=True, trigram_words=True)
+                self.text_search.index_runs(_CursorStatements(cursor), dead)
             # By key, after picking them without waiting: a range DELETE waits for the newest token,
             # which an orphaned transaction may hold.
             cursor.execute(
@@ -747,38 +716,36 @@ class MysqlAuditStore:
         leased = {str(row[0]) for row in cursor.fetchall()}
         return [run_id for run_id in locked if run_id not in leased or expired.get(run_id, False)]
 
-    def prune(self, older_than: timedelta, *, now: datetime | None = None) -> PruneReport:
-        """Delete runs finished before now - `older_than`, in small transactions (see AuditStore.prune)."""
-        if older_than < timedelta(0):
-            raise ValueError("older_than must not be negative")
-        cutoff = audit_timestamp((now or datetime.now(UTC)) - older_than)
-        counts = dict.fromkeys(("runs", "model_rounds", "invocations", "protocol_events"), 0)
+    @contextmanager
+    def _pruning(self) -> Iterator[None]:
+        with self._lock:
+            self.flush()
+            with self._patiently():
+                yield
 
-        def batch() -> bool:
+    def _prune_batch(self, cutoff: str, limit: int) -> dict[str, int] | None:
+        """One transaction, retried as a whole after conflicts and lost connections."""
+
+        def batch() -> dict[str, int] | None:
             conn = self._connection()
             with conn.cursor() as cursor:
                 cursor.execute("START TRANSACTION")
                 cursor.execute(
                     "SELECT run_id FROM runs WHERE finished_at < %s ORDER BY finished_at LIMIT %s FOR UPDATE",
-                    (cutoff, _PRUNE_BATCH),
+                    (cutoff, limit),
                 )
                 ids = [row[0] for row in cursor.fetchall()]
-                deleted = dict.fromkeys(counts, 0)
+                deleted = None
                 if ids:
                     marks = ", ".join(["%s"] * len(ids))
-                    for table in ("invocations", "model_rounds", "protocol_events", "runs"):
-                        deleted[table] = cursor.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
+                    deleted = {
+                        table: cursor.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
+                        for table in PRUNED_TABLES
+                    }
             conn.commit()
-            for table, number in deleted.items():
-                counts[table] += number
-            return bool(ids)
+            return deleted
 
-        with self._lock:
-            self.flush()
-            with self._patiently():
-                while self._retrying(batch):
-                    pass
-        return PruneReport(cutoff=cutoff, **counts)
+        return self._retrying(batch)
 
     def vacuum(self) -> None:
         """Give freed pages back: InnoDB rebuilds each table (OPTIMIZE TABLE)."""
@@ -793,19 +760,7 @@ class MysqlAuditStore:
             with self._patiently():
                 self._retrying(optimize)
 
-    def close(self) -> None:
-        with self._lock:
-            try:
-                self.flush()
-            except AuditStoreError as exc:
-                log.warning("audit rows queued for commit were lost on close: %s", exc)
-            finally:
-                self._closed = True
-                self._heartbeat.close()
-                self._drop_connection()
-
-    def __enter__(self) -> MysqlAuditStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def _release(self) -> None:
+        self._closed = True
+        self._heartbeat.close()
+        self._drop_connection()

@@ -12,10 +12,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from audit.backend import AuditBackend
+from audit.common import RUN_SETUP_COLUMNS, AuditStoreError
 from audit.liveness import own_start_marker
-from audit.store import RUN_SETUP_COLUMNS, AuditStoreError
-from audit.text_index import index_runs
+from audit.port import AuditBackend
 from tools.run_events import (
     BudgetChanged,
     InvalidRunEvent,
@@ -37,7 +36,8 @@ from tools.vocabulary import AUDITED_PROTOCOL_CODES, InvocationStatus, Outcome, 
 # connection (sqlite-utils' insert/upsert read the table schema on every call).
 # The run's setup columns (schema v4): its model label and limits; what was not recorded is NULL.
 _SETUP_COLUMNS = tuple(RUN_SETUP_COLUMNS)
-# A run starts pending for the text index (audit.text_index): its finish indexes its rows in one batch.
+# A run starts pending for the text index (`AuditBackend.text_search`): its finish indexes its rows
+# in one batch.
 _INSERT_RUN = (
     "INSERT INTO runs (run_id, session_id, query, started_at, pid, pid_start, fts_pending, "
     + ", ".join(_SETUP_COLUMNS)
@@ -277,11 +277,6 @@ class AuditSink:
                 db.conn.execute(_REJECTED_RUN_SETUP, (rejected.get("query"), *setup, event.run_id))
             db.conn.execute(_CLOSE_STARTED, (closed, event.at, event.run_id, InvocationStatus.STARTED))
             # Last: the run's text can no longer change, so its rows enter the search index in one batch.
-            index_runs(
-                db.conn,
-                [event.run_id],
-                has_fts=self._store.has_fts,
-                trigram_words=self._store.has_trigram_words,
-            )
+            self._store.text_search.index_runs(db.conn, [event.run_id])
             self._store.release_lease(event.run_id)
         self._leased.discard(event.run_id)

@@ -26,9 +26,9 @@ from console.safe_text import neutralize
 from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
 
 if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils loads only for `audit`
-    from audit.backend import AuditBackend
     from audit.browse import AuditBrowser, Page, RunTimeline
     from audit.location import AuditLocation
+    from audit.port import AuditBackend
 
 
 _AGE = re.compile(r"^\s*(\d{1,12})\s*([a-z]+)\s*$", re.IGNORECASE)
@@ -78,7 +78,7 @@ def parse_age(value: str) -> timedelta:
 def _time_arg(value: str) -> str:
     """An ISO-8601 date/time, or an age (`2h`: two hours ago)."""
     from audit.browse import normalize_time
-    from audit.store import audit_timestamp
+    from audit.common import audit_timestamp
 
     if _AGE.match(value):
         return audit_timestamp(datetime.now(UTC) - parse_age(value))
@@ -260,8 +260,8 @@ def _paging(parser: argparse.ArgumentParser) -> None:
 def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Runs one parsed `diagnose audit` command; returns the exit code."""
     from audit import AuditStoreError
-    from audit.backend import open_audit_store
     from audit.browse import AuditBrowser
+    from audit.factory import open_audit_store
     from audit.location import SqliteLocation
 
     out = out or sys.stdout
@@ -435,7 +435,7 @@ def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: Audit
 def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
     """Show what goes (runs and rows finished before the cutoff), ask on a terminal unless --yes, then
     delete exactly that: the preview and the deletion share one cutoff."""
-    from audit.store import audit_timestamp
+    from audit.common import audit_timestamp
 
     now = datetime.now(UTC)
     plan = browser.prunable(audit_timestamp(now - args.older_than))

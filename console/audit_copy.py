@@ -75,8 +75,8 @@ def run_copy_command(args: argparse.Namespace, out: TextIO) -> int:
     from agent.secrets import configured_secrets, redact_logs
     from agent.settings import ConfigError, load_settings
     from audit import AuditStoreError
-    from audit.backend import open_audit_store
     from audit.copy import copy_audit
+    from audit.factory import open_audit_store
     from audit.location import AuditLocationError, SqliteLocation
     from tools.redaction import Redactor
 

@@ -7,24 +7,11 @@ neutralised before it is shown.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
+from audit.replay import run_limits, stored_number
 from console.presentation import counted
 from console.safe_text import neutralize
-from tools.run_events import RunLimits
-
-
-def _number(value: Any) -> Any:
-    """A stored limit, if it is a number: the file may have been edited by anyone."""
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def run_limits(run: dict[str, Any]) -> RunLimits | None:
-    """The limits the run started with (schema v4); None for runs recorded before they were kept."""
-    values = {key: _number(run.get(key)) for key in RunLimits.__annotations__}
-    if all(value is None for value in values.values()):
-        return None
-    return cast(RunLimits, values)
 
 
 def run_setup_text(run: dict[str, Any]) -> tuple[str, str]:
@@ -44,7 +31,7 @@ def run_setup_text(run: dict[str, Any]) -> tuple[str, str]:
         f"{shown['deadline_s']} s",
         counted(shown["max_run_bytes"], "run byte"),
     ]
-    protocol = [_number(run.get(key)) for key in ("max_consecutive_no_gain", "max_protocol_violations")]
+    protocol = [stored_number(run.get(key)) for key in ("max_consecutive_no_gain", "max_protocol_violations")]
     if any(value is not None for value in protocol):
         no_gain, violations = ("—" if v is None else str(v) for v in protocol)
         words.append(

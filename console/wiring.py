@@ -24,8 +24,9 @@ from agent.secrets import build_redactor
 from agent.settings import ConfigError, Settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStoreError
-from audit.backend import AuditBackend, open_audit_store
+from audit.factory import open_audit_store
 from audit.location import AuditLocation, local_files
+from audit.port import AuditBackend
 from console.errors import SetupError
 from console.run_config import resolve_run_config
 from tools.boundary import ToolBoundary

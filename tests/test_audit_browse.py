@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 
 from audit import browse as browse_module
-from audit.backend import AuditBackend
 from audit.browse import AuditBrowser, InvocationFilter, normalize_time
+from audit.common import audit_timestamp
 from audit.copy import copy_audit
+from audit.port import AuditBackend
 from audit.sink import AuditSink
-from audit.store import AuditStore, audit_timestamp
+from audit.sqlite_store import AuditStore
+from audit.sqlite_text_search import NoTextIndex
 from tests.support.audit_backends import mariadb_target
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
@@ -157,7 +159,8 @@ TERMS = [
 def test_text_search(
     corpus: AuditBackend, term: str, use_fts: bool, walk: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(corpus, "has_fts", use_fts and corpus.has_fts)
+    if not use_fts:
+        monkeypatch.setattr(corpus, "text_search", NoTextIndex())
     if walk == "tiny":  # forces the index-driven plan for every term that is not in the first rows
         monkeypatch.setattr(browse_module, "_WALK_LIMIT", {"invocations": 3, "runs": 2})
     browser = AuditBrowser(corpus)

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audit.common import audit_timestamp
 from audit.sink import AuditSink
-from audit.store import AuditStore, audit_timestamp
+from audit.sqlite_store import AuditStore
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.cli import CommandLineParser
 from console.presentation import USAGE_ERROR

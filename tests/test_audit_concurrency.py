@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from audit.store import AuditStore
+from audit.sqlite_store import AuditStore
 
 PROCESSES = 8
 RUNS_PER_PROCESS = 25

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from audit.sink import AuditSink
-from audit.store import AuditStore
+from audit.sqlite_store import AuditStore
 from console.audit_cli import add_audit_parser, run_audit_command
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import LOGS_INPUT, Events

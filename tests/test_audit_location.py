@@ -19,7 +19,7 @@ from audit.location import (
     parse_audit_url,
 )
 from audit.sink import AuditSink
-from audit.store import AuditStore
+from audit.sqlite_store import AuditStore
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.audit_target import audit_location
 from console.errors import SetupError

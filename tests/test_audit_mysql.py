@@ -17,12 +17,12 @@ from typing import Any
 import pymysql
 import pytest
 
-from audit.backend import AuditBackend
+from audit.common import AuditStoreError
 from audit.location import MysqlLocation
 from audit.mysql_schema import MIGRATIONS
 from audit.mysql_store import MysqlAuditStore
+from audit.port import AuditBackend
 from audit.sink import AuditSink
-from audit.store import AuditStoreError
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import LOGS_INPUT, Events
 from tests.support.mysql import root_connection
@@ -67,7 +67,7 @@ def test_schema_is_innodb_utf8mb4_and_versioned(mariadb_audit: AuditTarget) -> N
 
 
 def test_the_same_columns_as_the_sqlite_file(mariadb_audit: AuditTarget, tmp_path: Path) -> None:
-    from audit.store import AuditStore
+    from audit.sqlite_store import AuditStore
 
     with AuditStore(tmp_path / "audit.db") as file_store, mariadb_audit.open() as server_store:
         for table in ("runs", "model_rounds", "invocations", "protocol_events"):

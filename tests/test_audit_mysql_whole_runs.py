@@ -29,10 +29,10 @@ import pymysql
 import pytest
 
 from audit.browse import AuditBrowser, InvocationFilter
+from audit.common import AuditStoreError
 from audit.location import MysqlLocation
 from audit.mysql_store import MysqlAuditStore
 from audit.sink import AuditSink
-from audit.store import AuditStoreError
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
 from tests.support.mysql import root_connection

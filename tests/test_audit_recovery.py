@@ -17,11 +17,13 @@ from typing import Any
 
 import pytest
 
-from audit import store as store_module
+from audit import sqlite_store as store_module
+from audit import store_base
 from audit.browse import AuditBrowser, InvocationFilter
+from audit.common import AuditStoreError, audit_timestamp
 from audit.liveness import is_process_live, own_start_marker, process_start_marker
 from audit.sink import AuditSink
-from audit.store import AuditStore, AuditStoreError, audit_timestamp
+from audit.sqlite_store import AuditStore
 from tests.support.audit_events import LOGS_INPUT, Events, on_disk
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 CHILD = """
 import os, signal, sys
 from audit import AuditSink, AuditStore
-from audit.store import audit_timestamp
+from audit.common import audit_timestamp
 from datetime import UTC, datetime
 
 path, run_id, mode = sys.argv[1:4]
@@ -376,7 +378,7 @@ def store(db_path: Path) -> Iterator[AuditStore]:
 def test_prune_deletes_old_finished_runs_and_nothing_live(
     store: AuditStore, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "_PRUNE_BATCH", 3)  # several short transactions
+    monkeypatch.setattr(store_base, "PRUNE_BATCH", 3)  # several short transactions
     now = datetime.now(UTC)
     sink = AuditSink(store)
     for n in range(7):

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from audit import store as store_module
+from audit import sqlite_store as store_module
+from audit.common import RUN_SETUP_COLUMNS
 from audit.sink import AuditSink
-from audit.store import AuditStore
+from audit.sqlite_store import AuditStore
 from console.cli import main
 from tests.support import harness
 from tests.support.audit_events import Events, on_disk
@@ -69,7 +70,7 @@ def test_the_v4_step_is_idempotent_on_a_half_migrated_file(tmp_path: Path) -> No
     store_module.MIGRATIONS[3](db)  # and once more: nothing left to add, nothing fails
     columns = [row[1] for row in db.execute("PRAGMA table_info(runs)").fetchall()]
     db.close()
-    assert [c for c in columns if c in store_module.RUN_SETUP_COLUMNS] == list(store_module.RUN_SETUP_COLUMNS)
+    assert [c for c in columns if c in RUN_SETUP_COLUMNS] == list(RUN_SETUP_COLUMNS)
 
 
 def test_a_started_run_records_its_model_and_limits(tmp_path: Path) -> None:

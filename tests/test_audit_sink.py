@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from audit import store as store_module
-from audit.backend import AuditBackend
+from audit import sqlite_store as store_module
+from audit.common import AuditStoreError
+from audit.port import AuditBackend
 from audit.sink import AuditSink
-from audit.store import AuditStore, AuditStoreError
+from audit.sqlite_store import AuditStore
 from tests.support.audit_backends import mariadb_target
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, RUN, SESSION, Events, on_disk
 from tests.support.mysql import require_server

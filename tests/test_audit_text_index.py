@@ -18,10 +18,10 @@ import pytest
 import sqlite_utils
 
 from audit import browse as browse_module
-from audit import store as store_module
+from audit import sqlite_store as store_module
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.sink import AuditSink
-from audit.store import AuditStore
+from audit.sqlite_store import AuditStore
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events, on_disk
 
 PROJECTION = {"lines": ["HikariPool-1 连接池耗尽 timeout"]}

@@ -1,4 +1,4 @@
-"""Text search over the server's trigram words (audit.mysql_text_index) gives the file's answers:
+"""Text search over the server's trigram words (audit.mysql_text_search) gives the file's answers:
 for a run still going (found by LIKE over pending runs), after its finish indexed it, and after a
 migration indexed the runs an older schema left without words."""
 
@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from audit import browse as browse_module
-from audit import mysql_text_index
-from audit.backend import AuditBackend
+from audit import mysql_text_search
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.location import MysqlLocation
-from audit.mysql_text_index import indexable, match_all, term_words
+from audit.mysql_text_search import indexable, match_all, term_words
+from audit.port import AuditBackend
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import Events
@@ -81,7 +81,7 @@ def test_the_migration_indexes_runs_an_older_server_schema_left_without_words(
     mariadb_audit: AuditTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = mariadb_audit
-    monkeypatch.setattr(mysql_text_index, "BACKFILL_BATCH_RUNS", 2)  # three batches, keyset-bounded
+    monkeypatch.setattr(mysql_text_search, "BACKFILL_BATCH_RUNS", 2)  # three batches, keyset-bounded
     with target.open() as store:
         for n in range(5):
             record_run(store, f"run-{n}", f"连接池耗尽第{n}号", f"服务-{n}-ZQX", finish=True)
@@ -183,7 +183,7 @@ def test_migration_step_3_indexes_earlier_words_again_with_the_end_mark(
     index; opening it with this version rewrites every finished run's query words, batch by batch.
     Words that were already right (runs finished by this version) survive the rewrite."""
     target = mariadb_audit
-    monkeypatch.setattr(mysql_text_index, "_MARKED_BATCH_RUNS", 2)  # three batches, keyset-bounded
+    monkeypatch.setattr(mysql_text_search, "_MARKED_BATCH_RUNS", 2)  # three batches, keyset-bounded
     with target.open() as store:
         for n in range(5):
             record_run(store, f"run-{n}", f"第{n}次支付回调超时", f"服务-{n}", finish=True)

@@ -72,13 +72,13 @@ MARKER = sys.argv.pop()
 """,
     "opening the audit": """
 import pathlib, time
-import audit.backend as backend
-opened = backend.open_audit_store
+import audit.factory as factory
+opened = factory.open_audit_store
 def held(*args, **kwargs):
     pathlib.Path(MARKER).touch()
     time.sleep(60)
     return opened(*args, **kwargs)
-backend.open_audit_store = held
+factory.open_audit_store = held
 MARKER = sys.argv.pop()
 """,
     # `--query-file -` from a pipe that never sends anything: a real wait of a real start.

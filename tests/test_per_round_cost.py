@@ -112,7 +112,7 @@ async def test_a_tool_round_costs_one_commit(tmp_path: Path, monkeypatch: pytest
 async def test_a_tool_round_does_not_touch_the_text_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The run's rows are indexed in one batch at its finish (audit.text_index), not round by round."""
+    """The run's rows are indexed in one batch at its finish (the store's text search), not round by round."""
     small, large = [await counted_run(n, tmp_path, monkeypatch) for n in (4, 16)]
     for counts in (small, large):
         assert counts["text index statements in rounds"] == 0

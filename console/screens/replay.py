@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
 
-from console.audit_replay import timeline_events
+from audit.replay import timeline_events
 from console.host import ConsoleHost
 from console.run_setup import run_setup_text
 from console.safe_text import neutralize

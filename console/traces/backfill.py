@@ -1,6 +1,6 @@
 """Audited runs sent as traces, so a team can backfill (`diagnose audit export --otlp URL`).
 
-A run's audit rows become the run events it would have produced (`console.audit_replay`, as the
+A run's audit rows become the run events it would have produced (`audit.replay`, as the
 console's replay screen uses them) and go through the same `TraceSink` as a live run: the spans' times
 are the audited timestamps, and their IDs are derived from the run (`console.traces.ids`), so a run
 sent twice, or sent live and again from the audit, is the same trace. A run the audit holds as
@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from agent.settings import TraceSettings
 from audit.browse import AuditBrowser
-from console.audit_replay import timeline_events
+from audit.replay import timeline_events
 from console.traces import TraceTarget
 from console.traces.content import ContentCapture
 from console.traces.export import BATCH_SIZE, DISTRIBUTION, otlp_exporter, tracer_provider

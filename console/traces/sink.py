@@ -1,7 +1,7 @@
 """Run events in, OpenTelemetry spans out: one trace per run (docs/architecture.md, "Traces").
 
 The sink reads the same typed event stream as the audit and the console, so the trace, the audit and
-the screen cannot disagree; a run replayed from the audit (`console.audit_replay`) goes through it
+the screen cannot disagree; a run replayed from the audit (`audit.replay`) goes through it
 unchanged. Every span takes its times from the events' `at`, never from the clock it is built on, so
 a live run and the same run sent later from the audit are the same trace (`console.traces.ids`).
 

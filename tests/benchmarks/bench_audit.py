@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from audit.browse import INVOCATION_ORDER, AuditBrowser, InvocationFilter
-from audit.store import AuditStore, audit_timestamp
+from audit.common import audit_timestamp
+from audit.sqlite_store import AuditStore
 from tests.support.audit_data import DEFAULT_END, populate_audit
 
 

@@ -28,13 +28,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from audit.backend import AuditBackend
 from audit.browse import INVOCATION_ORDER, AuditBrowser, InvocationFilter
+from audit.common import AuditStoreError, audit_timestamp
 from audit.copy import COPIED_COLUMNS
 from audit.location import MysqlLocation
 from audit.mysql_store import MysqlAuditStore
-from audit.mysql_text_index import backfill
-from audit.store import AuditStore, AuditStoreError, audit_timestamp
+from audit.mysql_text_search import backfill
+from audit.port import AuditBackend
+from audit.sqlite_store import AuditStore
 from tests.benchmarks.bench_audit import _median_ms, _time_pair
 from tests.support.audit_data import DEFAULT_END, populate_audit
 from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, ROOT_USER, root_connection

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from audit import AuditSink, AuditStore
-from audit.store import _fts_statements
-from audit.text_index import FTS_COLUMNS
+from audit.sqlite_store import _fts_statements
+from audit.sqlite_text_search import FTS_COLUMNS
 from tests.benchmarks.bench_harness import HarnessSide
 from tests.benchmarks.machine import hardware
 from tools.run_events import RunEvent

@@ -11,7 +11,7 @@ from textual.widgets import Input, Select
 
 from audit import AuditStore
 from audit.browse import AuditBrowser
-from console.audit_replay import timeline_events
+from audit.replay import timeline_events
 from console.screens.audit import PAGE_SIZE, AuditScreen, PagedTable
 from console.screens.replay import ReplayScreen
 from console.widgets.run_state import RunState

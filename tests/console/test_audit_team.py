@@ -9,7 +9,7 @@ import pytest
 
 from audit.copy import copy_audit
 from audit.location import MysqlLocation
-from audit.store import AuditStore
+from audit.sqlite_store import AuditStore
 from console.app import DiagnoseApp
 from console.screens.audit import PagedTable
 from tests.console.test_audit_layout import open_audit

@@ -57,7 +57,7 @@ def test_audit_commands_redact_the_configured_passwords_in_the_log(
     argv = ["audit", command, "--config", str(config)]
     if command == "copy":
         source = tmp_path / "laptop.db"
-        from audit.store import AuditStore
+        from audit.sqlite_store import AuditStore
 
         AuditStore(source).close()
         argv += ["--from", f"sqlite:///{source}", "--to", "mysql://auditor@127.0.0.1:1/other"]

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-import audit.store
+import audit.common
+import audit.sqlite_store
 from audit import AuditStore
 from tests.support.resilience import (
     CliRun,
@@ -86,7 +87,7 @@ class LockHolder(threading.Thread):
             self.locked.set()
             time.sleep(self.hold_s)
             conn.execute("ROLLBACK")
-            self.released_at = audit.store.audit_timestamp(datetime.now(UTC))
+            self.released_at = audit.common.audit_timestamp(datetime.now(UTC))
         finally:
             conn.close()
 
@@ -181,8 +182,8 @@ def test_a_lock_held_past_the_retry_deadline_at_open_is_exit_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = _existing_audit(tmp_path, capsys)
-    monkeypatch.setattr(audit.store, "_BUSY_TIMEOUT_MS", 200)
-    monkeypatch.setattr(audit.store, "_BUSY_DEADLINE_S", 0.3)
+    monkeypatch.setattr(audit.sqlite_store, "_BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(audit.sqlite_store, "_BUSY_DEADLINE_S", 0.3)
     holder = LockHolder(db, hold_s=1.5)
     holder.start()
     assert holder.locked.wait(5)
@@ -194,7 +195,11 @@ def test_a_lock_held_past_the_retry_deadline_at_open_is_exit_3(
 
 
 # Scaled down 10x (busy timeout 200 ms, retry deadline 0.3 s) so the default variants stay short.
-SHORT_RETRY = "import audit.store\naudit.store._BUSY_TIMEOUT_MS = 200\naudit.store._BUSY_DEADLINE_S = 0.3"
+SHORT_RETRY = (
+    "import audit.sqlite_store\n"
+    "audit.sqlite_store._BUSY_TIMEOUT_MS = 200\n"
+    "audit.sqlite_store._BUSY_DEADLINE_S = 0.3"
+)
 
 
 def _run_with_lock_mid_run(tmp_path: Path, hold_s: float, prelude: str) -> tuple[Path, CliRun]:

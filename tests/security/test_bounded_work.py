@@ -248,7 +248,7 @@ def test_diagnose_run_applies_a_scenario_files_cap_and_audits_it(
     assert [e["detail"] for e in cap_events(emitted)] == [
         {"cap": "ROUND", "limit": 2, "tool_call_ids": ["logs-3", "logs-4", "logs-5"]}
     ]
-    from audit.store import AuditStore
+    from audit.sqlite_store import AuditStore
 
     store = AuditStore(audit)
     try:

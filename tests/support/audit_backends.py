@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.backend import AuditBackend
 from audit.location import AuditLocation, MysqlLocation, SqliteLocation
+from audit.port import AuditBackend
 from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, ROOT_USER, root_connection
 
 
@@ -36,7 +36,7 @@ class AuditTarget:
             from audit.mysql_store import MysqlAuditStore
 
             return MysqlAuditStore(self.location, **options)
-        from audit.store import AuditStore
+        from audit.sqlite_store import AuditStore
 
         return AuditStore(self.location.path)
 

@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from audit.store import AuditStore, audit_timestamp
+from audit.common import audit_timestamp
+from audit.sqlite_store import AuditStore
 
 SPAN = timedelta(days=90)
 DEFAULT_END = datetime(2026, 11, 30, tzinfo=UTC)

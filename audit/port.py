@@ -1,7 +1,7 @@
-"""The one audit store interface, and opening the store an `[audit] url` names.
+"""The audit's port: the one store interface every reader and writer of the audit sees.
 
 The sink, the browser, export, replay, the console's audit screen and `diagnose audit` see only
-`AuditBackend`, so the embedded SQLite file (`audit.store.AuditStore`) and a team database on
+`AuditBackend`, so the embedded SQLite file (`audit.sqlite_store.AuditStore`) and a team database on
 MariaDB/MySQL (`audit.mysql_store.MysqlAuditStore`) serve them alike (docs/architecture.md, "Audit").
 
 SQL reaching a backend is written once, in SQLite's dialect: the statements the sink and browser
@@ -11,15 +11,12 @@ MariaDB/MySQL backend translates (`audit.mysql_dialect`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from audit.location import AuditLocation, MysqlLocation
-
-if TYPE_CHECKING:
-    from audit.store import PruneReport
+from audit.common import PruneReport
 
 
 class SqlCursor(Protocol):
@@ -40,11 +37,39 @@ class WriteScope(Protocol):
     def conn(self) -> SqlConnection: ...
 
 
+class TextSearch(Protocol):
+    """A store's own text index: how a finished run's rows enter it, and how a search reads it.
+
+    The sink, the copy and recovery fill it; the browser asks it which terms it answers and how it
+    narrows a table to their rows, then checks every term with LIKE on top (`audit.browse`). The
+    rows of runs still pending (not indexed yet) are always among the candidates.
+    """
+
+    def index_runs(self, conn: SqlConnection, run_ids: Iterable[str]) -> None:
+        """Index the rows of these runs if they are still pending, and clear their mark, inside the
+        caller's transaction (once a run can write no more indexed text)."""
+        ...
+
+    def indexed_terms(self, terms: Sequence[str]) -> list[str]:
+        """The terms whose every matching row the index finds; the others are left to the walk."""
+        ...
+
+    def term_clauses(self, table: str, terms: Sequence[str]) -> list[tuple[str, list[Any]]]:
+        """Per indexed term, a WHERE clause (and its parameters) keeping the index's candidates."""
+        ...
+
+    def candidates(
+        self, table: str, terms: Sequence[str], rarest: Callable[[Sequence[str]], str]
+    ) -> tuple[str, list[Any]] | None:
+        """A FROM item (and its parameters) that reads only the candidates of one indexed term, picked
+        by `rarest` when it matters; None: the index narrows by `term_clauses` instead."""
+        ...
+
+
 class AuditBackend(Protocol):
     """An open audit: transactions for the sink, queries for the browser, maintenance for the CLI."""
 
-    has_fts: bool  # a text index exists: SQLite's FTS5 trigram tables, or the server's trigram words
-    has_trigram_words: bool  # the index is the server's (audit.mysql_text_index), not FTS5
+    text_search: TextSearch  # the store's text index (SQLite's FTS5 tables, or the server's trigram words)
 
     @property
     def location(self) -> str:
@@ -117,16 +142,3 @@ class AuditBackend(Protocol):
     def __enter__(self) -> AuditBackend: ...
 
     def __exit__(self, *exc_info: object) -> None: ...
-
-
-def open_audit_store(
-    location: AuditLocation, *, heartbeat_s: float = 5.0, lease_s: float = 30.0
-) -> AuditBackend:
-    """Open (creating or migrating the schema) the audit `location` names; `AuditStoreError` if unusable."""
-    if isinstance(location, MysqlLocation):
-        from audit.mysql_store import MysqlAuditStore
-
-        return MysqlAuditStore(location, heartbeat_s=heartbeat_s, lease_s=lease_s)
-    from audit.store import AuditStore
-
-    return AuditStore(location.path)

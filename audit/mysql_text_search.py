@@ -1,4 +1,4 @@
-"""The team audit's text index on MariaDB/MySQL: each row's character trigrams as ASCII words under
+"""The team audit's text search on MariaDB/MySQL: each row's character trigrams as ASCII words under
 an ordinary InnoDB FULLTEXT index (docs/architecture.md, "Audit").
 
 InnoDB's FULLTEXT parser splits text at non-word characters, so Chinese (no spaces) is one long token
@@ -27,8 +27,11 @@ INSERT ... SELECT that replays exactly after a lost connection.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from audit.common import MARK_INDEXED, PENDING_RUNS
+from audit.port import SqlConnection
 
 Execute = Callable[..., Any]
 
@@ -194,3 +197,43 @@ def match_all(term: str) -> str:
     if len(term) == 2:
         return f"+{_folded(term).encode().hex().upper()}*"
     return " ".join(f"+{word}" for word in term_words(term))
+
+
+# The keys of one term's candidate rows, every trigram word required (2 params), joined to the table.
+# A derived table, not OR-ed IN clauses: the server can flatten neither an OR of subqueries nor a UNION
+# inside IN, and would test every row. The rows of runs still pending are always candidates.
+_INVOCATION_WORDS = (
+    "SELECT run_id, tool_call_id FROM invocation_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
+)
+_RUN_WORDS = "SELECT run_id FROM run_trigrams WHERE MATCH (words) AGAINST (? IN BOOLEAN MODE)"
+_CANDIDATES = {
+    "invocations": f"({_INVOCATION_WORDS} UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN"
+    f" ({_RUN_WORDS}) UNION SELECT run_id, tool_call_id FROM invocations WHERE run_id IN ({PENDING_RUNS}))"
+    " AS candidates JOIN invocations USING (run_id, tool_call_id)",
+    "runs": f"({_RUN_WORDS} UNION SELECT run_id FROM ({_INVOCATION_WORDS}) AS i UNION {PENDING_RUNS})"
+    " AS candidates JOIN runs USING (run_id)",
+}
+
+
+class TrigramWordsSearch:
+    """The server's trigram words under FULLTEXT: a search reads the candidates of its rarest term."""
+
+    def index_runs(self, conn: SqlConnection, run_ids: Iterable[str]) -> None:
+        for run_id in run_ids:
+            for statement in INDEX_RUN:
+                conn.execute(statement, (run_id,) * statement.count("?"))
+            conn.execute(MARK_INDEXED, (run_id,))
+
+    def indexed_terms(self, terms: Sequence[str]) -> list[str]:
+        return [term for term in terms if indexable(term)]
+
+    def term_clauses(self, table: str, terms: Sequence[str]) -> list[tuple[str, list[Any]]]:
+        return []  # one term's candidates are the source instead (`candidates`)
+
+    def candidates(
+        self, table: str, terms: Sequence[str], rarest: Callable[[Sequence[str]], str]
+    ) -> tuple[str, list[Any]] | None:
+        """Reading a common term's candidates costs seconds where a rare one's cost milliseconds, so
+        of several terms with different index queries the rarest is read."""
+        term = terms[0] if len({match_all(term) for term in terms}) == 1 else rarest(terms)
+        return _CANDIDATES[table], [match_all(term)] * 2

@@ -13,21 +13,19 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import random
 import sqlite3
 import stat
-import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
+from audit.common import RUN_LISTED_AT, RUN_SETUP_COLUMNS, AuditStoreError, audit_timestamp
 from audit.files import (
     PRIVATE_FILE,
     UnsafeFileError,
@@ -38,14 +36,15 @@ from audit.files import (
 )
 from audit.liveness import is_process_live
 from audit.location import SqliteLocation, default_audit_path, local_files
-from audit.text_index import FTS_COLUMNS, index_finished_runs, rebuild
+from audit.port import TextSearch
+from audit.retry import retry_with_backoff
+from audit.sqlite_text_search import FTS_COLUMNS, Fts5TextSearch, NoTextIndex, index_finished_runs, rebuild
+from audit.store_base import PRUNED_TABLES, AuditStoreBase
 from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
 
-# A run recorded only by its finish (e.g. rejected input) has no started_at: it is listed by its finish.
-# Queries must spell this exactly as the index does for SQLite to use the index.
-RUN_LISTED_AT = "COALESCE(started_at, finished_at)"
+T = TypeVar("T")
 
 Migration = Callable[[sqlite_utils.Database], None]
 
@@ -53,22 +52,10 @@ Migration = Callable[[sqlite_utils.Database], None]
 # attempts with backoff up to _BUSY_DEADLINE_S, so contention slows a write down but never fails it.
 _BUSY_TIMEOUT_MS = 2000
 _BUSY_DEADLINE_S = 60.0
-_PRUNE_BATCH = 500
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _SQLITE_STATISTICS = frozenset({"sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"})
-
-
-class AuditStoreError(Exception):
-    """The audit database cannot be opened or written; a run must not continue without its audit."""
-
-
-def audit_timestamp(moment: datetime) -> str:
-    """The one stored timestamp format (as agent.events writes it), so text order is time order."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
@@ -79,18 +66,21 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return "locked" in text or "busy" in text
 
 
-def _retry_busy(action: Callable[[], Any]) -> Any:
+def _unless_busy(exc: sqlite3.OperationalError, out_of_time: bool) -> BaseException | None:
+    """Another connection holds the lock: wait for it, until the deadline; any other error stands."""
+    return exc if out_of_time or not _is_busy(exc) else None
+
+
+def _retry_busy(action: Callable[[], T]) -> T:
     """Run `action`, retrying while another connection holds the lock, with jittered backoff."""
-    deadline = time.monotonic() + _BUSY_DEADLINE_S
-    delay = 0.005
-    while True:
-        try:
-            return action()
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(delay * random.uniform(0.5, 1.0))
-        delay = min(delay * 2, 0.25)
+    return retry_with_backoff(
+        action,
+        retry_on=sqlite3.OperationalError,
+        on_failure=_unless_busy,
+        deadline_s=_BUSY_DEADLINE_S,
+        first_delay_s=0.005,
+        max_delay_s=0.25,
+    )
 
 
 def trigram_available() -> bool:
@@ -175,7 +165,7 @@ def _v1_initial_schema(db: sqlite_utils.Database) -> None:
 def _fts_statements(table: str, columns: Sequence[str]) -> list[str]:
     """An external-content FTS5 index kept in sync by triggers, named the way sqlite-utils and Datasette
     expect (`<table>_fts`, `content="<table>"`), so both offer search on the file as it is. (Schema v5
-    drops the insert and update triggers: audit.text_index fills the index a run at a time.)"""
+    drops the insert and update triggers: audit.sqlite_text_search fills the index a run at a time.)"""
     fts = f"{table}_fts"
     cols = ", ".join(columns)
     new = ", ".join(f"new.{c}" for c in columns)
@@ -244,18 +234,6 @@ def _v3_estimated_usage_and_input_keys(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE invocations ADD COLUMN input_key TEXT")
 
 
-# The run's model label and limits (v4), in the order the columns are added.
-RUN_SETUP_COLUMNS: dict[str, str] = {
-    "model": "TEXT",
-    "max_model_calls": "INTEGER",
-    "max_total_tokens": "INTEGER",
-    "deadline_s": "REAL",
-    "max_run_bytes": "INTEGER",
-    "max_consecutive_no_gain": "INTEGER",
-    "max_protocol_violations": "INTEGER",
-}
-
-
 def _v4_run_model_and_limits(db: sqlite_utils.Database) -> None:
     """What a replay needs to say which model ran and within which limits.
 
@@ -270,7 +248,7 @@ def _v4_run_model_and_limits(db: sqlite_utils.Database) -> None:
 
 
 def _v5_text_index_at_run_end(db: sqlite_utils.Database) -> None:
-    """Text search leaves the run's hot path (audit.text_index): no insert or update triggers on the
+    """Text search leaves the run's hot path (audit.sqlite_text_search): no insert or update triggers on the
     indexed tables; a run is indexed in one batch when it finishes or recovery closes it.
 
     `runs.fts_pending` marks a run whose rows are not indexed yet (NULL: indexed, or nothing to index,
@@ -365,18 +343,7 @@ def check_schema_objects(conn: sqlite3.Connection, path: Path) -> None:
             )
 
 
-@dataclass(frozen=True)
-class PruneReport:
-    """What `AuditStore.prune` removed: runs finished before `cutoff`, and every row of theirs."""
-
-    cutoff: str
-    runs: int
-    model_rounds: int
-    invocations: int
-    protocol_events: int
-
-
-class AuditStore:
+class AuditStore(AuditStoreBase):
     """One open audit database file.
 
     Every write is a short transaction committed at once (WAL, synchronous=NORMAL), so a crash mid-run
@@ -384,15 +351,9 @@ class AuditStore:
     `defer` and ride in the next such commit. WAL lets the console browse while a run writes.
     """
 
-    has_trigram_words = False  # the file's index is FTS5 (audit.text_index)
-
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__()
         self.path = Path(path)
-        # The console may write from a run worker while the UI thread reads; one lock keeps the shared
-        # connection's transaction state consistent.
-        self._lock = threading.RLock()
-        # Writes queued by `defer`: (sql, params, message if it must change exactly one row).
-        self._deferred: list[tuple[str, tuple[Any, ...], str | None]] = []
         # Descriptors of the audit's files opened to check them, held until the connection closes:
         # closing any descriptor of a file drops every POSIX lock this process holds on it, SQLite's too
         # (another process could then reset the WAL index under this connection).
@@ -417,6 +378,7 @@ class AuditStore:
             self._configure()
             self._migrate()
             self.has_fts = self._table_exists("invocations_fts") and self._table_exists("runs_fts")
+            self.text_search: TextSearch = Fts5TextSearch() if self.has_fts else NoTextIndex()
             self.recover()
         except (sqlite3.Error, TransactionError) as exc:
             conn.close()
@@ -545,7 +507,7 @@ class AuditStore:
 
     @property
     def location(self) -> str:
-        """The file, for people (audit.backend.AuditBackend)."""
+        """The file, for people (audit.port.AuditBackend)."""
         return str(self.path)
 
     @property
@@ -570,45 +532,8 @@ class AuditStore:
                 migration(self.db)
                 self.db.execute(f"PRAGMA user_version = {target}")
 
-    def defer(
-        self,
-        sql: str,
-        params: tuple[Any, ...],
-        *,
-        must_match_one: str | None = None,
-        run_id: str | None = None,
-    ) -> None:
-        """Queue a write that needs no commit of its own: it rides in the next `write()` transaction.
-
-        Run events that prove nothing on their own (round rows, finishes, protocol rows) are written
-        this way, so a run commits once per tool call instead of once per event. Every read and
-        `close()` applies the queue first, so this connection never reads around it. If
-        `must_match_one` is given, the statement must change exactly one row, else the commit fails
-        with that message. `run_id` names the run the row belongs to; a file has no leases
-        (`keep_lease`), so it is not needed here.
-        """
-        with self._lock:
-            self._deferred.append((sql, params, must_match_one))
-
-    @property
-    def deferred_writes(self) -> int:
-        """How many queued writes wait for the next commit."""
-        return len(self._deferred)
-
-    @staticmethod
-    def _apply_deferred(
-        conn: sqlite3.Connection, pending: list[tuple[str, tuple[Any, ...], str | None]]
-    ) -> None:
-        for sql, params, must_match_one in pending:
-            if conn.execute(sql, params).rowcount != 1 and must_match_one is not None:
-                raise AuditStoreError(must_match_one)
-
-    def flush(self) -> None:
-        """Commit the queued writes now (no-op when there are none)."""
-        with self._lock:
-            if self._deferred:
-                with self.write():  # inside a caller's transaction this is a savepoint: they stay queued
-                    pass
+    def _in_transaction(self) -> bool:
+        return self.db.conn.in_transaction
 
     @contextmanager
     def write(self) -> Iterator[sqlite_utils.Database]:
@@ -624,11 +549,11 @@ class AuditStore:
                     yield self.db
                 return
             _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
-            pending, self._deferred = self._deferred, []
+            pending = self._take_queue()
             committed = False
             try:
                 if pending:
-                    self._apply_deferred(conn, pending)
+                    self._apply_queue(conn, pending)
                     # The queued rows are sound on their own: a failing body must not take them along.
                     conn.execute("SAVEPOINT body")
                     try:
@@ -646,10 +571,7 @@ class AuditStore:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 if not committed:
-                    # Rolled back: the queued rows stay queued (ahead of anything queued since), so a
-                    # failure met by a reader's flush is met again by the run's next write, which
-                    # then stops the run; no row is dropped silently.
-                    self._deferred[:0] = pending
+                    self._requeue(pending)
                 raise
 
     @contextmanager
@@ -690,7 +612,7 @@ class AuditStore:
         gets finished_at = now and interrupted = 1, with outcome and stop_reason left NULL: an Outcome
         describes how a run ended, and nobody saw this one end. Its STARTED invocations become
         INTERRUPTED. Runs whose process is still alive are not touched, whichever process that is.
-        Every closed run is then added to the text index (audit.text_index), like a run that finished.
+        Every closed run is then added to the text index (audit.sqlite_text_search), like a run that finished.
         """
         now = audit_timestamp(datetime.now(UTC))
         with self.write() as db:
@@ -709,34 +631,26 @@ class AuditStore:
                     f" WHERE finished_at IS NULL AND run_id IN ({', '.join('?' for _ in dead)})",
                     (now, *dead),
                 )
-            index_finished_runs(db.conn, has_fts=self.has_fts)
+            index_finished_runs(db.conn, self.text_search)
         return dead
 
-    def prune(self, older_than: timedelta, *, now: datetime | None = None) -> PruneReport:
-        """Delete runs finished before `now` (default: the current time) - `older_than`, with their
-        rounds, invocations and protocol events (the FTS delete triggers drop their index entries). A
-        run still going has no finished_at, so it is never pruned. Small batches keep each write
-        transaction short while runs keep writing."""
-        if older_than < timedelta(0):
-            raise ValueError("older_than must not be negative")
-        cutoff = audit_timestamp((now or datetime.now(UTC)) - older_than)
-        counts = dict.fromkeys(("runs", "model_rounds", "invocations", "protocol_events"), 0)
-        while True:
-            with self.write() as db:
-                ids = [
-                    row[0]
-                    for row in db.execute(
-                        "SELECT run_id FROM runs WHERE finished_at < ? ORDER BY finished_at LIMIT ?",
-                        (cutoff, _PRUNE_BATCH),
-                    )
-                ]
-                if not ids:
-                    break
-                marks = ", ".join("?" for _ in ids)
-                for table in ("invocations", "model_rounds", "protocol_events", "runs"):
-                    deleted = db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids)
-                    counts[table] += deleted.rowcount
-        return PruneReport(cutoff=cutoff, **counts)
+    def _prune_batch(self, cutoff: str, limit: int) -> dict[str, int] | None:
+        """One short write transaction (the FTS delete triggers drop the rows' index entries)."""
+        with self.write() as db:
+            ids = [
+                row[0]
+                for row in db.execute(
+                    "SELECT run_id FROM runs WHERE finished_at < ? ORDER BY finished_at LIMIT ?",
+                    (cutoff, limit),
+                )
+            ]
+            if not ids:
+                return None
+            marks = ", ".join("?" for _ in ids)
+            return {
+                table: db.execute(f"DELETE FROM {table} WHERE run_id IN ({marks})", ids).rowcount
+                for table in PRUNED_TABLES
+            }
 
     def vacuum(self) -> None:
         """Give freed pages back to the file system.
@@ -770,19 +684,6 @@ class AuditStore:
     def list_protocol_events(self, run_id: str) -> list[dict[str, Any]]:
         return self.query("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", (run_id,))
 
-    def close(self) -> None:
-        with self._lock:
-            try:
-                self.flush()
-            except AuditStoreError as exc:
-                # Only rows of a run that never finished can be queued here; say so, then close anyway.
-                log.warning("audit rows queued for commit were lost on close: %s", exc)
-            finally:
-                self.db.close()
-                self._release_held()
-
-    def __enter__(self) -> AuditStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def _release(self) -> None:
+        self.db.close()
+        self._release_held()

@@ -1,4 +1,5 @@
-"""An audited run as the run events it would have produced, as far as the audit recorded them.
+"""Audit rows back into run events: an audited run as the events it would have produced, as far as the
+audit recorded them (the sink, `audit.sink`, is the other direction).
 
 The replay screen feeds them to the console's reducer and `diagnose audit export --otlp` to the trace
 sink, so a replayed run is drawn and traced by the same code as a live one. Only what the audit keeps
@@ -15,7 +16,6 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from console.run_setup import run_limits
 from tools.run_events import (
     BudgetChanged,
     ModelRoundFinished,
@@ -23,6 +23,7 @@ from tools.run_events import (
     ProtocolChanged,
     RunEvent,
     RunFinished,
+    RunLimits,
     RunStarted,
     ToolFinished,
     ToolStarted,
@@ -33,6 +34,19 @@ if TYPE_CHECKING:
     from audit.browse import RunTimeline
 
 W = TypeVar("W", bound=StrEnum)
+
+
+def stored_number(value: Any) -> Any:
+    """A stored limit, if it is a number: the file may have been edited by anyone."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def run_limits(run: dict[str, Any]) -> RunLimits | None:
+    """The limits the run started with (schema v4); None for runs recorded before they were kept."""
+    values = {key: stored_number(run.get(key)) for key in RunLimits.__annotations__}
+    if all(value is None for value in values.values()):
+        return None
+    return cast(RunLimits, values)
 
 
 def _parsed(text: Any) -> Any:
