@@ -3,6 +3,10 @@
 Both stores wait this way for what passes on its own: the file for another process's write lock, the
 server for a deadlock, a lock wait timeout or a lost connection. Each store decides which failures are
 worth another attempt, and what it raises when it gives up.
+
+The server's retry backs off from 50 ms, doubling to 2 s, within a 30 s deadline; its read timeout is
+a third of that deadline. Maintenance (migration steps, prune batches, OPTIMIZE TABLE) runs on a
+connection of its own with a 30 s read timeout, as it legitimately takes long.
 """
 
 from __future__ import annotations

@@ -8,6 +8,12 @@ audit cost. Now a run is marked `fts_pending` when it starts and all its rows ar
 by the commit that finishes it (`AuditSink`, at run_finished) or by crash recovery when it closes the
 run. Search reads the rows of pending runs with LIKE (`audit.browse`), so it misses nothing; a pending
 run is one still going, so those rows are few. Delete triggers stay: pruned rows leave the index at once.
+
+Consequences worth knowing: FTS5's `integrity-check` against the content tables holds only while no
+run is pending; an invocation written without a `runs` row is found only by the LIKE scan of the page
+walk; a tool reading the index directly (Datasette, say) sees a run's rows only once the run finished;
+and an older version still writing during a migration leaves rows unindexed until `vacuum` rebuilds
+the index.
 """
 
 from __future__ import annotations
