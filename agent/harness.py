@@ -31,13 +31,7 @@ from agent.budget import BUDGET_STOP_REASONS, utf8_len
 from agent.events import RunEventEmitter
 from agent.progress import CheckRecord, ProgressLedger
 from agent.run_context import RunContext
-from agent.usage import RoundUsage
-from tools.adapter import ToolError, ToolRequest
-from tools.boundary import ToolBoundary
-from tools.canonical import input_key
-from tools.definitions import ENVELOPE_KEYS, MAX_ECHOED_TOOL_NAME_CHARS, MAX_TOOL_CALL_ID_CHARS
-from tools.observation import Observation
-from tools.run_events import (
+from agent.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,
@@ -45,17 +39,15 @@ from tools.run_events import (
     ToolFinished,
     ToolStarted,
 )
+from agent.usage import RoundUsage
+from agent.vocabulary import InvocationStatus, ProtocolCode, StopCause, StopReason, ToolCallCap
+from tools.adapter import ToolError, ToolRequest
+from tools.boundary import ToolBoundary
+from tools.canonical import input_key
+from tools.definitions import ENVELOPE_KEYS, MAX_ECHOED_TOOL_NAME_CHARS, MAX_TOOL_CALL_ID_CHARS
+from tools.observation import Observation
 from tools.unicode_text import encodable, encodable_value, holds_unencodable, is_encodable
-from tools.vocabulary import (
-    ErrorCode,
-    Evaluation,
-    EvidenceStatus,
-    InvocationStatus,
-    ProtocolCode,
-    StopCause,
-    StopReason,
-    ToolCallCap,
-)
+from tools.vocabulary import ErrorCode, Evaluation, EvidenceStatus
 
 STOP_REQUIRED = {"code": ProtocolCode.STOP_REQUIRED}
 # No count, cap or remaining allowance: the observation contract keeps budgets away from the model.

@@ -20,15 +20,12 @@ from pydantic import ValidationError
 from agent.blank_text import is_blank
 from agent.budget import RunBudget, utf8_len
 from agent.contracts import (
-    OUTCOME_OF,
     AgentInput,
     DiagnosisDraft,
     ExecutionResult,
     Failure,
-    Outcome,
     PreviousTurn,
     ProgressSnapshot,
-    StopReason,
 )
 from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import DraftBounds, run_bounds
@@ -43,11 +40,7 @@ from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
 from agent.request_shaping import RoundShaper
 from agent.run_context import RunContext, new_id
-from agent.settings import Settings
-from tools.boundary import ToolBoundary
-from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
-from tools.redaction import NOOP, Redactor
-from tools.run_events import (
+from agent.run_events import (
     EventSink,
     ProtocolThresholds,
     RejectedInput,
@@ -55,6 +48,11 @@ from tools.run_events import (
     RunLimits,
     RunStarted,
 )
+from agent.settings import Settings
+from agent.vocabulary import OUTCOME_OF, Outcome, StopReason
+from tools.boundary import ToolBoundary
+from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
+from tools.redaction import NOOP, Redactor
 from tools.unicode_text import holds_unencodable, is_encodable
 from tools.wire_schema import wire_schema
 

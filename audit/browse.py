@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from agent.vocabulary import INTERRUPTED_RUN
 from audit.backend import AuditBackend
 from audit.mysql_text_index import indexable, match_all
 from audit.store import RUN_LISTED_AT, PruneReport, audit_timestamp
 from audit.text_index import PENDING_RUNS
-from tools.vocabulary import INTERRUPTED_RUN
 
 INVOCATION_ORDER = "started_at DESC, run_id DESC, tool_call_id DESC"
 RUN_ORDER = f"{RUN_LISTED_AT} DESC, run_id DESC"

@@ -40,6 +40,7 @@ import pymysql
 import pymysql.cursors
 from pymysql.constants import CLIENT
 
+from agent.vocabulary import InvocationStatus
 from audit.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
 from audit.location import MysqlLocation
 from audit.mysql_dialect import to_mysql
@@ -52,7 +53,6 @@ from audit.mysql_schema import (
 )
 from audit.store import AuditStoreError, PruneReport, audit_timestamp
 from audit.text_index import index_runs
-from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
 

@@ -28,6 +28,7 @@ from typing import Any
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
+from agent.vocabulary import InvocationStatus
 from audit.files import (
     PRIVATE_FILE,
     UnsafeFileError,
@@ -39,7 +40,6 @@ from audit.files import (
 from audit.liveness import is_process_live
 from audit.location import SqliteLocation, default_audit_path, local_files
 from audit.text_index import FTS_COLUMNS, index_finished_runs, rebuild
-from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agent.vocabulary import INTERRUPTED_RUN, InvocationStatus, Outcome
 from console.presentation import NOT_FOUND, SETUP_ERROR, USAGE_ERROR, counted
 from console.safe_text import neutralize
-from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
+from tools.vocabulary import ErrorCode
 
 if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils loads only for `audit`
     from audit.backend import AuditBackend

@@ -15,8 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from console.run_setup import run_limits
-from tools.run_events import (
+from agent.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,
@@ -27,7 +26,9 @@ from tools.run_events import (
     ToolFinished,
     ToolStarted,
 )
-from tools.vocabulary import ErrorCode, Evaluation, InvocationStatus, Outcome, ProtocolCode, StopReason
+from agent.vocabulary import InvocationStatus, Outcome, ProtocolCode, StopReason
+from console.run_setup import run_limits
+from tools.vocabulary import ErrorCode, Evaluation
 
 if TYPE_CHECKING:
     from audit.browse import RunTimeline

@@ -41,11 +41,11 @@ from console.safe_text import neutralize
 from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_descriptors, silence_stdout
 
 if TYPE_CHECKING:
+    from agent.run_events import EventSink, RunEvent
     from agent.use_case import DiagnosisUseCase
     from audit.output_files import OutputFile
     from console.wait_line import ModelWaitLine
     from console.wiring import RunEnvironment
-    from tools.run_events import EventSink, RunEvent
 
 # Input files are read with a cap well above any sane budget (the use case applies the real limits
 # and rejects an oversized query or previous turn by its own rules). Past the cap nothing more is

@@ -1,18 +1,16 @@
 """How the console and the command line present the shared vocabulary: labels, styles, exit codes.
 
-Every table is keyed by the enums of `tools.vocabulary` (plus the console's own call states), so a word
-is labelled and coloured the same way on every screen, in the plain-text result and in exports. Styles
-are Rich style strings; nothing here imports Textual or the engine.
+Every table is keyed by the enums of `agent.vocabulary` and `tools.vocabulary` (plus the console's own
+call states), so a word is labelled and coloured the same way on every screen, in the plain-text result
+and in exports. Styles are Rich style strings; nothing here imports Textual, Haystack or pydantic.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from tools.vocabulary import (
+from agent.vocabulary import (
     EXIT_CODE_OF,
-    Evaluation,
-    EvidenceStatus,
     InvocationStatus,
     ModelFailureCause,
     Outcome,
@@ -20,6 +18,7 @@ from tools.vocabulary import (
     StopReason,
     ToolCallCap,
 )
+from tools.vocabulary import Evaluation, EvidenceStatus
 
 
 class CallState(StrEnum):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from agent.run_events import RunLimits
 from console.presentation import counted
 from console.safe_text import neutralize
-from tools.run_events import RunLimits
 
 
 def _number(value: Any) -> Any:

@@ -19,6 +19,7 @@ from agent.contracts import ExecutionResult, PreviousTurn
 from agent.evidence import build_boundary
 from agent.input_files import OversizedInput
 from agent.models import build_model
+from agent.run_events import EventSink
 from agent.scenarios import Scenario, ScenarioError
 from agent.secrets import build_redactor
 from agent.settings import ConfigError, Settings
@@ -30,7 +31,6 @@ from console.errors import SetupError
 from console.run_config import resolve_run_config
 from tools.boundary import ToolBoundary
 from tools.redaction import Redactor
-from tools.run_events import EventSink
 
 if TYPE_CHECKING:
     from haystack.hooks import Hook, HookPoint

@@ -16,12 +16,11 @@ from agent.contracts import (
     DiagnosisDraft,
     ExecutionResult,
     Limitations,
-    Outcome,
     ProgressCheck,
     ProgressSnapshot,
-    StopReason,
     Usage,
 )
+from agent.vocabulary import Outcome, StopReason
 from console.cli import main
 from console.evaluation.cases import (
     MAX_CASE_BYTES,

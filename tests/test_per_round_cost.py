@@ -19,13 +19,13 @@ from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.usage import WireSizes
 from agent.use_case import DiagnosisUseCase
+from agent.vocabulary import Outcome
 from audit import AuditSink, AuditStore
 from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.definitions import LOOKUP_KNOWLEDGE
 from tools.redaction import Redactor
-from tools.vocabulary import Outcome
 
 _SIZE = WireSizes._size
 PROJECTION = {"documents": [{"title": "连接池耗尽", "snippet": "HikariPool-1 timeout", "score": 1.5}]}

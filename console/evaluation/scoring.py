@@ -37,9 +37,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agent.contracts import ExecutionResult
+from agent.run_events import ModelRoundFinished, ModelRoundStarted, ProtocolChanged, RunEvent, ToolStarted
+from agent.vocabulary import ProtocolCode
 from console.evaluation.cases import EvalCase
-from tools.run_events import ModelRoundFinished, ModelRoundStarted, ProtocolChanged, RunEvent, ToolStarted
-from tools.vocabulary import Evaluation, EvidenceStatus, ProtocolCode
+from tools.vocabulary import Evaluation, EvidenceStatus
 
 VIOLATION_CODES = frozenset({ProtocolCode.INVALID_PROGRESS_PROTOCOL, ProtocolCode.UNKNOWN_TOOL})
 # A refused Draft whose violation is about what it cites: at least one citation was not grounded.

@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from agent.vocabulary import InvocationStatus, ProtocolCode
 from console.presentation import (
     EVALUATION_STYLE,
     OUTCOME_MEANING,
@@ -35,10 +36,10 @@ from console.presentation import (
 from console.safe_text import neutralize
 from console.widgets.run_state import CallRow, Changes, RoundRow, RunState
 from tools.definitions import QUERY_LOGS
-from tools.vocabulary import ErrorCode, EvidenceStatus, InvocationStatus, ProtocolCode
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 if TYPE_CHECKING:
-    from tools.run_events import ProtocolChanged
+    from agent.run_events import ProtocolChanged
 
 TimelineKey = tuple[str, Any]  # ("round", n) | ("call", id) | ("note", i) | ("finish", None)
 

@@ -41,9 +41,11 @@ from pathlib import Path
 from typing import Any
 
 import agent.use_case as use_case_module
+from agent.run_events import RunFinished, RunStarted, ToolStarted
 from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
+from agent.vocabulary import Outcome, StopReason
 from audit import AuditSink, AuditStore
 from tests.benchmarks.machine import hardware
 from tests.support.long_runs import knowledge_rounds
@@ -51,8 +53,6 @@ from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, ENVELOPE_KEYS, LOOKUP_KNOWLEDGE, envelope_schema
 from tools.redaction import Redactor
-from tools.run_events import RunFinished, RunStarted, ToolStarted
-from tools.vocabulary import Outcome, StopReason
 
 TARGET_RATIO = 1.3
 TARGET_OVERHEAD_MS = 0.5  # harness overhead per tool round, at every count of the sweep

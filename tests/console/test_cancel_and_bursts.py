@@ -9,11 +9,7 @@ from typing import Any
 from textual.widgets import Static, TextArea
 
 from agent.events import RunEventEmitter
-from console.widgets.result import ResultView
-from tests.support import RecordingAdapter
-from tests.support.console import SIZE, engine_ready, has_row, make_app, plain, timeline_labels, wait_until
-from tools.definitions import QUERY_LOGS
-from tools.run_events import (
+from agent.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,
@@ -24,7 +20,11 @@ from tools.run_events import (
     ToolFinished,
     ToolStarted,
 )
-from tools.vocabulary import InvocationStatus
+from agent.vocabulary import InvocationStatus
+from console.widgets.result import ResultView
+from tests.support import RecordingAdapter
+from tests.support.console import SIZE, engine_ready, has_row, make_app, plain, timeline_labels, wait_until
+from tools.definitions import QUERY_LOGS
 
 
 def slow_environment(tmp_path: Path, adapter: RecordingAdapter) -> Any:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from agent.vocabulary import EXIT_CODE_OF, Outcome
 from console.presentation import USAGE_ERROR
 from tests.support.resilience import REPO, run_cli, run_cli_process
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
 from tools.definitions import QUERY_LOGS
-from tools.vocabulary import EXIT_CODE_OF, Outcome
 
 SCENARIO = "evidence-backed-diagnosis"
 
