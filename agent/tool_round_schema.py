@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tools.definitions import MAX_SQL_BYTES, QUERY_MYSQL, envelope_schema
+from tools.definitions import MAX_SQL_BYTES, QUERY_MYSQL
+from tools.input_models import envelope_schema
 
 # A character may be 3 UTF-8 bytes (Han); a token carries at least 2 bytes of them (the rates the
 # run's Draft schema is fitted with, agent.draft_schema).

@@ -9,7 +9,6 @@ execution result (docs/architecture.md, "Execution result") and announced as the
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import DraftBounds, run_bounds
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
+from agent.haystack_tools import frozen_tools
 from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.input_files import OversizedInput
 from agent.model_call import GuardedChatGenerator, ModelCallError
@@ -51,10 +51,8 @@ from agent.run_events import (
 from agent.settings import Settings
 from agent.vocabulary import OUTCOME_OF, Outcome, StopReason
 from tools.boundary import ToolBoundary
-from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
 from tools.redaction import NOOP, Redactor
 from tools.unicode_text import holds_unencodable, is_encodable
-from tools.wire_schema import wire_schema
 
 if TYPE_CHECKING:
     from haystack.hooks import Hook, HookPoint
@@ -67,27 +65,6 @@ class _Rejected(Exception):
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
-
-
-def _never_runs(**_: Any) -> str:
-    """Registered so the schemas reach the model; the before_tool interceptor answers every call."""
-    raise RuntimeError("evidence tools execute only through the harness ToolBoundary")
-
-
-@functools.cache
-def frozen_tools() -> tuple[Any, ...]:
-    """Built once per process: the definitions are frozen, and Tool() validates each JSON schema (slow)."""
-    from haystack.tools import Tool
-
-    return tuple(
-        Tool(
-            name=name,
-            description=DESCRIPTIONS[name],
-            parameters=wire_schema(envelope_schema(name)),
-            function=_never_runs,
-        )
-        for name in TOOL_NAMES
-    )
 
 
 def agent_input_text(query: str, previous_turn: PreviousTurn | None) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import LookupKnowledgeInput
+from tools.input_models import LookupKnowledgeInput
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path, tokenize
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

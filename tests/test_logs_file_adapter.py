@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tools import logs_file
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.logs_file import LogFileAdapter, bundled_logs_path
 
 DEMO_START = "2026-11-30T01:30:00Z"

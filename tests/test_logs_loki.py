@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from tests.support.loki import LokiServer, loki_server_fixture, streams_body  # noqa: F401 (fixture)
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.logql import build_logql, validate_config
 from tools.logs_file import LogFileAdapter
 from tools.logs_loki import QUERY_RANGE_PATH, LokiLogAdapter

@@ -10,7 +10,7 @@ from agent.evidence import build_adapters, build_boundary
 from agent.settings import load_settings
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import LookupKnowledgeInput, QueryLogsInput
+from tools.input_models import LookupKnowledgeInput, QueryLogsInput
 from tools.observation_budget import fit_projection, projection_bytes
 
 START, END = "2026-11-30T02:00:00Z", "2026-11-30T03:00:00Z"

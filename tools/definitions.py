@@ -2,13 +2,11 @@
 
 These definitions are the whole tool surface the model ever sees. Business inputs are bounded and
 strict so an adapter never has to defend against shapes it did not ask for. The names and limits are
-defined here; the pydantic models (`tools.input_models`) load on first use of one of their names, so
-a module that only needs a tool's name (the console's first frame) does not import pydantic.
+defined here; the pydantic models are `tools.input_models`, so a module that only needs a tool's name
+(the console's first frame) does not import pydantic.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
 
 LOOKUP_KNOWLEDGE = "lookup_knowledge"
 QUERY_LOGS = "query_logs"
@@ -32,41 +30,3 @@ DESCRIPTIONS: dict[str, str] = {
 
 # `previous_observation` is optional (absent = null); `input` is required.
 ENVELOPE_KEYS = frozenset({"previous_observation", "input"})
-
-if TYPE_CHECKING:  # what `__getattr__` loads on first use, typed for the modules that import it
-    from tools.input_models import (  # noqa: F401 (re-exported through __getattr__)
-        BUSINESS_INPUTS,
-        EARLIEST_INSTANT,
-        LATEST_INSTANT,
-        LookupKnowledgeInput,
-        PreviousObservation,
-        QueryLogsInput,
-        QueryMysqlInput,
-        Rfc3339,
-        StrictModel,
-        envelope_schema,
-    )
-
-_MODEL_NAMES = frozenset(
-    {
-        "BUSINESS_INPUTS",
-        "EARLIEST_INSTANT",
-        "LATEST_INSTANT",
-        "LookupKnowledgeInput",
-        "PreviousObservation",
-        "QueryLogsInput",
-        "QueryMysqlInput",
-        "Rfc3339",
-        "StrictModel",
-        "envelope_schema",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    """The models and their schema, imported on first use (PEP 562)."""
-    if name in _MODEL_NAMES:
-        from tools import input_models
-
-        return getattr(input_models, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,8 +1,7 @@
 """The pydantic side of the tool definitions: business inputs, the envelope's evaluation, their schemas.
 
 Kept apart from `tools.definitions` (names and limits) because building these models costs ~100 ms of
-imports and schema construction, which the console's first frame must not pay; `tools.definitions`
-still exports every name here, loaded on first use.
+imports and schema construction, which the console's first frame must not pay.
 """
 
 from __future__ import annotations

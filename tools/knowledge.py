@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import LookupKnowledgeInput
+from tools.input_models import LookupKnowledgeInput
 
 if TYPE_CHECKING:
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.log_index import (
     BLOCK_BYTES,
     MAX_LINE_BYTES,

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.logql import build_logql, validate_config
 from tools.logs_file import MAX_LABEL_CHARS, MAX_LABELS
 

@@ -44,7 +44,7 @@ from pymysql.constants import CLIENT, FIELD_TYPE
 from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryMysqlInput
+from tools.input_models import QueryMysqlInput
 from tools.json_members import hide_secret_members, may_hold_members
 from tools.redaction import REDACTED
 from tools.sql_guard import BUILT_STRING_BYTES, SYSTEM_SCHEMAS, GuardedStatement, SqlPolicyError, guard_sql

@@ -51,7 +51,8 @@ from tests.benchmarks.machine import hardware
 from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import DESCRIPTIONS, ENVELOPE_KEYS, LOOKUP_KNOWLEDGE, envelope_schema
+from tools.definitions import DESCRIPTIONS, ENVELOPE_KEYS, LOOKUP_KNOWLEDGE
+from tools.input_models import envelope_schema
 from tools.redaction import Redactor
 
 TARGET_RATIO = 1.3

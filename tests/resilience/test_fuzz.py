@@ -24,7 +24,8 @@ from agent.draft_rules import RunEvidence
 from agent.scenarios import Scenario, ScenarioError, parse_scenario
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
-from tools.definitions import BUSINESS_INPUTS, MAX_SQL_BYTES, QUERY_MYSQL, TOOL_NAMES, QueryMysqlInput
+from tools.definitions import MAX_SQL_BYTES, QUERY_MYSQL, TOOL_NAMES
+from tools.input_models import BUSINESS_INPUTS, QueryMysqlInput
 from tools.logql import MAX_CONTAINS_CHARS, build_logql
 from tools.unicode_text import is_encodable
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tools.adapter import ToolRequest
-from tools.definitions import LOOKUP_KNOWLEDGE, LookupKnowledgeInput
+from tools.definitions import LOOKUP_KNOWLEDGE
+from tools.input_models import LookupKnowledgeInput
 from tools.knowledge import KnowledgeAdapter, SkippedFile
 
 

@@ -33,7 +33,8 @@ from tests.support.spec_scenarios import (
     tools_round,
 )
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import TOOL_NAMES, LookupKnowledgeInput, QueryLogsInput
+from tools.definitions import TOOL_NAMES
+from tools.input_models import LookupKnowledgeInput, QueryLogsInput
 
 
 async def test_framework_requests_first_rag_evidence() -> None:

@@ -27,7 +27,8 @@ import pymysql
 import pytest
 
 from tools.adapter import ToolRequest
-from tools.definitions import QUERY_MYSQL, QueryMysqlInput
+from tools.definitions import QUERY_MYSQL
+from tools.input_models import QueryMysqlInput
 from tools.mysql import MysqlAdapter, bundled_demo_sql_path, split_sql_script
 
 MYSQL_HOST = "127.0.0.1"
