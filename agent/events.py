@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
+from agent.errors import DiagnoseError
 from agent.event_redaction import redact_event_fields
 from agent.run_events import EventSink, RunEvent
 from tools.redaction import NOOP, Redactor
@@ -29,8 +30,12 @@ E = TypeVar("E", bound=RunEvent)
 __all__ = ["EventSink", "RequiredSinkFailed", "RunEvent", "RunEventEmitter", "utc_now_iso"]
 
 
-class RequiredSinkFailed(Exception):
+class RequiredSinkFailed(DiagnoseError):
     """A required sink (the audit) could not record an event: the run must stop, not go on unaudited."""
+
+    @property
+    def message(self) -> str:
+        return f"the audit could not be written, so the run was stopped: {self}"
 
 
 def utc_now_iso() -> str:

@@ -162,6 +162,21 @@ EXIT_CODE_OF: dict[Outcome, int] = {
 }
 
 
+# The process's other exit codes (`diagnose run` exits with its outcome's, EXIT_CODE_OF above). Each is
+# apart from every outcome's code, so a script can tell "the run ended so" from "no run ended".
+SETUP_ERROR: Final = 3  # the run or command could not be set up: configuration, scenario, audit file
+NOT_FOUND: Final = 1  # `diagnose audit show`: no such run
+# A command line that does not parse (argparse's own errors included): sysexits' EX_USAGE, since
+# argparse's default 2 is the code of a REJECTED run.
+USAGE_ERROR: Final = 64
+# Standard output could not be written (a full disk, a closed descriptor): sysexits' EX_IOERR. A reader
+# that left (`| head`) is not an error: the command ends with its own code.
+OUTPUT_ERROR: Final = 74
+# Ctrl-C: a running run ends CANCELLED (its own code); before a run exists, or in another command,
+# the command stops with the same code, so a script sees one code for "the operator stopped it".
+INTERRUPTED: Final = EXIT_CODE_OF[Outcome.CANCELLED]
+
+
 class ModelFailureCause(StrEnum):
     """Why a model call failed (`failure.cause` of a MODEL_ERROR), in words an operator can act on;
     besides these, `HTTP_<status>` (`http_cause`) when the server answered with an error status."""

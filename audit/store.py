@@ -28,6 +28,7 @@ from typing import Any
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
+from agent.errors import DiagnoseError
 from agent.vocabulary import InvocationStatus
 from audit.files import (
     PRIVATE_FILE,
@@ -60,7 +61,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _SQLITE_STATISTICS = frozenset({"sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4"})
 
 
-class AuditStoreError(Exception):
+class AuditStoreError(DiagnoseError):
     """The audit database cannot be opened or written; a run must not continue without its audit."""
 
 

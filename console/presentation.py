@@ -11,6 +11,9 @@ from enum import StrEnum
 
 from agent.vocabulary import (
     EXIT_CODE_OF,
+    OUTPUT_ERROR,
+    SETUP_ERROR,
+    USAGE_ERROR,
     InvocationStatus,
     ModelFailureCause,
     Outcome,
@@ -26,22 +29,6 @@ class CallState(StrEnum):
 
     REQUESTED = "REQUESTED"  # the round asked for it; nothing has happened yet
     RUNNING = "RUNNING"  # its tool is executing
-
-
-# --- process exit codes -----------------------------------------------------------------------------------
-# `diagnose run` exits with the outcome's code (EXIT_CODE_OF: 0, 10, 11, 12, 1, 2); these are the others.
-# Each is apart from every outcome's code, so a script can tell "the run ended so" from "no run ended".
-SETUP_ERROR = 3  # the run or command could not be set up: configuration, scenario, audit file
-NOT_FOUND = 1  # `diagnose audit show`: no such run
-# A command line that does not parse (argparse's own errors included): sysexits' EX_USAGE, since
-# argparse's default 2 is the code of a REJECTED run.
-USAGE_ERROR = 64
-# Standard output could not be written (a full disk, a closed descriptor): sysexits' EX_IOERR. A reader
-# that left (`| head`) is not an error: the command ends with its own code.
-OUTPUT_ERROR = 74
-# Ctrl-C: a running run ends CANCELLED (its own code); before a run exists, or in another command,
-# the command stops with the same code, so a script sees one code for "the operator stopped it".
-INTERRUPTED = EXIT_CODE_OF[Outcome.CANCELLED]
 
 
 def exit_code(outcome: Outcome | str) -> int:

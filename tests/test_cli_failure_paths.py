@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.vocabulary import EXIT_CODE_OF, Outcome
+from agent.vocabulary import EXIT_CODE_OF, INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, Outcome
 from console.cli import main
-from console.presentation import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR
 from tests.support.resilience import no_conclusion_draft, scenario, tool_call, write_scenario
 
 REPO = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from agent.contracts import (
     ProgressSnapshot,
     Usage,
 )
-from agent.vocabulary import Outcome, StopReason
+from agent.vocabulary import USAGE_ERROR, Outcome, StopReason
 from console.cli import main
 from console.evaluation.cases import (
     MAX_CASE_BYTES,
@@ -32,7 +32,6 @@ from console.evaluation.cases import (
 )
 from console.evaluation.runner import EvalRunner
 from console.evaluation.scoring import score_run
-from console.presentation import USAGE_ERROR
 from tests.support.openai_server import completion, fake_openai
 from tools.vocabulary import EvidenceStatus
 

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.vocabulary import EXIT_CODE_OF, Outcome
-from console.presentation import USAGE_ERROR
+from agent.vocabulary import EXIT_CODE_OF, USAGE_ERROR, Outcome
 from tests.support.resilience import REPO, run_cli, run_cli_process
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
