@@ -121,7 +121,7 @@ def _one_of(what: str, values: Callable[[], list[str]], case: Callable[[str], st
 def _tools() -> list[str]:
     from tools.definitions import TOOL_NAMES
 
-    return list(TOOL_NAMES)
+    return [str(name) for name in TOOL_NAMES]
 
 
 def _statuses() -> list[str]:

@@ -24,7 +24,7 @@ from audit import AuditSink, AuditStore
 from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import LOOKUP_KNOWLEDGE
+from tools.definitions import ToolName
 from tools.redaction import Redactor
 
 _SIZE = WireSizes._size
@@ -70,7 +70,7 @@ async def counted_run(tool_rounds: int, folder: Path, monkeypatch: pytest.Monkey
     use_case = DiagnosisUseCase(
         settings,
         ScriptedChatGenerator(knowledge_rounds(tool_rounds, reported_usage=False)),
-        ToolBoundary({LOOKUP_KNOWLEDGE: Knowledge()}, redactor=redactor),
+        ToolBoundary({ToolName.LOOKUP_KNOWLEDGE: Knowledge()}, redactor=redactor),
         required_sinks=[AuditSink(store)],
         redactor=redactor,
     )

@@ -8,10 +8,18 @@ defined here; the pydantic models are `tools.input_models`, so a module that onl
 
 from __future__ import annotations
 
-LOOKUP_KNOWLEDGE = "lookup_knowledge"
-QUERY_LOGS = "query_logs"
-QUERY_MYSQL = "query_mysql"
-TOOL_NAMES: tuple[str, ...] = (LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL)
+from enum import StrEnum
+
+
+class ToolName(StrEnum):
+    """The three frozen tools' names: the `tool` of every call, invocation, citation and eval case."""
+
+    LOOKUP_KNOWLEDGE = "lookup_knowledge"
+    QUERY_LOGS = "query_logs"
+    QUERY_MYSQL = "query_mysql"
+
+
+TOOL_NAMES: tuple[ToolName, ...] = tuple(ToolName)
 
 MAX_SQL_BYTES = 4000
 # Tool call IDs are model output. Provider IDs are far shorter (OpenAI `call_` + 24 characters, vLLM 46);
@@ -22,10 +30,10 @@ MAX_TOOL_CALL_ID_CHARS = 128
 # `…`): the model learns which call was refused without a name of any size being sent back again.
 MAX_ECHOED_TOOL_NAME_CHARS = 64
 
-DESCRIPTIONS: dict[str, str] = {
-    LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",
-    QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志。",
-    QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）。",
+DESCRIPTIONS: dict[ToolName, str] = {
+    ToolName.LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",
+    ToolName.QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志。",
+    ToolName.QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）。",
 }
 
 # `previous_observation` is optional (absent = null); `input` is required.

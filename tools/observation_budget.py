@@ -13,13 +13,13 @@ import json
 from typing import Any
 
 from tools.adapter import ToolError
-from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL
+from tools.definitions import ToolName
 
 # The result list of each tool's projection, and the field that counts its items.
 _LISTS: dict[str, tuple[str, str]] = {
-    LOOKUP_KNOWLEDGE: ("documents", "returned"),
-    QUERY_LOGS: ("entries", "returned"),
-    QUERY_MYSQL: ("rows", "row_count"),
+    ToolName.LOOKUP_KNOWLEDGE: ("documents", "returned"),
+    ToolName.QUERY_LOGS: ("entries", "returned"),
+    ToolName.QUERY_MYSQL: ("rows", "row_count"),
 }
 
 

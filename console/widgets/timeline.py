@@ -35,7 +35,7 @@ from console.presentation import (
 )
 from console.safe_text import neutralize
 from console.widgets.run_state import CallRow, Changes, RoundRow, RunState
-from tools.definitions import QUERY_LOGS
+from tools.definitions import ToolName
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def input_summary(tool: str | None, business: Any, width: int = 60) -> str:
     """The business input in one short line: the values an operator scans for."""
     if not isinstance(business, dict):
         return ""
-    if tool == QUERY_LOGS:
+    if tool == ToolName.QUERY_LOGS:
         window = f"{business.get('start', '')}…{business.get('end', '')}"
         parts = [str(business.get("service", "")), window]
         for key in ("level", "contains"):

@@ -51,7 +51,7 @@ from tests.benchmarks.machine import hardware
 from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import DESCRIPTIONS, ENVELOPE_KEYS, LOOKUP_KNOWLEDGE
+from tools.definitions import DESCRIPTIONS, ENVELOPE_KEYS, ToolName
 from tools.input_models import envelope_schema
 from tools.redaction import Redactor
 
@@ -133,7 +133,7 @@ class HarnessSide:
         self.store = AuditStore(audit_path)
         self.audit = audit
         self.reuse_tools = reuse_tools
-        self.boundary = ToolBoundary({LOOKUP_KNOWLEDGE: InstantKnowledge()}, redactor=self.redactor)
+        self.boundary = ToolBoundary({ToolName.LOOKUP_KNOWLEDGE: InstantKnowledge()}, redactor=self.redactor)
 
     async def run_once(self) -> str:
         use_case = DiagnosisUseCase(
@@ -165,9 +165,9 @@ class BareSide:
         self.max_steps = tool_rounds + 4
         self.tools = [
             Tool(
-                name=LOOKUP_KNOWLEDGE,
-                description=DESCRIPTIONS[LOOKUP_KNOWLEDGE],
-                parameters=envelope_schema(LOOKUP_KNOWLEDGE),
+                name=ToolName.LOOKUP_KNOWLEDGE,
+                description=DESCRIPTIONS[ToolName.LOOKUP_KNOWLEDGE],
+                parameters=envelope_schema(ToolName.LOOKUP_KNOWLEDGE),
                 async_function=bare_lookup,
             )
         ]

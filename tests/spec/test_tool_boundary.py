@@ -375,7 +375,7 @@ async def test_tool_execution_fails_when_mysql_is_not_configured() -> None:
 
 
 async def test_unknown_tool_is_requested() -> None:
-    adapters = {name: RecordingAdapter() for name in TOOL_NAMES}
+    adapters: dict[str, RecordingAdapter] = {name: RecordingAdapter() for name in TOOL_NAMES}
     h = harness(
         scenario(
             tools_round(call("x-1", "restart_service", {"service": "payment-service"})),
