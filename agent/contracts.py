@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from agent.blank_text import is_blank
-from agent.vocabulary import EXIT_CODE_OF, Outcome, SaturationReason, StopReason
+from agent.vocabulary import EXIT_CODE_OF, DraftViolation, Outcome, SaturationReason, StopReason
 from tools.unicode_text import unencodable_path
 from tools.vocabulary import Evaluation, EvidenceStatus
 
@@ -135,8 +135,8 @@ class Usage(Contract):
 class Failure(Contract):
     """Safe failure metadata: a stable code and, at most, a stable violation, cause or budget name."""
 
-    code: str
-    violation: str | None = None
+    code: StopReason
+    violation: DraftViolation | None = None
     # A stable cause of a MODEL_ERROR the operator can act on, e.g. MAX_TOKENS (raise [model] max_tokens),
     # REFUSED, DNS, TLS, TIMEOUT, HTTP_<status> (agent.vocabulary.ModelFailureCause).
     cause: str | None = None

@@ -128,7 +128,7 @@ class DiagnosisUseCase:
                 raise _Rejected(StopReason.INPUT_TOO_LARGE, "query and previous turn exceed the input limit")
         except _Rejected as rejected:
             result = self._result(
-                ctx, rejected.reason, None, None, Failure(code=rejected.reason.value, detail=rejected.detail)
+                ctx, rejected.reason, None, None, Failure(code=rejected.reason, detail=rejected.detail)
             )
             rejected_input = RejectedInput(
                 # Redacted before it is cut: a secret across the cut would no longer match whole.
@@ -305,7 +305,7 @@ class DiagnosisUseCase:
                 self._endpoint or "none (scripted)",
             )
             progress = ledger.snapshot() if ledger.completed_checks else None
-            code = StopReason.MODEL_ERROR.value
+            code = StopReason.MODEL_ERROR
             if exc.reason is not None:
                 failure = Failure(code=code, cause=exc.reason, endpoint=self._endpoint)
             else:
@@ -316,7 +316,7 @@ class DiagnosisUseCase:
         except Exception as exc:
             # Unclassified framework failure: fail closed and publish no progress at all.
             log.warning("agent run %s failed: %s", ctx.run_id, type(exc).__name__)
-            failure = Failure(code=StopReason.AGENT_ERROR.value, detail=type(exc).__name__)
+            failure = Failure(code=StopReason.AGENT_ERROR, detail=type(exc).__name__)
             return self._result(ctx, StopReason.AGENT_ERROR, None, None, failure)
 
         if core.stop_reason is not None:
@@ -328,7 +328,7 @@ class DiagnosisUseCase:
     ) -> ExecutionResult:
         ledger = core.ledger
         if output.get("exit_reason") == "max_agent_steps":
-            failure = Failure(code=StopReason.AGENT_ERROR.value)
+            failure = Failure(code=StopReason.AGENT_ERROR)
             return self._result(ctx, StopReason.AGENT_ERROR, None, None, failure)
         text = _final_assistant_text(output.get("messages") or [])
         try:
@@ -341,7 +341,7 @@ class DiagnosisUseCase:
                 reason,
                 None,
                 progress,
-                Failure(code=reason.value, violation=rejected.violation, detail=rejected.detail),
+                Failure(code=reason, violation=rejected.violation, detail=rejected.detail),
             )
         if not ctx.budget.try_charge_bytes(utf8_len(text or "")):
             return self._result(ctx, StopReason.RUN_BYTES_EXHAUSTED, None, ledger.snapshot(), None)

@@ -127,6 +127,24 @@ class StopReason(StrEnum):
     INPUT_TOO_LARGE = "INPUT_TOO_LARGE"
 
 
+class DraftViolation(StrEnum):
+    """Why a final text is not a valid Draft (`failure.violation` of INVALID_DRAFT or DRAFT_TOO_LARGE),
+    in the order the parser checks them (agent/draft_parser.py)."""
+
+    EMPTY_OUTPUT = "EMPTY_OUTPUT"
+    INVALID_ENCODING = "INVALID_ENCODING"
+    DRAFT_TOO_LARGE = "DRAFT_TOO_LARGE"
+    NOT_A_JSON_OBJECT = "NOT_A_JSON_OBJECT"
+    MALFORMED_JSON = "MALFORMED_JSON"
+    DUPLICATE_KEY = "DUPLICATE_KEY"
+    SCHEMA_MISMATCH = "SCHEMA_MISMATCH"
+    UNKNOWN_CITATION = "UNKNOWN_CITATION"
+    FINDING_CITES_NON_FOUND = "FINDING_CITES_NON_FOUND"
+    FINDING_CITES_NO_GAIN = "FINDING_CITES_NO_GAIN"
+    CONCLUSION_WITHOUT_FOUND_EVIDENCE = "CONCLUSION_WITHOUT_FOUND_EVIDENCE"
+    NULL_CONCLUSION_WITHOUT_MISSING_INFO = "NULL_CONCLUSION_WITHOUT_MISSING_INFO"
+
+
 # The two saturation counters' names double as the stop reasons of a controlled stop.
 SaturationReason = Literal[StopReason.INFORMATION_SATURATED, StopReason.PROGRESS_PROTOCOL_VIOLATED]
 

@@ -14,6 +14,7 @@ from agent.vocabulary import (
     OUTPUT_ERROR,
     SETUP_ERROR,
     USAGE_ERROR,
+    DraftViolation,
     InvocationStatus,
     ModelFailureCause,
     Outcome,
@@ -112,24 +113,26 @@ STOP_REASON_TEXT: dict[str, str] = {
     StopReason.INPUT_TOO_LARGE: "query and previous turn together exceed the input limit",
 }
 
-# Why a Draft was refused, per `failure.violation` (agent/draft_rules.py, DRAFT_VIOLATIONS), in words an
+# Why a Draft was refused, per `failure.violation` (agent.vocabulary.DraftViolation), in words an
 # operator or trainer can act on; `failure.detail` then says where.
 VIOLATION_TEXT: dict[str, str] = {
-    "EMPTY_OUTPUT": "the model's last round returned no text",
-    "INVALID_ENCODING": "the text is not valid Unicode",
-    "DRAFT_TOO_LARGE": "the Draft is larger than this run allows (bytes, items or characters)",
-    "NOT_A_JSON_OBJECT": "the text is not only the JSON object (a code fence, prose or another JSON value)",
-    "MALFORMED_JSON": "the JSON is broken or cut off",
-    "DUPLICATE_KEY": "a key appears twice in one object",
-    "SCHEMA_MISMATCH": "the object does not have the Draft's shape (a missing, unknown, mistyped or blank "
-    "field)",
-    "UNKNOWN_CITATION": "it cites a tool call this run did not execute",
-    "FINDING_CITES_NON_FOUND": "a finding cites a call that found nothing (EMPTY or ERROR); such a call can "
-    "back only a negative observation",
-    "FINDING_CITES_NO_GAIN": "a finding rests on a result the model itself evaluated NO_GAIN; a result it "
-    "judged useless can back only a negative observation",
-    "CONCLUSION_WITHOUT_FOUND_EVIDENCE": "a conclusion without a finding on FOUND evidence",
-    "NULL_CONCLUSION_WITHOUT_MISSING_INFO": "no conclusion, and it does not say what information is missing",
+    DraftViolation.EMPTY_OUTPUT: "the model's last round returned no text",
+    DraftViolation.INVALID_ENCODING: "the text is not valid Unicode",
+    DraftViolation.DRAFT_TOO_LARGE: "the Draft is larger than this run allows (bytes, items or characters)",
+    DraftViolation.NOT_A_JSON_OBJECT: "the text is not only the JSON object (a code fence, prose or another "
+    "JSON value)",
+    DraftViolation.MALFORMED_JSON: "the JSON is broken or cut off",
+    DraftViolation.DUPLICATE_KEY: "a key appears twice in one object",
+    DraftViolation.SCHEMA_MISMATCH: "the object does not have the Draft's shape (a missing, unknown, "
+    "mistyped or blank field)",
+    DraftViolation.UNKNOWN_CITATION: "it cites a tool call this run did not execute",
+    DraftViolation.FINDING_CITES_NON_FOUND: "a finding cites a call that found nothing (EMPTY or ERROR); "
+    "such a call can back only a negative observation",
+    DraftViolation.FINDING_CITES_NO_GAIN: "a finding rests on a result the model itself evaluated NO_GAIN; "
+    "a result it judged useless can back only a negative observation",
+    DraftViolation.CONCLUSION_WITHOUT_FOUND_EVIDENCE: "a conclusion without a finding on FOUND evidence",
+    DraftViolation.NULL_CONCLUSION_WITHOUT_MISSING_INFO: "no conclusion, and it does not say what "
+    "information is missing",
 }
 
 # --- calls, invocations and evaluations -------------------------------------------------------------------
