@@ -26,6 +26,7 @@ from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.definitions import ToolName
 from tools.redaction import Redactor
+from tools.vocabulary import EvidenceStatus
 
 _SIZE = WireSizes._size
 PROJECTION = {"documents": [{"title": "连接池耗尽", "snippet": "HikariPool-1 timeout", "score": 1.5}]}
@@ -33,7 +34,7 @@ PROJECTION = {"documents": [{"title": "连接池耗尽", "snippet": "HikariPool-
 
 class Knowledge:
     async def execute(self, request: ToolRequest) -> AdapterResult:
-        return AdapterResult("FOUND", PROJECTION)
+        return AdapterResult(EvidenceStatus.FOUND, PROJECTION)
 
 
 class CountingRedactor(Redactor):

@@ -54,6 +54,7 @@ from tools.boundary import ToolBoundary
 from tools.definitions import DESCRIPTIONS, ENVELOPE_KEYS, ToolName
 from tools.input_models import envelope_schema
 from tools.redaction import Redactor
+from tools.vocabulary import EvidenceStatus
 
 TARGET_RATIO = 1.3
 TARGET_OVERHEAD_MS = 0.5  # harness overhead per tool round, at every count of the sweep
@@ -80,7 +81,7 @@ class InstantKnowledge:
     """The in-process adapter of the harness side: a small FOUND projection, no I/O."""
 
     async def execute(self, request: ToolRequest) -> AdapterResult:
-        return AdapterResult("FOUND", PROJECTION)
+        return AdapterResult(EvidenceStatus.FOUND, PROJECTION)
 
 
 async def bare_lookup(previous_observation: Any = None, input: Any = None) -> str:
