@@ -30,6 +30,7 @@ from typing import Any
 
 from tools.definitions import MAX_SQL_BYTES, ToolName
 from tools.input_models import envelope_schema
+from tools.vocabulary import Evaluation
 
 # A character may be 3 UTF-8 bytes (Han); a token carries at least 2 bytes of them (the rates the
 # run's Draft schema is fitted with, agent.draft_schema).
@@ -58,7 +59,7 @@ def round_tool_schema(
         else _closed(
             {
                 "tool_call_id": {"type": "string", "enum": [pending_call_id]},
-                "evaluation": {"type": "string", "enum": ["GAINED", "NO_GAIN"]},
+                "evaluation": {"type": "string", "enum": [e.value for e in Evaluation]},
             }
         )
     )

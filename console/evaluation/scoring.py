@@ -38,7 +38,7 @@ from typing import Any
 
 from agent.contracts import ExecutionResult
 from agent.run_events import ModelRoundFinished, ModelRoundStarted, ProtocolChanged, RunEvent, ToolStarted
-from agent.vocabulary import DraftViolation, ProtocolCode
+from agent.vocabulary import DraftViolation, ModelFailureCause, ProtocolCode
 from console.evaluation.cases import EvalCase
 from tools.vocabulary import Evaluation, EvidenceStatus
 
@@ -130,7 +130,7 @@ def score_run(
     protocol = [e for e in events if isinstance(e, ProtocolChanged)]
     rounds = [e for e in events if isinstance(e, ModelRoundFinished)]
     offered, valid = _tool_rounds(
-        events, cut=(result.failure is not None and result.failure.cause == "MAX_TOKENS")
+        events, cut=(result.failure is not None and result.failure.cause == ModelFailureCause.MAX_TOKENS)
     )
     found = {
         c.tool_call_id
