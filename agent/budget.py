@@ -11,10 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from agent.contracts import StopReason, Usage
+from agent.contracts import Usage
+from agent.run_events import DeadlineGauge, Gauge, TokenGauge
 from agent.settings import BudgetSettings
 from agent.usage import RoundUsage
-from tools.run_events import DeadlineGauge, Gauge, TokenGauge
+from agent.vocabulary import StopReason
 
 # The stop reasons that are budgets (and so may be named by `budget_changed.exhausted`). Saturation
 # and cancellation end runs too, but they are not budgets.

@@ -20,12 +20,9 @@ from pydantic import (
 )
 
 from agent.blank_text import is_blank
+from agent.vocabulary import EXIT_CODE_OF, DraftViolation, Outcome, SaturationReason, StopReason
 from tools.unicode_text import unencodable_path
-
-# The result vocabulary is shared by every layer, so it lives in tools.vocabulary; it is re-exported
-# here because it is part of the execution result's contract.
-from tools.vocabulary import EXIT_CODE_OF, Evaluation, EvidenceStatus, Outcome, SaturationReason, StopReason
-from tools.vocabulary import OUTCOME_OF as OUTCOME_OF
+from tools.vocabulary import Evaluation, EvidenceStatus
 
 
 class Contract(BaseModel):
@@ -138,10 +135,10 @@ class Usage(Contract):
 class Failure(Contract):
     """Safe failure metadata: a stable code and, at most, a stable violation, cause or budget name."""
 
-    code: str
-    violation: str | None = None
+    code: StopReason
+    violation: DraftViolation | None = None
     # A stable cause of a MODEL_ERROR the operator can act on, e.g. MAX_TOKENS (raise [model] max_tokens),
-    # REFUSED, DNS, TLS, TIMEOUT, HTTP_<status> (tools.vocabulary.ModelFailureCause).
+    # REFUSED, DNS, TLS, TIMEOUT, HTTP_<status> (agent.vocabulary.ModelFailureCause).
     cause: str | None = None
     detail: str | None = None
     # Where a failed model call went: the base URL without user, password, query or fragment.

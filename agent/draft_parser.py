@@ -32,6 +32,7 @@ from agent.draft_rules import (
     run_bounds,
     text_fields,
 )
+from agent.vocabulary import DraftViolation
 from tools.unicode_text import holds_unencodable, is_encodable
 
 
@@ -39,7 +40,7 @@ class DraftRejected(Exception):
     """The final text is not an acceptable Draft. `violation` is a stable code and `detail` says where
     and why (agent/draft_detail.py); both are safe to show anyone, neither quotes the text."""
 
-    def __init__(self, violation: str, detail: str, too_large: bool = False) -> None:
+    def __init__(self, violation: DraftViolation, detail: str, too_large: bool = False) -> None:
         super().__init__(violation)
         self.violation = violation
         self.detail = why.bounded(detail)
@@ -50,7 +51,7 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: set[str] = set()
     for key, _ in pairs:
         if key in seen:
-            raise DraftRejected("DUPLICATE_KEY", why.duplicate_key(key))
+            raise DraftRejected(DraftViolation.DUPLICATE_KEY, why.duplicate_key(key))
         seen.add(key)
     return dict(pairs)
 
@@ -58,32 +59,36 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_draft(text: str | None, max_bytes: int, evidence: RunEvidence) -> DiagnosisDraft:
     """Parse and verify a Draft against this run's executed calls (`evidence`)."""
     if text is None:
-        raise DraftRejected("EMPTY_OUTPUT", "the model's last round returned no text")
+        raise DraftRejected(DraftViolation.EMPTY_OUTPUT, "the model's last round returned no text")
     if is_blank(text):
-        raise DraftRejected("EMPTY_OUTPUT", "the text is blank" if text else "the text is empty")
+        raise DraftRejected(DraftViolation.EMPTY_OUTPUT, "the text is blank" if text else "the text is empty")
     if not is_encodable(text):
-        raise DraftRejected("INVALID_ENCODING", "the text is not valid Unicode (it holds a lone surrogate)")
+        raise DraftRejected(
+            DraftViolation.INVALID_ENCODING, "the text is not valid Unicode (it holds a lone surrogate)"
+        )
     size = utf8_len(text)
     if size > max_bytes:
         detail = f"the text is {size} UTF-8 bytes; the limit is {max_bytes}"
-        raise DraftRejected("DRAFT_TOO_LARGE", detail, too_large=True)
+        raise DraftRejected(DraftViolation.DRAFT_TOO_LARGE, detail, too_large=True)
     if not text.lstrip().startswith("{"):
-        raise DraftRejected("NOT_A_JSON_OBJECT", why.not_an_object(text))
+        raise DraftRejected(DraftViolation.NOT_A_JSON_OBJECT, why.not_an_object(text))
     try:
         raw = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise DraftRejected("MALFORMED_JSON", why.malformed(text, exc)) from None
+        raise DraftRejected(DraftViolation.MALFORMED_JSON, why.malformed(text, exc)) from None
     except RecursionError:
-        raise DraftRejected("MALFORMED_JSON", "the JSON is nested too deeply") from None
+        raise DraftRejected(DraftViolation.MALFORMED_JSON, "the JSON is nested too deeply") from None
     if not isinstance(raw, dict):
-        raise DraftRejected("NOT_A_JSON_OBJECT", "the JSON value is not an object")
+        raise DraftRejected(DraftViolation.NOT_A_JSON_OBJECT, "the JSON value is not an object")
     if holds_unencodable(raw):
         # A `\ud800` escape is valid JSON but decodes to a lone surrogate: no text to show or store.
-        raise DraftRejected("INVALID_ENCODING", "a JSON string escape decodes to a lone surrogate")
+        raise DraftRejected(
+            DraftViolation.INVALID_ENCODING, "a JSON string escape decodes to a lone surrogate"
+        )
     try:
         draft = DiagnosisDraft.model_validate(raw)
     except ValidationError as exc:
-        raise DraftRejected("SCHEMA_MISMATCH", why.schema_mismatch(exc.errors())) from None
+        raise DraftRejected(DraftViolation.SCHEMA_MISMATCH, why.schema_mismatch(exc.errors())) from None
 
     _check_text(draft, run_bounds(max_bytes, evidence))
     _check_evidence(draft, evidence)
@@ -106,11 +111,15 @@ def _check_text(draft: DiagnosisDraft, bounds: DraftBounds) -> None:
     ]
     for path, count, limit in counts:
         if count > limit:
-            raise DraftRejected("DRAFT_TOO_LARGE", why.too_many(path, count, limit), too_large=True)
+            raise DraftRejected(
+                DraftViolation.DRAFT_TOO_LARGE, why.too_many(path, count, limit), too_large=True
+            )
     for path, value, claim in text_fields(data):
         limit = bounds.max_text_chars if claim else bounds.max_note_chars
         if len(value) > limit:
-            raise DraftRejected("DRAFT_TOO_LARGE", why.too_long(path, len(value), limit), too_large=True)
+            raise DraftRejected(
+                DraftViolation.DRAFT_TOO_LARGE, why.too_long(path, len(value), limit), too_large=True
+            )
 
 
 def _ids(evidence: list[str] | str) -> list[str]:
@@ -128,7 +137,7 @@ def _check_evidence(draft: DiagnosisDraft, evidence: RunEvidence) -> None:
     for index, item in enumerate(draft.analysis):
         for cited in _ids(item.evidence):
             if evidence.status_of(cited) is None:
-                raise DraftRejected("UNKNOWN_CITATION", why.unknown_citation(index, cited))
+                raise DraftRejected(DraftViolation.UNKNOWN_CITATION, why.unknown_citation(index, cited))
     for index, item in enumerate(draft.analysis):
         if item.kind != FINDING:
             continue
@@ -137,13 +146,15 @@ def _check_evidence(draft: DiagnosisDraft, evidence: RunEvidence) -> None:
             if violation is not None:
                 raise DraftRejected(violation, why.finding_cites(index, cited, evidence))
     if draft.conclusion is not None and is_blank(draft.conclusion):
-        raise DraftRejected("CONCLUSION_WITHOUT_FOUND_EVIDENCE", "the conclusion is blank")
+        raise DraftRejected(DraftViolation.CONCLUSION_WITHOUT_FOUND_EVIDENCE, "the conclusion is blank")
     if draft.conclusion is not None and not any(item.kind == FINDING for item in draft.analysis):
         raise DraftRejected(
-            "CONCLUSION_WITHOUT_FOUND_EVIDENCE", "a conclusion, but no FINDING cites a FOUND call"
+            DraftViolation.CONCLUSION_WITHOUT_FOUND_EVIDENCE,
+            "a conclusion, but no FINDING cites a FOUND call",
         )
     if draft.conclusion is None and all(is_blank(entry) for entry in draft.limitations.missing_info):
         state = "has only blank entries" if draft.limitations.missing_info else "is empty"
         raise DraftRejected(
-            "NULL_CONCLUSION_WITHOUT_MISSING_INFO", f"no conclusion, and limitations.missing_info {state}"
+            DraftViolation.NULL_CONCLUSION_WITHOUT_MISSING_INFO,
+            f"no conclusion, and limitations.missing_info {state}",
         )

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.blank_text import BLANK_CLASS, is_blank
+from agent.vocabulary import DraftViolation
 from tools.vocabulary import Evaluation, EvidenceStatus
 
 FINDING = "FINDING"
@@ -133,34 +134,16 @@ class RunEvidence:
 
 NO_CALLS = RunEvidence({})
 
-FINDING_CITES_NON_FOUND = "FINDING_CITES_NON_FOUND"
-FINDING_CITES_NO_GAIN = "FINDING_CITES_NO_GAIN"
-# Every `violation` a refused Draft can carry (agent/draft_parser.py), in the order they are checked.
-DRAFT_VIOLATIONS = (
-    "EMPTY_OUTPUT",
-    "INVALID_ENCODING",
-    "DRAFT_TOO_LARGE",
-    "NOT_A_JSON_OBJECT",
-    "MALFORMED_JSON",
-    "DUPLICATE_KEY",
-    "SCHEMA_MISMATCH",
-    "UNKNOWN_CITATION",
-    FINDING_CITES_NON_FOUND,
-    FINDING_CITES_NO_GAIN,
-    "CONCLUSION_WITHOUT_FOUND_EVIDENCE",
-    "NULL_CONCLUSION_WITHOUT_MISSING_INFO",
-)
 
-
-def finding_violation(evidence: RunEvidence, tool_call_id: str) -> str | None:
+def finding_violation(evidence: RunEvidence, tool_call_id: str) -> DraftViolation | None:
     """Why a FINDING may not cite this call of the run (None: it may). Unknown IDs are not asked here."""
     call = evidence.calls.get(tool_call_id)
     if call is None or is_blank(tool_call_id):
-        return "UNKNOWN_CITATION"
+        return DraftViolation.UNKNOWN_CITATION
     if call.status != EvidenceStatus.FOUND:
-        return FINDING_CITES_NON_FOUND
+        return DraftViolation.FINDING_CITES_NON_FOUND
     if call.evaluation == Evaluation.NO_GAIN:
-        return FINDING_CITES_NO_GAIN
+        return DraftViolation.FINDING_CITES_NO_GAIN
     return None
 
 

@@ -1,7 +1,7 @@
 """Emitting run events: numbering, time-stamping, redacting and fanning them out to every sink.
 
 The events themselves (one class per type, their fields and their JSON form) are defined once in
-`tools.run_events`, where the audit and the console read them too; docs/architecture.md ("Run
+`agent.run_events`, where the audit and the console read them too; docs/architecture.md ("Run
 events") describes the stream. Operator-facing events may show counters and thresholds;
 model-facing observations never do.
 
@@ -17,9 +17,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
+from agent.errors import DiagnoseError
 from agent.event_redaction import redact_event_fields
+from agent.run_events import EventSink, RunEvent
 from tools.redaction import NOOP, Redactor
-from tools.run_events import EventSink, RunEvent
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +30,12 @@ E = TypeVar("E", bound=RunEvent)
 __all__ = ["EventSink", "RequiredSinkFailed", "RunEvent", "RunEventEmitter", "utc_now_iso"]
 
 
-class RequiredSinkFailed(Exception):
+class RequiredSinkFailed(DiagnoseError):
     """A required sink (the audit) could not record an event: the run must stop, not go on unaudited."""
+
+    @property
+    def message(self) -> str:
+        return f"the audit could not be written, so the run was stopped: {self}"
 
 
 def utc_now_iso() -> str:

@@ -7,7 +7,7 @@ import os
 from agent.settings import ConfigError, Settings
 from tools.adapter import EvidenceAdapter
 from tools.boundary import ToolBoundary
-from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL
+from tools.definitions import ToolName
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path
 from tools.logs_file import LogFileAdapter, bundled_logs_path
 from tools.redaction import NOOP, Redactor
@@ -16,21 +16,21 @@ from tools.redaction import NOOP, Redactor
 def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
     """Embedded sources by default; query_mysql has no adapter (UNAVAILABLE) until `[mysql] dsn` is set."""
     adapters: dict[str, EvidenceAdapter] = {
-        LOOKUP_KNOWLEDGE: KnowledgeAdapter(
+        ToolName.LOOKUP_KNOWLEDGE: KnowledgeAdapter(
             settings.knowledge.path or bundled_knowledge_path(),
             max_file_bytes=settings.knowledge.max_file_bytes,
         ),
     }
     if settings.logs.source == "file":
-        adapters[QUERY_LOGS] = LogFileAdapter(
+        adapters[ToolName.QUERY_LOGS] = LogFileAdapter(
             settings.logs.path or bundled_logs_path(),
             max_window_minutes=settings.logs.max_window_minutes,
             max_lines=settings.logs.max_lines,
         )
     else:
-        adapters[QUERY_LOGS] = _loki(settings)
+        adapters[ToolName.QUERY_LOGS] = _loki(settings)
     if settings.mysql.dsn:
-        adapters[QUERY_MYSQL] = _mysql(settings)
+        adapters[ToolName.QUERY_MYSQL] = _mysql(settings)
     return adapters
 
 

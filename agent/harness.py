@@ -28,16 +28,18 @@ from haystack.components.agents.state.state import State
 from haystack.dataclasses import ChatMessage, ToolCall
 
 from agent.budget import BUDGET_STOP_REASONS, utf8_len
+from agent.control import (
+    DUPLICATE_CALL,
+    STOP_REQUIRED,
+    TOO_MANY_CALLS,
+    UNKNOWN_TOOL,
+    Control,
+    invalid_progress,
+)
 from agent.events import RunEventEmitter
 from agent.progress import CheckRecord, ProgressLedger
 from agent.run_context import RunContext
-from agent.usage import RoundUsage
-from tools.adapter import ToolError, ToolRequest
-from tools.boundary import ToolBoundary
-from tools.canonical import input_key
-from tools.definitions import ENVELOPE_KEYS, MAX_ECHOED_TOOL_NAME_CHARS, MAX_TOOL_CALL_ID_CHARS
-from tools.observation import Observation
-from tools.run_events import (
+from agent.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,
@@ -45,21 +47,15 @@ from tools.run_events import (
     ToolFinished,
     ToolStarted,
 )
+from agent.usage import RoundUsage
+from agent.vocabulary import InvocationStatus, ProtocolCode, StopCause, StopReason, ToolCallCap
+from tools.adapter import ToolError, ToolRequest
+from tools.boundary import ToolBoundary
+from tools.canonical import input_key
+from tools.definitions import ENVELOPE_KEYS, MAX_ECHOED_TOOL_NAME_CHARS, MAX_TOOL_CALL_ID_CHARS
+from tools.observation import Observation
 from tools.unicode_text import encodable, encodable_value, holds_unencodable, is_encodable
-from tools.vocabulary import (
-    ErrorCode,
-    Evaluation,
-    EvidenceStatus,
-    InvocationStatus,
-    ProtocolCode,
-    StopCause,
-    StopReason,
-    ToolCallCap,
-)
-
-STOP_REQUIRED = {"code": ProtocolCode.STOP_REQUIRED}
-# No count, cap or remaining allowance: the observation contract keeps budgets away from the model.
-TOO_MANY_CALLS = {"code": ProtocolCode.TOO_MANY_CALLS}
+from tools.vocabulary import ErrorCode, Evaluation, EvidenceStatus
 
 
 class DiagnosisHarnessCore:
@@ -149,7 +145,7 @@ class DiagnosisHarnessCore:
 
     def _announce_stop_required(self, state: State) -> bool:
         """Deliver STOP_REQUIRED as a control observation before the final round."""
-        text = json.dumps({"control": STOP_REQUIRED}, separators=(",", ":"))
+        text = json.dumps({"control": STOP_REQUIRED.to_json()}, separators=(",", ":"))
         if not self.ctx.budget.try_charge_bytes(utf8_len(text)):
             self._stop(state, StopReason.RUN_BYTES_EXHAUSTED)
             return False
@@ -301,7 +297,7 @@ class DiagnosisHarnessCore:
         if not self.boundary.is_registered(call.tool_name):
             self.ledger.count_violation()
             self._protocol(ProtocolCode.UNKNOWN_TOOL, call.id, {})
-            return self._control_or_stop(call, {"code": ProtocolCode.UNKNOWN_TOOL})
+            return self._control_or_stop(call, UNKNOWN_TOOL)
         if self.ledger.is_known_call_id(call.id):
             return self._violation(call, {"invalid_field": "tool_call_id"})
 
@@ -345,7 +341,7 @@ class DiagnosisHarnessCore:
             self._protocol(ProtocolCode.DUPLICATE_CALL, call.id, {})
             if self._saturated(call.id):
                 return self._not_executed(call, STOP_REQUIRED)
-            return self._not_executed(call, {"code": ProtocolCode.DUPLICATE_CALL})
+            return self._not_executed(call, DUPLICATE_CALL)
         return await self._execute(call, business, key)
 
     async def _execute(self, call: ToolCall, business: Any, key: str) -> Observation:
@@ -378,7 +374,7 @@ class DiagnosisHarnessCore:
             )
             raise
         self.ledger.finish_invocation(call.id, outcome.status)
-        control = None
+        control: Control | None = None
         if outcome.status == EvidenceStatus.EMPTY:
             self.ledger.count_no_gain()
             if self._saturated(call.id, emit=False):
@@ -393,7 +389,7 @@ class DiagnosisHarnessCore:
             data=outcome.data if outcome.status == EvidenceStatus.FOUND else None,
             error_code=outcome.error_code,
             reason=outcome.reason,
-            control=control,
+            control=control.to_json() if control is not None else None,
             evaluation_required=awaits_evaluation,
         )
         self.emitter.emit(
@@ -428,11 +424,10 @@ class DiagnosisHarnessCore:
     # ------------------------------------------------------------------ helpers
     def _violation(self, call: ToolCall, detail: dict[str, Any]) -> Observation:
         self.ledger.count_violation()
-        control = {"code": ProtocolCode.INVALID_PROGRESS_PROTOCOL, **detail}
         self._protocol(ProtocolCode.INVALID_PROGRESS_PROTOCOL, call.id, detail)
-        return self._control_or_stop(call, control)
+        return self._control_or_stop(call, invalid_progress(detail))
 
-    def _control_or_stop(self, call: ToolCall, control: dict[str, Any]) -> Observation:
+    def _control_or_stop(self, call: ToolCall, control: Control) -> Observation:
         if self._saturated(call.id):
             return self._not_executed(call, STOP_REQUIRED)
         return self._not_executed(call, control)
@@ -448,13 +443,13 @@ class DiagnosisHarnessCore:
         self._protocol(ProtocolCode.SATURATED, tool_call_id, {"saturation": self.ledger.saturation})
         self._protocol(ProtocolCode.STOP_REQUIRED, tool_call_id, {"cause": StopCause.SATURATION})
 
-    def _not_executed(self, call: ToolCall, control: dict[str, Any]) -> Observation:
+    def _not_executed(self, call: ToolCall, control: Control) -> Observation:
         assert call.id is not None
         obs = self._unexecuted[call.id] = Observation(
             tool_call_id=call.id,
             tool=_echoed_name(call.tool_name),
             evidence_status=EvidenceStatus.NOT_EXECUTED,
-            control=control,
+            control=control.to_json(),
         )
         return obs
 

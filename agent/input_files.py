@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from agent.errors import DiagnoseError
+
 MIB = 1024 * 1024
 
 
-class InputFileError(Exception):
+class InputFileError(DiagnoseError):
     """An input file cannot be used; the message says which file and why (never a traceback)."""
 
 

@@ -24,8 +24,7 @@ from typing import Any
 from agent.model_failure import failure_cause
 from agent.request_shaping import RoundRequest
 from agent.usage import WireSizes, message_bytes, round_usage
-
-MAX_TOKENS = "MAX_TOKENS"
+from agent.vocabulary import ModelFailureCause
 
 
 class ModelCallError(Exception):
@@ -106,7 +105,7 @@ class GuardedChatGenerator:
             if meta.get("finish_reason") == "length":
                 if self._on_truncated is not None:
                     self._on_truncated(reply)
-                raise ModelCallError(None, reason=MAX_TOKENS)
+                raise ModelCallError(None, reason=ModelFailureCause.MAX_TOKENS)
         return result
 
     def warm_up(self) -> None:
@@ -140,5 +139,5 @@ def _with_round_request(
 def _classify(exc: Exception) -> ModelCallError:
     # The OpenAI client raises this (instead of returning the reply) on its structured-output path.
     if type(exc).__name__ == "LengthFinishReasonError":
-        return ModelCallError(exc, reason=MAX_TOKENS)
+        return ModelCallError(exc, reason=ModelFailureCause.MAX_TOKENS)
     return ModelCallError(exc)

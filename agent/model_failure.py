@@ -4,7 +4,7 @@
 does not resolve, the certificate is wrong or the server is too slow. The client's exception wraps
 the real one (`raise APIConnectionError(...) from err`, down to the socket's error), so the chain is
 read, outermost first, and the first link with a known meaning names the cause. Only the cause (a
-word of `tools.vocabulary.ModelFailureCause`) and the exception's type name leave this module: the
+word of `agent.vocabulary.ModelFailureCause`) and the exception's type name leave this module: the
 provider's message and body may carry anything.
 
 The endpoint is the configured base URL without what may be secret in a URL: user and password,
@@ -20,7 +20,7 @@ import ssl
 from urllib.parse import urlsplit, urlunsplit
 
 from agent.settings import ModelSettings
-from tools.vocabulary import ModelFailureCause, http_cause
+from agent.vocabulary import ModelFailureCause, http_cause
 
 OPENAI_DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 _MAX_CHAIN = 16  # links followed; a chain is a handful long, a cycle is cut by identity anyway

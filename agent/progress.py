@@ -16,9 +16,10 @@ from typing import Literal
 
 from agent.contracts import ProgressCheck, ProgressSnapshot
 from agent.draft_rules import CallEvidence, RunEvidence
+from agent.run_events import ProtocolState
 from agent.settings import ProtocolSettings
-from tools.run_events import ProtocolState
-from tools.vocabulary import Evaluation, EvidenceStatus, SaturationReason, StopCause, StopReason
+from agent.vocabulary import SaturationReason, StopCause, StopReason
+from tools.vocabulary import Evaluation, EvidenceStatus
 
 MAX_SNAPSHOT_CHECKS = 50
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent.draft_schema import final_round_kwargs
+from agent.haystack_tools import frozen_tools
 from agent.models import server_enforces_draft_schema
 from agent.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, ShapingMode, shaping_mode
 from agent.tool_round_schema import round_tool_schema
@@ -95,8 +96,6 @@ def narrowed_tools(pending: str | None, max_tokens: int, strict: bool) -> tuple[
     """The frozen three with this round's parameters: the same names, descriptions and (never run)
     functions. Built once per pending ID and limit, so a round that repeats them sends the same objects."""
     from haystack.tools import Tool
-
-    from agent.use_case import frozen_tools
 
     return tuple(
         Tool(

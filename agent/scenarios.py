@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from agent.contracts import PreviousTurn
+from agent.errors import DiagnoseError
 from agent.input_files import InputFileError, parse_yaml_mapping, read_input_text
 from agent.settings import BudgetSettings, ProtocolSettings
 
@@ -106,7 +107,7 @@ class Scenario(_Strict):
         return settings
 
 
-class ScenarioError(Exception):
+class ScenarioError(DiagnoseError):
     """A scenario cannot be loaded; the message names the file and the problem."""
 
 

@@ -22,6 +22,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from agent.errors import DiagnoseError
 from agent.input_files import MIB, InputFileError, read_input_text
 
 CONFIG_ENV = "DIAGNOSE_CONFIG"
@@ -226,7 +227,7 @@ class Settings(BaseSettings):
         return tuple(sources)
 
 
-class ConfigError(Exception):
+class ConfigError(DiagnoseError):
     """The configuration cannot be used; the message says which file/key and why (no secret values)."""
 
 

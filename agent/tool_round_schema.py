@@ -28,7 +28,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tools.definitions import MAX_SQL_BYTES, QUERY_MYSQL, envelope_schema
+from tools.definitions import MAX_SQL_BYTES, ToolName
+from tools.input_models import envelope_schema
+from tools.vocabulary import Evaluation
 
 # A character may be 3 UTF-8 bytes (Han); a token carries at least 2 bytes of them (the rates the
 # run's Draft schema is fitted with, agent.draft_schema).
@@ -41,7 +43,7 @@ WHITESPACE_SLACK_PER_KEY = 6
 # No string shorter than this, however small `max_tokens` is: below ~320 tokens a call may not fit.
 MIN_STRING_CHARS = 8
 # A character is at most 4 UTF-8 bytes: this many always fit `sql`'s byte limit.
-_BYTE_BOUNDED_CHARS = {(QUERY_MYSQL, "sql"): MAX_SQL_BYTES // 4}
+_BYTE_BOUNDED_CHARS: dict[tuple[str, str], int] = {(ToolName.QUERY_MYSQL, "sql"): MAX_SQL_BYTES // 4}
 # Characters a string may hold: none that JSON must escape.
 _PLAIN_CHARS = '[^"\\\\\\x00-\\x1f\\x7f]'
 
@@ -57,7 +59,7 @@ def round_tool_schema(
         else _closed(
             {
                 "tool_call_id": {"type": "string", "enum": [pending_call_id]},
-                "evaluation": {"type": "string", "enum": ["GAINED", "NO_GAIN"]},
+                "evaluation": {"type": "string", "enum": [e.value for e in Evaluation]},
             }
         )
     )

@@ -9,7 +9,6 @@ execution result (docs/architecture.md, "Execution result") and announced as the
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 from collections.abc import Callable
@@ -20,20 +19,18 @@ from pydantic import ValidationError
 from agent.blank_text import is_blank
 from agent.budget import RunBudget, utf8_len
 from agent.contracts import (
-    OUTCOME_OF,
     AgentInput,
     DiagnosisDraft,
     ExecutionResult,
     Failure,
-    Outcome,
     PreviousTurn,
     ProgressSnapshot,
-    StopReason,
 )
 from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import DraftBounds, run_bounds
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
+from agent.haystack_tools import frozen_tools
 from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.input_files import OversizedInput
 from agent.model_call import GuardedChatGenerator, ModelCallError
@@ -43,11 +40,7 @@ from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
 from agent.request_shaping import RoundShaper
 from agent.run_context import RunContext, new_id
-from agent.settings import Settings
-from tools.boundary import ToolBoundary
-from tools.definitions import DESCRIPTIONS, TOOL_NAMES, envelope_schema
-from tools.redaction import NOOP, Redactor
-from tools.run_events import (
+from agent.run_events import (
     EventSink,
     ProtocolThresholds,
     RejectedInput,
@@ -55,8 +48,11 @@ from tools.run_events import (
     RunLimits,
     RunStarted,
 )
+from agent.settings import Settings
+from agent.vocabulary import OUTCOME_OF, Outcome, StopReason
+from tools.boundary import ToolBoundary
+from tools.redaction import NOOP, Redactor
 from tools.unicode_text import holds_unencodable, is_encodable
-from tools.wire_schema import wire_schema
 
 if TYPE_CHECKING:
     from haystack.hooks import Hook, HookPoint
@@ -69,27 +65,6 @@ class _Rejected(Exception):
         super().__init__(detail)
         self.reason = reason
         self.detail = detail
-
-
-def _never_runs(**_: Any) -> str:
-    """Registered so the schemas reach the model; the before_tool interceptor answers every call."""
-    raise RuntimeError("evidence tools execute only through the harness ToolBoundary")
-
-
-@functools.cache
-def frozen_tools() -> tuple[Any, ...]:
-    """Built once per process: the definitions are frozen, and Tool() validates each JSON schema (slow)."""
-    from haystack.tools import Tool
-
-    return tuple(
-        Tool(
-            name=name,
-            description=DESCRIPTIONS[name],
-            parameters=wire_schema(envelope_schema(name)),
-            function=_never_runs,
-        )
-        for name in TOOL_NAMES
-    )
 
 
 def agent_input_text(query: str, previous_turn: PreviousTurn | None) -> str:
@@ -153,7 +128,7 @@ class DiagnosisUseCase:
                 raise _Rejected(StopReason.INPUT_TOO_LARGE, "query and previous turn exceed the input limit")
         except _Rejected as rejected:
             result = self._result(
-                ctx, rejected.reason, None, None, Failure(code=rejected.reason.value, detail=rejected.detail)
+                ctx, rejected.reason, None, None, Failure(code=rejected.reason, detail=rejected.detail)
             )
             rejected_input = RejectedInput(
                 # Redacted before it is cut: a secret across the cut would no longer match whole.
@@ -330,7 +305,7 @@ class DiagnosisUseCase:
                 self._endpoint or "none (scripted)",
             )
             progress = ledger.snapshot() if ledger.completed_checks else None
-            code = StopReason.MODEL_ERROR.value
+            code = StopReason.MODEL_ERROR
             if exc.reason is not None:
                 failure = Failure(code=code, cause=exc.reason, endpoint=self._endpoint)
             else:
@@ -341,7 +316,7 @@ class DiagnosisUseCase:
         except Exception as exc:
             # Unclassified framework failure: fail closed and publish no progress at all.
             log.warning("agent run %s failed: %s", ctx.run_id, type(exc).__name__)
-            failure = Failure(code=StopReason.AGENT_ERROR.value, detail=type(exc).__name__)
+            failure = Failure(code=StopReason.AGENT_ERROR, detail=type(exc).__name__)
             return self._result(ctx, StopReason.AGENT_ERROR, None, None, failure)
 
         if core.stop_reason is not None:
@@ -353,7 +328,7 @@ class DiagnosisUseCase:
     ) -> ExecutionResult:
         ledger = core.ledger
         if output.get("exit_reason") == "max_agent_steps":
-            failure = Failure(code=StopReason.AGENT_ERROR.value)
+            failure = Failure(code=StopReason.AGENT_ERROR)
             return self._result(ctx, StopReason.AGENT_ERROR, None, None, failure)
         text = _final_assistant_text(output.get("messages") or [])
         try:
@@ -366,7 +341,7 @@ class DiagnosisUseCase:
                 reason,
                 None,
                 progress,
-                Failure(code=reason.value, violation=rejected.violation, detail=rejected.detail),
+                Failure(code=reason, violation=rejected.violation, detail=rejected.detail),
             )
         if not ctx.budget.try_charge_bytes(utf8_len(text or "")):
             return self._result(ctx, StopReason.RUN_BYTES_EXHAUSTED, None, ledger.snapshot(), None)

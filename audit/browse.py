@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from agent.vocabulary import INTERRUPTED_RUN
 from audit.common import RUN_LISTED_AT, PruneReport, audit_timestamp
 from audit.port import AuditBackend
-from tools.vocabulary import INTERRUPTED_RUN
 
 INVOCATION_ORDER = "started_at DESC, run_id DESC, tool_call_id DESC"
 RUN_ORDER = f"{RUN_LISTED_AT} DESC, run_id DESC"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from agent.errors import DiagnoseError
+
 # A run recorded only by its finish (e.g. rejected input) has no started_at: it is listed by its finish.
 # Queries must spell this exactly as the index does for SQLite to use the index.
 RUN_LISTED_AT = "COALESCE(started_at, finished_at)"
@@ -33,7 +35,7 @@ PENDING_RUNS = "SELECT run_id FROM runs WHERE fts_pending IS NOT NULL"
 MARK_INDEXED = "UPDATE runs SET fts_pending = NULL WHERE run_id = ? AND fts_pending IS NOT NULL"
 
 
-class AuditStoreError(Exception):
+class AuditStoreError(DiagnoseError):
     """The audit database cannot be opened or written; a run must not continue without its audit."""
 
 

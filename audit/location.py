@@ -17,6 +17,8 @@ from urllib.parse import unquote, urlsplit
 
 import platformdirs
 
+from agent.errors import DiagnoseError
+
 SQLITE_PREFIX = "sqlite:///"
 MYSQL_SCHEMES = ("mysql", "mariadb")
 DEFAULT_MYSQL_PORT = 3306
@@ -30,7 +32,7 @@ def default_audit_path() -> Path:
     return platformdirs.user_state_path("diagnosis-console") / "audit.db"
 
 
-class AuditLocationError(ValueError):
+class AuditLocationError(DiagnoseError, ValueError):
     """An `[audit] url` that names no usable audit; the message says why without repeating the URL."""
 
 

@@ -38,6 +38,7 @@ import pymysql
 import pymysql.cursors
 from pymysql.constants import CLIENT
 
+from agent.vocabulary import InvocationStatus
 from audit.common import AuditStoreError, audit_timestamp
 from audit.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
 from audit.location import MysqlLocation
@@ -53,7 +54,6 @@ from audit.mysql_text_search import TrigramWordsSearch
 from audit.port import TextSearch
 from audit.retry import retry_with_backoff
 from audit.store_base import PRUNED_TABLES, AuditStoreBase, QueuedWrite
-from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from tools.run_events import (
+from agent.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,
@@ -28,7 +28,8 @@ from tools.run_events import (
     ToolFinished,
     ToolStarted,
 )
-from tools.vocabulary import ErrorCode, Evaluation, InvocationStatus, Outcome, ProtocolCode, StopReason
+from agent.vocabulary import InvocationStatus, Outcome, ProtocolCode, StopReason
+from tools.vocabulary import ErrorCode, Evaluation
 
 if TYPE_CHECKING:
     from audit.browse import RunTimeline

@@ -1,6 +1,6 @@
 """The audit sink: turns run events into audit rows (docs/architecture.md, "Run events", "Audit").
 
-It reads the typed events of `tools.run_events`, so `audit` never imports `agent`. A STARTED invocation
+It reads the typed events of `agent.run_events` (light: no Haystack, no pydantic). A STARTED invocation
 is committed before the emitter moves on (so it is durable before the tool runs), and so is the end of
 a run; the other rows ride in the next such commit (see `AuditSink`).
 """
@@ -12,10 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from audit.common import RUN_SETUP_COLUMNS, AuditStoreError
-from audit.liveness import own_start_marker
-from audit.port import AuditBackend
-from tools.run_events import (
+from agent.run_events import (
     BudgetChanged,
     InvalidRunEvent,
     ModelRoundFinished,
@@ -30,7 +27,10 @@ from tools.run_events import (
     known_type,
     parse_event,
 )
-from tools.vocabulary import AUDITED_PROTOCOL_CODES, InvocationStatus, Outcome, ProtocolCode
+from agent.vocabulary import AUDITED_PROTOCOL_CODES, InvocationStatus, Outcome, ProtocolCode
+from audit.common import RUN_SETUP_COLUMNS, AuditStoreError
+from audit.liveness import own_start_marker
+from audit.port import AuditBackend
 
 # Plain SQL, spelled once: the connection's statement cache then prepares each statement once per
 # connection (sqlite-utils' insert/upsert read the table schema on every call).

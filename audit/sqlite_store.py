@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import sqlite_utils
 from sqlite_utils.db import NotFoundError, TransactionError
 
+from agent.vocabulary import InvocationStatus
 from audit.common import RUN_LISTED_AT, RUN_SETUP_COLUMNS, AuditStoreError, audit_timestamp
 from audit.files import (
     PRIVATE_FILE,
@@ -40,7 +41,6 @@ from audit.port import TextSearch
 from audit.retry import retry_with_backoff
 from audit.sqlite_text_search import FTS_COLUMNS, Fts5TextSearch, NoTextIndex, index_finished_runs, rebuild
 from audit.store_base import PRUNED_TABLES, AuditStoreBase
-from tools.vocabulary import InvocationStatus
 
 log = logging.getLogger(__name__)
 

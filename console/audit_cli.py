@@ -21,9 +21,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from console.presentation import NOT_FOUND, SETUP_ERROR, USAGE_ERROR, counted
+from agent.errors import DiagnoseError
+from agent.vocabulary import INTERRUPTED_RUN, NOT_FOUND, SETUP_ERROR, USAGE_ERROR, InvocationStatus, Outcome
+from console.errors import AUDIT_COMMAND, SetupError, error, reported
+from console.presentation import counted
 from console.safe_text import neutralize
-from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
+from tools.vocabulary import ErrorCode
 
 if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils loads only for `audit`
     from audit.browse import AuditBrowser, Page, RunTimeline
@@ -46,12 +49,6 @@ AGE_UNITS = {
 }
 AGE_EXAMPLES = "30d, 12h, 6mo, 2w, 90s or 45min"
 _PREVIEW = 96
-
-
-class _AuditCommandError(Exception):
-    def __init__(self, message: str, code: int = SETUP_ERROR) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def parse_age(value: str) -> timedelta:
@@ -124,7 +121,7 @@ def _one_of(what: str, values: Callable[[], list[str]], case: Callable[[str], st
 def _tools() -> list[str]:
     from tools.definitions import TOOL_NAMES
 
-    return list(TOOL_NAMES)
+    return [str(name) for name in TOOL_NAMES]
 
 
 def _statuses() -> list[str]:
@@ -259,7 +256,6 @@ def _paging(parser: argparse.ArgumentParser) -> None:
 
 def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Runs one parsed `diagnose audit` command; returns the exit code."""
-    from audit import AuditStoreError
     from audit.browse import AuditBrowser
     from audit.factory import open_audit_store
     from audit.location import SqliteLocation
@@ -273,17 +269,13 @@ def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         location = _resolve_location(args)
         args.location = location
         if isinstance(location, SqliteLocation) and not location.path.is_file():
-            raise _AuditCommandError(f"no audit database at {location.path}")
+            raise SetupError(f"no audit database at {location.path}")
         with open_audit_store(location) as store:
             for line in store.open_warnings:
                 _error(f"warning: {line}")
             return _dispatch(args, AuditBrowser(store), store, out)
-    except _AuditCommandError as exc:
-        _error(str(exc))
-        return exc.code
-    except AuditStoreError as exc:
-        _error(str(exc))
-        return SETUP_ERROR
+    except DiagnoseError as exc:  # before ValueError: an unusable audit location is both
+        return reported(exc, command=AUDIT_COMMAND)
     except ValueError as exc:  # a cursor or time that does not parse
         _error(str(exc))
         return USAGE_ERROR
@@ -296,30 +288,24 @@ def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> in
 
 
 def _error(message: str) -> None:
-    print(f"diagnose audit: {_clean(message)}", file=sys.stderr)
+    error(message, command=AUDIT_COMMAND)
 
 
 def _resolve_location(args: argparse.Namespace) -> AuditLocation:
     """Exactly as console.wiring resolves it for a run; a plain `--audit-db` file needs no configuration."""
-    from audit.location import AuditLocationError, SqliteLocation, parse_audit_argument
+    from audit.location import SqliteLocation, parse_audit_argument
 
     if args.audit_db is not None:
-        try:
-            location = parse_audit_argument(args.audit_db, what="--audit-db")
-        except AuditLocationError as exc:
-            raise _AuditCommandError(str(exc)) from None
+        location = parse_audit_argument(args.audit_db, what="--audit-db")
         if isinstance(location, SqliteLocation):
             return location
     from agent.secrets import build_redactor, redact_logs
-    from agent.settings import ConfigError, load_settings
+    from agent.settings import load_settings
     from console.audit_target import audit_location
 
-    try:
-        settings = load_settings(args.config)
-        redact_logs(build_redactor(settings))  # a server's messages may echo what it was sent
-        return audit_location(settings, args.audit_db)
-    except (ConfigError, AuditLocationError) as exc:
-        raise _AuditCommandError(str(exc)) from None
+    settings = load_settings(args.config)
+    redact_logs(build_redactor(settings))  # a server's messages may echo what it was sent
+    return audit_location(settings, args.audit_db)
 
 
 def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
@@ -352,7 +338,7 @@ def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBacke
     elif command == "show":
         timeline = browser.timeline(args.run_id)
         if timeline is None:
-            raise _AuditCommandError(f"no run {args.run_id!r} in {store.location}", NOT_FOUND)
+            raise DiagnoseError(f"no run {args.run_id!r} in {store.location}", exit_code=NOT_FOUND)
         if args.json:
             _write_json(timeline_for_json(timeline), out)
         else:
@@ -370,7 +356,7 @@ def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend
     if args.otlp is not None:
         return _export_traces(args, browser, store)
     if args.run:
-        raise _AuditCommandError("--run selects the runs --otlp sends", USAGE_ERROR)
+        raise DiagnoseError("--run selects the runs --otlp sends", exit_code=USAGE_ERROR)
     if args.output is None:
         export_jsonl(browser, _JsonLinesForTerminal(out), per=args.per)
         return 0
@@ -382,9 +368,11 @@ def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend
     try:
         output = OutputFile(args.output, force=args.force, protected=local_files(args.location))
     except OutputExistsError:
-        raise _AuditCommandError(f"{args.output} already exists; --force replaces it", USAGE_ERROR) from None
+        raise DiagnoseError(
+            f"{args.output} already exists; --force replaces it", exit_code=USAGE_ERROR
+        ) from None
     except OSError as exc:
-        raise _AuditCommandError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        raise SetupError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     with output as stream:
         lines = export_jsonl(browser, stream, per=args.per)
     print(f"exported {counted(lines, args.per)} to {args.output}", file=sys.stderr)
@@ -395,17 +383,14 @@ def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: Audit
     """`--otlp URL`: audited runs as traces (docs/architecture.md, "Traces"). Exit 1 when a named run
     is not in the audit, 3 when the endpoint did not take every run (or traces cannot be sent)."""
     from agent.secrets import build_redactor, redact_logs
-    from agent.settings import ConfigError, load_settings
+    from agent.settings import load_settings
     from audit.export import iter_runs
-    from console.traces import TracesUnavailable, require_sdk, trace_target
+    from console.traces import require_sdk, trace_target
 
-    try:
-        settings = load_settings(args.config)
-        traces = settings.telemetry.traces
-        target = trace_target(traces, args.otlp)
-        require_sdk()
-    except (ConfigError, TracesUnavailable) as exc:
-        raise _AuditCommandError(str(exc)) from None
+    settings = load_settings(args.config)
+    traces = settings.telemetry.traces
+    target = trace_target(traces, args.otlp)
+    require_sdk()
     redactor = build_redactor(settings)
     redact_logs(redactor)
     from console.traces.backfill import AuditedRunTraces
@@ -450,8 +435,9 @@ def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend,
         return 0
     if not args.yes:
         if not sys.stdin.isatty():
-            raise _AuditCommandError(
-                f"prune would delete {what}: pass --yes to confirm (or --dry-run to only count)", USAGE_ERROR
+            raise DiagnoseError(
+                f"prune would delete {what}: pass --yes to confirm (or --dry-run to only count)",
+                exit_code=USAGE_ERROR,
             )
         if not _confirm(f"delete {what}? [y/N] "):
             out.write("nothing pruned\n")

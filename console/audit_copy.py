@@ -14,7 +14,9 @@ import os
 import sys
 from typing import Any, TextIO
 
-from console.presentation import SETUP_ERROR, counted
+from agent.errors import DiagnoseError
+from console.errors import AUDIT_COMMAND, error, reported
+from console.presentation import counted
 from console.safe_text import neutralize
 
 
@@ -73,8 +75,7 @@ class _Progress:
 
 def run_copy_command(args: argparse.Namespace, out: TextIO) -> int:
     from agent.secrets import configured_secrets, redact_logs
-    from agent.settings import ConfigError, load_settings
-    from audit import AuditStoreError
+    from agent.settings import load_settings
     from audit.copy import copy_audit
     from audit.factory import open_audit_store
     from audit.location import AuditLocationError, SqliteLocation
@@ -97,11 +98,10 @@ def run_copy_command(args: argparse.Namespace, out: TextIO) -> int:
             _Progress(sys.stderr) as bar,
         ):
             for line in (*reader.open_warnings, *writer.open_warnings):
-                print(f"diagnose audit: warning: {neutralize(line, newlines=False)}", file=sys.stderr)
+                error(f"warning: {line}", command=AUDIT_COMMAND)
             report = copy_audit(reader, writer, bar)
-    except (ConfigError, AuditLocationError, AuditStoreError) as exc:
-        print(f"diagnose audit: {neutralize(str(exc), newlines=False)}", file=sys.stderr)
-        return SETUP_ERROR
+    except DiagnoseError as exc:
+        return reported(exc, command=AUDIT_COMMAND)
     source_text, target_text = (neutralize(where.describe(), newlines=False) for where in (source, target))
     out.write(
         f"copied {counted(report.copied, 'run')} "

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from agent.errors import DiagnoseError
 from agent.input_files import (
     MIB,
-    InputFileError,
     InputTooLarge,
     OversizedInput,
     decode_text,
@@ -32,20 +32,21 @@ from agent.input_files import (
     read_input_file,
 )
 from agent.scenario_folder import is_scenario_file_name, scenario_files
+from agent.vocabulary import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR
 from console import telemetry
-from console.errors import SetupError
+from console.errors import SetupError, error, reported, warning
 from console.interrupts import Interrupts
-from console.presentation import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, exit_code_help
+from console.presentation import exit_code_help
 from console.run_config import asks_for_more_than_defaults, resolve_run_config
 from console.safe_text import neutralize
 from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_descriptors, silence_stdout
 
 if TYPE_CHECKING:
+    from agent.run_events import EventSink, RunEvent
     from agent.use_case import DiagnosisUseCase
     from audit.output_files import OutputFile
     from console.wait_line import ModelWaitLine
     from console.wiring import RunEnvironment
-    from tools.run_events import EventSink, RunEvent
 
 # Input files are read with a cap well above any sane budget (the use case applies the real limits
 # and rejects an oversized query or previous turn by its own rules). Past the cap nothing more is
@@ -297,38 +298,10 @@ def _command(command: str, args: argparse.Namespace, interrupts: Interrupts) -> 
 
             return serve(args.host, args.port, args.config, args.max_consoles, args.public_url)
         return asyncio.run(_run(args, interrupts))
-    except SetupError as exc:
-        error(str(exc))
-        return SETUP_ERROR
+    except DiagnoseError as exc:
+        return reported(exc)
     except StdoutClosed as exc:
         return exc.exit_code
-    except Exception as exc:
-        # Named only once a command fails: `agent.events` loads the redaction rules, which a bare
-        # `diagnose` would otherwise compile before the console's first frame.
-        from agent.events import RequiredSinkFailed
-
-        if not isinstance(exc, RequiredSinkFailed):
-            raise
-        error(f"the audit could not be written, so the run was stopped: {exc}")
-        return SETUP_ERROR
-
-
-def error(message: str) -> None:
-    """`diagnose: <message>` on stderr: redacted, one line, nothing that can drive the terminal."""
-    from tools.redaction import NOOP
-
-    if sys.stderr is None:
-        return  # stderr was closed at start: the exit code is all that is left
-    try:
-        print(f"diagnose: {neutralize(NOOP.text(message), newlines=False)}", file=sys.stderr)
-    except OSError:
-        pass  # stderr is gone too: the exit code is all that is left
-
-
-def warning(message: str) -> None:
-    """`diagnose: warning: <message>` on stderr, as `error` prints: something the operator should know
-    that does not stop the command."""
-    error(f"warning: {message}")
 
 
 class StdoutClosed(Exception):
@@ -403,13 +376,10 @@ def _check_console_setup(args: argparse.Namespace) -> None:
     if folder is not None:
         if not folder.is_dir():
             raise SetupError(f"--scenario-dir {folder} is not a folder")
-        from agent.scenarios import ScenarioError, load_scenario_file
+        from agent.scenarios import load_scenario_file
 
-        try:
-            for path in scenario_files(folder):
-                load_scenario_file(path)
-        except ScenarioError as exc:
-            raise SetupError(str(exc)) from None
+        for path in scenario_files(folder):
+            load_scenario_file(path)
     if asks_for_more_than_defaults(config, scenario):
         resolve_run_config(config, scenario)
 
@@ -481,8 +451,6 @@ def _read_query_file(path: Path) -> str | OversizedInput:
             data = read_input_file(path, what="query file", limit=MAX_INPUT_FILE_BYTES)
     except InputTooLarge as exc:
         return OversizedInput.of(exc)
-    except InputFileError as exc:
-        raise SetupError(str(exc)) from None
     except OSError as exc:
         raise SetupError(f"cannot read {source}: {exc.strerror}") from None
     try:
@@ -502,8 +470,6 @@ def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
         text = decode_text(data, what=f"previous turn file {path}")
     except InputTooLarge as exc:
         return OversizedInput.of(exc)
-    except InputFileError as exc:
-        raise SetupError(str(exc)) from None
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError):

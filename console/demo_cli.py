@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from console.errors import SetupError
+from console.errors import SetupError, error
 from console.presentation import counted
 
 ADMIN_NEEDED = (
@@ -67,26 +67,15 @@ def run_demo_command(args: argparse.Namespace) -> int:
         from console.model_server.command import run_model_server
 
         return run_model_server(args)
-    from console.cli import error
-    from console.presentation import SETUP_ERROR
-
-    try:
-        return _load(args)
-    except SetupError as exc:
-        error(str(exc))
-        return SETUP_ERROR
+    return _load(args)
 
 
 def _load(args: argparse.Namespace) -> int:
     from agent.secrets import build_redactor
-    from agent.settings import ConfigError, load_settings
-    from console.cli import error
+    from agent.settings import load_settings
     from tools.mysql import load_demo_fixture, parse_dsn
 
-    try:
-        settings = load_settings(args.config)
-    except ConfigError as exc:
-        raise SetupError(str(exc)) from None
+    settings = load_settings(args.config)
     if not args.admin_dsn:
         raise SetupError(ADMIN_NEEDED)
     try:

@@ -55,12 +55,9 @@ def _repeat(text: str) -> int:
 
 
 def run_eval_command(args: argparse.Namespace) -> int:
-    from console.evaluation.cases import EvalCaseError, load_cases
+    from console.evaluation.cases import load_cases
 
-    try:
-        cases = load_cases(args.cases, args.only)
-    except EvalCaseError as exc:
-        raise SetupError(str(exc)) from None
+    cases = load_cases(args.cases, args.only)
     if args.audit_db is not None:
         _check_audit(args.config, args.audit_db)
     out_dir: Path = args.out or Path(f"eval-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}")
@@ -71,13 +68,13 @@ def run_eval_command(args: argparse.Namespace) -> int:
 def _check_audit(config: Path | None, audit_db: str) -> None:
     """`--audit-db` read as every run reads it, before a report folder is made for an eval that
     cannot run (a URL carrying a password, the evidence account)."""
-    from agent.settings import ConfigError, load_settings
-    from audit.location import AuditLocationError
+    from agent.errors import DiagnoseError
+    from agent.settings import load_settings
     from console.audit_target import audit_location
 
     try:
         audit_location(load_settings(config), audit_db)
-    except (ConfigError, AuditLocationError) as exc:
+    except DiagnoseError as exc:  # a configuration or a location that cannot be used
         raise SetupError(f"audit unavailable: {exc}") from None
 
 

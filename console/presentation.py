@@ -1,18 +1,20 @@
 """How the console and the command line present the shared vocabulary: labels, styles, exit codes.
 
-Every table is keyed by the enums of `tools.vocabulary` (plus the console's own call states), so a word
-is labelled and coloured the same way on every screen, in the plain-text result and in exports. Styles
-are Rich style strings; nothing here imports Textual or the engine.
+Every table is keyed by the enums of `agent.vocabulary` and `tools.vocabulary` (plus the console's own
+call states), so a word is labelled and coloured the same way on every screen, in the plain-text result
+and in exports. Styles are Rich style strings; nothing here imports Textual, Haystack or pydantic.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from tools.vocabulary import (
+from agent.vocabulary import (
     EXIT_CODE_OF,
-    Evaluation,
-    EvidenceStatus,
+    OUTPUT_ERROR,
+    SETUP_ERROR,
+    USAGE_ERROR,
+    DraftViolation,
     InvocationStatus,
     ModelFailureCause,
     Outcome,
@@ -20,6 +22,7 @@ from tools.vocabulary import (
     StopReason,
     ToolCallCap,
 )
+from tools.vocabulary import Evaluation, EvidenceStatus
 
 
 class CallState(StrEnum):
@@ -27,22 +30,6 @@ class CallState(StrEnum):
 
     REQUESTED = "REQUESTED"  # the round asked for it; nothing has happened yet
     RUNNING = "RUNNING"  # its tool is executing
-
-
-# --- process exit codes -----------------------------------------------------------------------------------
-# `diagnose run` exits with the outcome's code (EXIT_CODE_OF: 0, 10, 11, 12, 1, 2); these are the others.
-# Each is apart from every outcome's code, so a script can tell "the run ended so" from "no run ended".
-SETUP_ERROR = 3  # the run or command could not be set up: configuration, scenario, audit file
-NOT_FOUND = 1  # `diagnose audit show`: no such run
-# A command line that does not parse (argparse's own errors included): sysexits' EX_USAGE, since
-# argparse's default 2 is the code of a REJECTED run.
-USAGE_ERROR = 64
-# Standard output could not be written (a full disk, a closed descriptor): sysexits' EX_IOERR. A reader
-# that left (`| head`) is not an error: the command ends with its own code.
-OUTPUT_ERROR = 74
-# Ctrl-C: a running run ends CANCELLED (its own code); before a run exists, or in another command,
-# the command stops with the same code, so a script sees one code for "the operator stopped it".
-INTERRUPTED = EXIT_CODE_OF[Outcome.CANCELLED]
 
 
 def exit_code(outcome: Outcome | str) -> int:
@@ -126,24 +113,26 @@ STOP_REASON_TEXT: dict[str, str] = {
     StopReason.INPUT_TOO_LARGE: "query and previous turn together exceed the input limit",
 }
 
-# Why a Draft was refused, per `failure.violation` (agent/draft_rules.py, DRAFT_VIOLATIONS), in words an
+# Why a Draft was refused, per `failure.violation` (agent.vocabulary.DraftViolation), in words an
 # operator or trainer can act on; `failure.detail` then says where.
 VIOLATION_TEXT: dict[str, str] = {
-    "EMPTY_OUTPUT": "the model's last round returned no text",
-    "INVALID_ENCODING": "the text is not valid Unicode",
-    "DRAFT_TOO_LARGE": "the Draft is larger than this run allows (bytes, items or characters)",
-    "NOT_A_JSON_OBJECT": "the text is not only the JSON object (a code fence, prose or another JSON value)",
-    "MALFORMED_JSON": "the JSON is broken or cut off",
-    "DUPLICATE_KEY": "a key appears twice in one object",
-    "SCHEMA_MISMATCH": "the object does not have the Draft's shape (a missing, unknown, mistyped or blank "
-    "field)",
-    "UNKNOWN_CITATION": "it cites a tool call this run did not execute",
-    "FINDING_CITES_NON_FOUND": "a finding cites a call that found nothing (EMPTY or ERROR); such a call can "
-    "back only a negative observation",
-    "FINDING_CITES_NO_GAIN": "a finding rests on a result the model itself evaluated NO_GAIN; a result it "
-    "judged useless can back only a negative observation",
-    "CONCLUSION_WITHOUT_FOUND_EVIDENCE": "a conclusion without a finding on FOUND evidence",
-    "NULL_CONCLUSION_WITHOUT_MISSING_INFO": "no conclusion, and it does not say what information is missing",
+    DraftViolation.EMPTY_OUTPUT: "the model's last round returned no text",
+    DraftViolation.INVALID_ENCODING: "the text is not valid Unicode",
+    DraftViolation.DRAFT_TOO_LARGE: "the Draft is larger than this run allows (bytes, items or characters)",
+    DraftViolation.NOT_A_JSON_OBJECT: "the text is not only the JSON object (a code fence, prose or another "
+    "JSON value)",
+    DraftViolation.MALFORMED_JSON: "the JSON is broken or cut off",
+    DraftViolation.DUPLICATE_KEY: "a key appears twice in one object",
+    DraftViolation.SCHEMA_MISMATCH: "the object does not have the Draft's shape (a missing, unknown, "
+    "mistyped or blank field)",
+    DraftViolation.UNKNOWN_CITATION: "it cites a tool call this run did not execute",
+    DraftViolation.FINDING_CITES_NON_FOUND: "a finding cites a call that found nothing (EMPTY or ERROR); "
+    "such a call can back only a negative observation",
+    DraftViolation.FINDING_CITES_NO_GAIN: "a finding rests on a result the model itself evaluated NO_GAIN; "
+    "a result it judged useless can back only a negative observation",
+    DraftViolation.CONCLUSION_WITHOUT_FOUND_EVIDENCE: "a conclusion without a finding on FOUND evidence",
+    DraftViolation.NULL_CONCLUSION_WITHOUT_MISSING_INFO: "no conclusion, and it does not say what "
+    "information is missing",
 }
 
 # --- calls, invocations and evaluations -------------------------------------------------------------------

@@ -6,9 +6,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agent.contracts import ExecutionResult
+from agent.vocabulary import ModelFailureCause, StopReason
 from console.presentation import OUTCOME_MEANING, VIOLATION_TEXT, counted, exit_code, model_cause_text
 from console.safe_text import neutralize
-from tools.vocabulary import ModelFailureCause, StopReason
 
 
 def render_result(

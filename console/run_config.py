@@ -34,23 +34,20 @@ def resolve_run_config(
     config: Path | None = None, scenario: str | None = None, audit_db: str | Path | None = None
 ) -> RunConfig:
     """The settings (a scenario's own limits applied), the scenario and the audit's location; a
-    `SetupError` saying what is wrong, as `diagnose run` prints it."""
+    `DiagnoseError` saying what is wrong, as `diagnose run` prints it."""
     from agent.models import DEFAULT_SCENARIO, check_model_settings
-    from agent.scenarios import ScenarioError, resolve_scenario
-    from agent.settings import ConfigError, load_settings
+    from agent.scenarios import resolve_scenario
+    from agent.settings import load_settings
     from audit.location import AuditLocationError
     from console.audit_target import audit_location
 
-    try:
-        base = load_settings(config)
-        wanted = scenario or base.model.scenario
-        if wanted is None and base.model.provider == "scripted":
-            wanted = DEFAULT_SCENARIO
-        chosen = resolve_scenario(wanted) if wanted else None
-        settings = load_settings(config, overrides=chosen.settings) if chosen and chosen.settings else base
-        check_model_settings(settings.model)
-    except (ConfigError, ScenarioError) as exc:
-        raise SetupError(str(exc)) from None
+    base = load_settings(config)
+    wanted = scenario or base.model.scenario
+    if wanted is None and base.model.provider == "scripted":
+        wanted = DEFAULT_SCENARIO
+    chosen = resolve_scenario(wanted) if wanted else None
+    settings = load_settings(config, overrides=chosen.settings) if chosen and chosen.settings else base
+    check_model_settings(settings.model)
     try:
         location = audit_location(settings, audit_db)
     except AuditLocationError as exc:

@@ -299,14 +299,11 @@ def serve(
 ) -> int:
     import asyncio
 
-    from agent.settings import ConfigError, load_settings
+    from agent.settings import load_settings
     from console.errors import SetupError
 
     if max_consoles is None:
-        try:
-            max_consoles = load_settings(config).serve.max_consoles
-        except ConfigError as exc:
-            raise SetupError(str(exc)) from None
+        max_consoles = load_settings(config).serve.max_consoles
     if public_url is not None:
         parts = urlsplit(public_url)
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):

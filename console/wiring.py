@@ -19,9 +19,10 @@ from agent.contracts import ExecutionResult, PreviousTurn
 from agent.evidence import build_boundary
 from agent.input_files import OversizedInput
 from agent.models import build_model
-from agent.scenarios import Scenario, ScenarioError
+from agent.run_events import EventSink
+from agent.scenarios import Scenario
 from agent.secrets import build_redactor
-from agent.settings import ConfigError, Settings
+from agent.settings import Settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStoreError
 from audit.factory import open_audit_store
@@ -31,7 +32,6 @@ from console.errors import SetupError
 from console.run_config import resolve_run_config
 from tools.boundary import ToolBoundary
 from tools.redaction import Redactor
-from tools.run_events import EventSink
 
 if TYPE_CHECKING:
     from haystack.hooks import Hook, HookPoint
@@ -91,10 +91,7 @@ class RunEnvironment:
         run_id_factory: Callable[[], str] | None = None,
     ) -> DiagnosisUseCase:
         """A fresh use case per run: a scripted model replays its script from the first round."""
-        try:
-            model = build_model(self.settings.model, self.scenario)
-        except (ConfigError, ScenarioError) as exc:
-            raise SetupError(str(exc)) from None
+        model = build_model(self.settings.model, self.scenario)
         arguments: dict[str, Any] = {
             "model_label": model.label,
             "session_id": session_id,
@@ -131,16 +128,13 @@ def open_run_environment(
     audit_db: str | Path | None = None,
     trace_endpoint: str | None = None,
 ) -> RunEnvironment:
-    """Settings, scenario, evidence boundary and the open audit; `SetupError` for anything unusable.
+    """Settings, scenario, evidence boundary and the open audit; a `DiagnoseError` for anything unusable.
     `audit_db` is `--audit-db`: a file path or a URL (console.audit_target)."""
     run = resolve_run_config(config, scenario, audit_db)
     settings, chosen = run.settings, run.scenario
-    try:
-        build_model(settings.model, chosen)  # fail early on a bad model configuration
-        redactor = build_redactor(settings)
-        boundary = build_boundary(settings, redactor)
-    except (ConfigError, ScenarioError) as exc:
-        raise SetupError(str(exc)) from None
+    build_model(settings.model, chosen)  # fail early on a bad model configuration
+    redactor = build_redactor(settings)
+    boundary = build_boundary(settings, redactor)
     try:
         store = open_audit_store(
             run.audit, heartbeat_s=settings.audit.heartbeat_s, lease_s=settings.audit.lease_s

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.vocabulary import USAGE_ERROR
 from audit.common import audit_timestamp
 from audit.sink import AuditSink
 from audit.sqlite_store import AuditStore
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.cli import CommandLineParser
-from console.presentation import USAGE_ERROR
 from console.safe_text import neutralize
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events

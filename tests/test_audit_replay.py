@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agent.vocabulary import AUDITED_PROTOCOL_CODES
 from audit.browse import AuditBrowser
 from audit.replay import timeline_events
 from audit.sink import AuditSink
@@ -30,7 +31,6 @@ from tests.support.spec_scenarios import (
     text_round,
     tools_round,
 )
-from tools.vocabulary import AUDITED_PROTOCOL_CODES
 
 # Per event type, the fields a replay does not carry (see the module docstring).
 NOT_REPLAYED = {

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from agent.vocabulary import EXIT_CODE_OF, INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, Outcome
 from console.cli import main
-from console.presentation import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR
 from tests.support.resilience import no_conclusion_draft, scenario, tool_call, write_scenario
-from tools.vocabulary import EXIT_CODE_OF, Outcome
 
 REPO = Path(__file__).resolve().parents[1]
 DRAFTING = "evidence-backed-diagnosis"  # a built-in scenario that ends DRAFT at once

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
+from agent.run_events import EventType
 from agent.scenarios import builtin_scenarios
+from agent.vocabulary import USAGE_ERROR
 from console import cli
 from console.app import DiagnoseApp
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.cli import main
 from console.export import run_markdown
-from console.presentation import USAGE_ERROR
 from tests.support.audit_events import Events
-from tools.run_events import EventType
 
 REPO = Path(__file__).resolve().parents[1]
 LESSON = """name: my-lesson

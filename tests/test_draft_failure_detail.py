@@ -13,7 +13,8 @@ import pytest
 
 from agent.draft_detail import MAX_DETAIL_CHARS
 from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import DRAFT_VIOLATIONS, RunEvidence
+from agent.draft_rules import RunEvidence
+from agent.vocabulary import DraftViolation
 from console.cli import main
 from console.presentation import VIOLATION_TEXT
 
@@ -174,4 +175,4 @@ def test_headless_run_prints_why_and_the_json_carries_it(
 
 def test_every_violation_has_words_for_the_result_panel() -> None:
     """The console explains every code the parser can refuse a Draft with (console/presentation.py)."""
-    assert set(VIOLATION_TEXT) == set(DRAFT_VIOLATIONS)
+    assert set(VIOLATION_TEXT) == set(DraftViolation)

@@ -12,6 +12,7 @@ from typing import Any
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
 from tools.adapter import AdapterResult
+from tools.vocabulary import EvidenceStatus
 
 
 def _logs_call(call_id: str | None, previous: Any = None, service: str = "payment-service") -> dict[str, Any]:
@@ -40,7 +41,9 @@ async def test_exhausted_model_call_budget_never_reaches_the_chat_generator() ->
     rounds = [{"tool_calls": [_logs_call(f"c{i}", None, service=f"svc-{i}")]} for i in range(5)]
     h = harness(
         {"name": "spin", "query": "q", "settings": {"budget": {"max_model_calls": 2}}, "rounds": rounds},
-        adapters={"query_logs": RecordingAdapter(lambda r: AdapterResult("EMPTY", {"entries": []}))},
+        adapters={
+            "query_logs": RecordingAdapter(lambda r: AdapterResult(EvidenceStatus.EMPTY, {"entries": []}))
+        },
     )
     result = await h.run()
     assert (result.outcome, result.stop_reason) == ("BUDGET_EXHAUSTED", "MODEL_CALLS_EXHAUSTED")
@@ -187,7 +190,7 @@ async def test_equivalent_repeated_call_does_not_run() -> None:
 
 
 async def test_run_byte_capacity_stops_before_an_observation_is_sent() -> None:
-    big = RecordingAdapter(lambda r: AdapterResult("FOUND", {"rows": ["x" * 5000]}))
+    big = RecordingAdapter(lambda r: AdapterResult(EvidenceStatus.FOUND, {"rows": ["x" * 5000]}))
     h = harness(
         {
             "name": "bytes",
@@ -216,7 +219,9 @@ async def test_model_facing_observations_never_show_counters_or_budget() -> None
                 {"text": NO_CONCLUSION},
             ],
         },
-        adapters={"query_logs": RecordingAdapter(lambda r: AdapterResult("EMPTY", {"entries": []}))},
+        adapters={
+            "query_logs": RecordingAdapter(lambda r: AdapterResult(EvidenceStatus.EMPTY, {"entries": []}))
+        },
     )
     result = await h.run()
     assert result.stop_reason == "COMPLETED_AFTER_STOP_REQUIRED"

@@ -16,12 +16,11 @@ from agent.contracts import (
     DiagnosisDraft,
     ExecutionResult,
     Limitations,
-    Outcome,
     ProgressCheck,
     ProgressSnapshot,
-    StopReason,
     Usage,
 )
+from agent.vocabulary import USAGE_ERROR, Outcome, StopReason
 from console.cli import main
 from console.evaluation.cases import (
     MAX_CASE_BYTES,
@@ -33,7 +32,6 @@ from console.evaluation.cases import (
 )
 from console.evaluation.runner import EvalRunner
 from console.evaluation.scoring import score_run
-from console.presentation import USAGE_ERROR
 from tests.support.openai_server import completion, fake_openai
 from tools.vocabulary import EvidenceStatus
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from agent.evidence import build_boundary
 from agent.models import build_model
+from agent.run_events import RunEvent
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai
-from tools.run_events import RunEvent
 
 LOGS_CALL = {
     "id": "gen-1",

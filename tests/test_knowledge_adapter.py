@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import LookupKnowledgeInput
+from tools.input_models import LookupKnowledgeInput
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path, tokenize
+from tools.vocabulary import EvidenceStatus
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,7 +102,7 @@ async def test_snippet_is_the_passage_that_matched(tmp_path: Path) -> None:
 async def test_nonsense_query_is_empty(bundled: KnowledgeAdapter) -> None:
     result = await lookup(bundled, "xyzzy qwertyuiop")
 
-    assert result == AdapterResult("EMPTY", {"documents": [], "returned": 0})
+    assert result == AdapterResult(EvidenceStatus.EMPTY, {"documents": [], "returned": 0})
 
 
 async def test_missing_folder_is_unavailable(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from tools import logs_file
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.logs_file import LogFileAdapter, bundled_logs_path
+from tools.vocabulary import EvidenceStatus
 
 DEMO_START = "2026-11-30T01:30:00Z"
 DEMO_END = "2026-11-30T03:30:00Z"
@@ -82,7 +83,7 @@ async def test_account_service_has_no_errors_in_the_demo_window(demo: LogFileAda
     result = await query(demo, service="account-service", level="ERROR")
 
     assert result == AdapterResult(
-        "EMPTY",
+        EvidenceStatus.EMPTY,
         {"entries": [], "returned": 0, "truncated": False, "window": {"start": DEMO_START, "end": DEMO_END}},
     )
     assert (await query(demo, service="account-service")).status == "FOUND"
@@ -401,7 +402,7 @@ def reference_answer(
         "truncated": len(matches) > limit,
         "window": {"start": reference_utc(start), "end": reference_utc(end)},
     }
-    return AdapterResult("FOUND" if matches else "EMPTY", data), skipped
+    return AdapterResult(EvidenceStatus.FOUND if matches else EvidenceStatus.EMPTY, data), skipped
 
 
 def reference_parse(raw: bytes) -> tuple[datetime, dict[str, Any], str] | None:

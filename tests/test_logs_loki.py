@@ -23,10 +23,11 @@ from hypothesis import strategies as st
 
 from tests.support.loki import LokiServer, loki_server_fixture, streams_body  # noqa: F401 (fixture)
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.logql import build_logql, validate_config
 from tools.logs_file import LogFileAdapter
 from tools.logs_loki import QUERY_RANGE_PATH, LokiLogAdapter
+from tools.vocabulary import EvidenceStatus
 
 PAYMENT = '{app="payment-service", namespace="prod"}'
 MATCHERS = {"payment-service": PAYMENT, "order-service": '{app="order-service"}'}
@@ -234,7 +235,7 @@ async def test_request_carries_built_query_window_limit_and_no_tenant(
     result = await make().execute(request_for(level="ERROR", contains='timeout "30s"', limit=25))
 
     assert result == AdapterResult(
-        "EMPTY",
+        EvidenceStatus.EMPTY,
         {"entries": [], "returned": 0, "truncated": False, "window": {"start": START, "end": END}},
     )
     [sent] = loki.requests

@@ -10,8 +10,9 @@ from agent.evidence import build_adapters, build_boundary
 from agent.settings import load_settings
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import LookupKnowledgeInput, QueryLogsInput
+from tools.input_models import LookupKnowledgeInput, QueryLogsInput
 from tools.observation_budget import fit_projection, projection_bytes
+from tools.vocabulary import EvidenceStatus
 
 START, END = "2026-11-30T02:00:00Z", "2026-11-30T03:00:00Z"
 
@@ -64,7 +65,7 @@ def test_an_answer_that_cannot_fit_one_item_is_result_too_large() -> None:
 
 class _Huge:
     async def execute(self, request: ToolRequest) -> AdapterResult:
-        return AdapterResult("FOUND", {"documents": [{"snippet": "w" * 10_000}], "returned": 1})
+        return AdapterResult(EvidenceStatus.FOUND, {"documents": [{"snippet": "w" * 10_000}], "returned": 1})
 
 
 async def test_boundary_reports_result_too_large_as_a_stable_error() -> None:

@@ -10,11 +10,11 @@ import pytest
 
 from agent.evidence import build_adapters
 from agent.models import build_model
+from agent.run_events import RunEvent
 from agent.settings import ConfigError, ModelSettings, load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai
 from tools.boundary import ToolBoundary
-from tools.run_events import RunEvent
 
 DRAFT = {
     "conclusion": None,

@@ -19,13 +19,14 @@ from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.usage import WireSizes
 from agent.use_case import DiagnosisUseCase
+from agent.vocabulary import Outcome
 from audit import AuditSink, AuditStore
 from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import LOOKUP_KNOWLEDGE
+from tools.definitions import ToolName
 from tools.redaction import Redactor
-from tools.vocabulary import Outcome
+from tools.vocabulary import EvidenceStatus
 
 _SIZE = WireSizes._size
 PROJECTION = {"documents": [{"title": "连接池耗尽", "snippet": "HikariPool-1 timeout", "score": 1.5}]}
@@ -33,7 +34,7 @@ PROJECTION = {"documents": [{"title": "连接池耗尽", "snippet": "HikariPool-
 
 class Knowledge:
     async def execute(self, request: ToolRequest) -> AdapterResult:
-        return AdapterResult("FOUND", PROJECTION)
+        return AdapterResult(EvidenceStatus.FOUND, PROJECTION)
 
 
 class CountingRedactor(Redactor):
@@ -70,7 +71,7 @@ async def counted_run(tool_rounds: int, folder: Path, monkeypatch: pytest.Monkey
     use_case = DiagnosisUseCase(
         settings,
         ScriptedChatGenerator(knowledge_rounds(tool_rounds, reported_usage=False)),
-        ToolBoundary({LOOKUP_KNOWLEDGE: Knowledge()}, redactor=redactor),
+        ToolBoundary({ToolName.LOOKUP_KNOWLEDGE: Knowledge()}, redactor=redactor),
         required_sinks=[AuditSink(store)],
         redactor=redactor,
     )

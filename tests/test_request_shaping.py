@@ -16,12 +16,13 @@ import jsonschema
 import pytest
 
 from agent.evidence import build_boundary
+from agent.haystack_tools import frozen_tools
 from agent.models import build_model
+from agent.run_events import RunEvent
 from agent.server_kind import shaping_mode
 from agent.settings import ModelSettings, load_settings
-from agent.use_case import DiagnosisUseCase, frozen_tools
+from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai
-from tools.run_events import RunEvent
 
 RECORDED = {
     r["name"]: r

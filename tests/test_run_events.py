@@ -12,11 +12,9 @@ from typing import Any
 
 import pytest
 
+from agent import run_events
 from agent.events import RunEventEmitter
-from console.cli import _NdjsonSink
-from tests.support import harness
-from tools import run_events
-from tools.run_events import (
+from agent.run_events import (
     BudgetChanged,
     InvalidRunEvent,
     ModelRoundFinished,
@@ -30,16 +28,10 @@ from tools.run_events import (
     ToolStarted,
     parse_event,
 )
-from tools.vocabulary import (
-    ErrorCode,
-    Evaluation,
-    EventType,
-    InvocationStatus,
-    Outcome,
-    ProtocolCode,
-    StopCause,
-    StopReason,
-)
+from agent.vocabulary import EventType, InvocationStatus, Outcome, ProtocolCode, StopCause, StopReason
+from console.cli import _NdjsonSink
+from tests.support import harness
+from tools.vocabulary import ErrorCode, Evaluation
 
 AT = "2026-11-30T02:30:00.000000Z"
 GOLDEN = [

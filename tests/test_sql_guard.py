@@ -25,7 +25,7 @@ from tools.sql_guard import (
 
 MAX_ROWS = 10
 CAP = MAX_ROWS + 1
-REASONS = frozenset(typing.get_args(PolicyReason))
+REASONS = frozenset(PolicyReason)
 
 
 def guard(sql: str, **overrides: typing.Any) -> GuardedStatement:

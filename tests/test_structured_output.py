@@ -14,10 +14,10 @@ from agent.draft_rules import run_bounds
 from agent.evidence import build_boundary
 from agent.models import build_model
 from agent.prompt import system_prompt
+from agent.run_events import RunEvent
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai
-from tools.run_events import RunEvent
 
 WINDOW = {"start": "2026-11-30T02:00:00Z", "end": "2026-11-30T03:00:00Z"}
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agent.harness import _evaluation_problem
+from agent.haystack_tools import frozen_tools
 from agent.progress import CheckRecord
 from agent.tool_round_schema import (
     BYTES_PER_CHAR,
@@ -26,8 +27,8 @@ from agent.tool_round_schema import (
     fair_shares,
     round_tool_schema,
 )
-from agent.use_case import frozen_tools
-from tools.definitions import BUSINESS_INPUTS, MAX_SQL_BYTES, TOOL_NAMES, envelope_schema
+from tools.definitions import MAX_SQL_BYTES, TOOL_NAMES
+from tools.input_models import BUSINESS_INPUTS, envelope_schema
 from tools.vocabulary import EvidenceStatus
 
 FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER

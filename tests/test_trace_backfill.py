@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from agent.vocabulary import USAGE_ERROR
 from audit import AuditSink, AuditStore
-from console.presentation import USAGE_ERROR
 from console.traces.sink import instant_ns
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import Events

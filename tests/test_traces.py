@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from agent.events import RequiredSinkFailed
-from console.presentation import USAGE_ERROR
+from agent.vocabulary import USAGE_ERROR
 from console.traces.ids import span_id_of, trace_id_of
 from console.traces.sink import instant_ns
 from console.wiring import open_run_environment

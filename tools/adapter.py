@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from tools.vocabulary import ErrorCode
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class ToolRequest:
 
 @dataclass(frozen=True)
 class AdapterResult:
-    status: Literal["FOUND", "EMPTY"]
+    status: Literal[EvidenceStatus.FOUND, EvidenceStatus.EMPTY]
     data: dict[str, Any]
 
 

@@ -18,7 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from tools.adapter import EvidenceAdapter, ToolError, ToolRequest
-from tools.definitions import BUSINESS_INPUTS, TOOL_NAMES
+from tools.definitions import TOOL_NAMES
+from tools.input_models import BUSINESS_INPUTS
 from tools.observation_budget import fit_projection
 from tools.redaction import NOOP, Redactor
 from tools.unicode_text import encodable_value, holds_unencodable

@@ -27,18 +27,18 @@ import sqlglot
 from pydantic import BaseModel
 from sqlglot import exp
 
-from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL
+from tools.definitions import ToolName
 
 
 def canonical_input(tool: str, business: BaseModel) -> dict[str, Any]:
     """The canonical form of a validated business input of `tool`."""
     data = business.model_dump(mode="json")
-    if tool == LOOKUP_KNOWLEDGE:
+    if tool == ToolName.LOOKUP_KNOWLEDGE:
         data["query"] = canonical_text(data["query"])
-    elif tool == QUERY_LOGS:
+    elif tool == ToolName.QUERY_LOGS:
         data["start"] = canonical_instant(data["start"])
         data["end"] = canonical_instant(data["end"])
-    elif tool == QUERY_MYSQL:
+    elif tool == ToolName.QUERY_MYSQL:
         data["sql"] = canonical_sql(data["sql"])
     return data
 

@@ -1,8 +1,7 @@
 """The pydantic side of the tool definitions: business inputs, the envelope's evaluation, their schemas.
 
 Kept apart from `tools.definitions` (names and limits) because building these models costs ~100 ms of
-imports and schema construction, which the console's first frame must not pay; `tools.definitions`
-still exports every name here, loaded on first use.
+imports and schema construction, which the console's first frame must not pay.
 """
 
 from __future__ import annotations
@@ -13,13 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from tools.definitions import (
-    LOOKUP_KNOWLEDGE,
-    MAX_SQL_BYTES,
-    MAX_TOOL_CALL_ID_CHARS,
-    QUERY_LOGS,
-    QUERY_MYSQL,
-)
+from tools.definitions import MAX_SQL_BYTES, MAX_TOOL_CALL_ID_CHARS, ToolName
 
 
 class StrictModel(BaseModel):
@@ -97,9 +90,9 @@ class QueryMysqlInput(StrictModel):
 
 
 BUSINESS_INPUTS: dict[str, type[StrictModel]] = {
-    LOOKUP_KNOWLEDGE: LookupKnowledgeInput,
-    QUERY_LOGS: QueryLogsInput,
-    QUERY_MYSQL: QueryMysqlInput,
+    ToolName.LOOKUP_KNOWLEDGE: LookupKnowledgeInput,
+    ToolName.QUERY_LOGS: QueryLogsInput,
+    ToolName.QUERY_MYSQL: QueryMysqlInput,
 }
 
 

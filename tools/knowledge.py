@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import LookupKnowledgeInput
+from tools.input_models import LookupKnowledgeInput
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 if TYPE_CHECKING:
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
@@ -119,8 +120,8 @@ class KnowledgeAdapter:
         assert isinstance(params, LookupKnowledgeInput)
         documents = await asyncio.to_thread(self._search, params.query, params.top_k)
         if not documents:
-            return AdapterResult("EMPTY", {"documents": [], "returned": 0})
-        return AdapterResult("FOUND", {"documents": documents, "returned": len(documents)})
+            return AdapterResult(EvidenceStatus.EMPTY, {"documents": [], "returned": 0})
+        return AdapterResult(EvidenceStatus.FOUND, {"documents": documents, "returned": len(documents)})
 
     def _search(self, query: str, top_k: int) -> list[dict[str, Any]]:
         index = self._current_index()
@@ -166,13 +167,13 @@ class KnowledgeAdapter:
     def _list_files(self) -> _Listing:
         """Every `*.md` regular file under the folder, reached only through links that stay inside it."""
         if not self._path.is_dir():
-            raise ToolError("UNAVAILABLE")
+            raise ToolError(ErrorCode.UNAVAILABLE)
         try:
             root = self._path.resolve(strict=True)
             with os.scandir(root):  # an unreadable folder is UNAVAILABLE, not an empty one
                 pass
         except OSError as exc:
-            raise ToolError("UNAVAILABLE") from exc
+            raise ToolError(ErrorCode.UNAVAILABLE) from exc
         found: list[tuple[str, Path, os.stat_result]] = []
         skipped: list[SkippedFile] = []
         visited = {root}

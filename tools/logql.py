@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Mapping
 
 from tools.adapter import ToolError
+from tools.vocabulary import ErrorCode
 
 MAX_CONTAINS_CHARS = 200
 # Case-insensitive and alias-tolerant like the file source (which upper-cases and maps WARNING to WARN):
@@ -39,12 +40,12 @@ def build_logql(
     """`<configured selector> [| level=~"<fixed>"] [|= "<escaped contains>"]`."""
     selector = service_matchers.get(service)
     if selector is None:
-        raise ToolError("INVALID_INPUT", "UNKNOWN_SERVICE")
+        raise ToolError(ErrorCode.INVALID_INPUT, "UNKNOWN_SERVICE")
     parts = [selector]
     if level is not None:
         pattern = _LEVEL_PATTERNS.get(level)
         if pattern is None:
-            raise ToolError("INVALID_INPUT")
+            raise ToolError(ErrorCode.INVALID_INPUT)
         parts.append(f"| {level_label}=~{quote(pattern)}")
     if contains is not None:
         parts.append(f"|= {quote(_checked_contains(contains))}")
@@ -71,9 +72,9 @@ def validate_config(service_matchers: Mapping[str, str], level_label: str) -> No
 def _checked_contains(contains: str) -> str:
     """The input model already rejects these; checked again because this is the injection boundary."""
     if len(contains) > MAX_CONTAINS_CHARS:
-        raise ToolError("INVALID_INPUT", "CONTAINS_TOO_LONG")
+        raise ToolError(ErrorCode.INVALID_INPUT, "CONTAINS_TOO_LONG")
     if not _printable(contains):
-        raise ToolError("INVALID_INPUT", "CONTAINS_NOT_PRINTABLE")
+        raise ToolError(ErrorCode.INVALID_INPUT, "CONTAINS_NOT_PRINTABLE")
     return contains
 
 

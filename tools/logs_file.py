@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.log_index import (
     BLOCK_BYTES,
     MAX_LINE_BYTES,
@@ -36,6 +36,7 @@ from tools.log_index import (
     instant_us,
     read_lines,
 )
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 logger = logging.getLogger(__name__)
 
@@ -200,9 +201,9 @@ class LogFileAdapter:
     def _query(self, params: QueryLogsInput, stop: threading.Event) -> AdapterResult:
         start, end = _parse_ts(params.start), _parse_ts(params.end)
         if start is None or end is None:
-            raise ToolError("INVALID_INPUT")
+            raise ToolError(ErrorCode.INVALID_INPUT)
         if end < start:
-            raise ToolError("INVALID_INPUT", "WINDOW_INVERTED")
+            raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
         start = max(start, end - self._max_window)
         limit = min(params.limit, self._max_lines)
         scan = _Scan(_Query.of(params, start, end), _Newest(limit), stop)
@@ -218,7 +219,7 @@ class LogFileAdapter:
             "truncated": newest.matched > limit,
             "window": {"start": _format_utc(start), "end": _format_utc(end)},
         }
-        return AdapterResult("FOUND" if newest.matched else "EMPTY", data)
+        return AdapterResult(EvidenceStatus.FOUND if newest.matched else EvidenceStatus.EMPTY, data)
 
     @contextmanager
     def _locked(self, scan: _Scan) -> Iterator[None]:
@@ -242,7 +243,7 @@ class LogFileAdapter:
                 if not index.complete:
                     self._search_and_index(handle, number, path, index, scan)
         except OSError as exc:
-            raise ToolError("UNAVAILABLE") from exc
+            raise ToolError(ErrorCode.UNAVAILABLE) from exc
 
     def _search_indexed(self, handle: BinaryIO, number: int, index: FileIndex, scan: _Scan) -> None:
         """Read the indexed blocks that may hold a match, parsing only lines that may match."""
@@ -304,8 +305,8 @@ class LogFileAdapter:
                 children = self._path.iterdir()
                 return sorted(child for child in children if child.suffix in LOG_SUFFIXES and child.is_file())
         except OSError as exc:
-            raise ToolError("UNAVAILABLE") from exc
-        raise ToolError("UNAVAILABLE")
+            raise ToolError(ErrorCode.UNAVAILABLE) from exc
+        raise ToolError(ErrorCode.UNAVAILABLE)
 
 
 async def _wait_for_stop(scan: asyncio.Future[AdapterResult]) -> None:

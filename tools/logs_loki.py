@@ -17,9 +17,10 @@ from typing import Any
 import httpx
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.logql import build_logql, validate_config
 from tools.logs_file import MAX_LABEL_CHARS, MAX_LABELS
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 QUERY_RANGE_PATH = "/loki/api/v1/query_range"
 DEFAULT_LABEL_WHITELIST = (
@@ -113,13 +114,13 @@ class LokiLogAdapter:
             "truncated": len(entries) >= limit or cut,
             "window": {"start": format_ns(start_ns), "end": format_ns(end_ns)},
         }
-        return AdapterResult("FOUND" if entries else "EMPTY", data)
+        return AdapterResult(EvidenceStatus.FOUND if entries else EvidenceStatus.EMPTY, data)
 
     def _window(self, params: QueryLogsInput) -> tuple[int, int]:
         """Clamp to the configured maximum, keeping `end`: the latest minutes matter most in an incident."""
         start, end = _to_ns(params.start), _to_ns(params.end)
         if end < start:
-            raise ToolError("INVALID_INPUT", "WINDOW_INVERTED")
+            raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
         return max(start, end - self._max_window_ns), end
 
     async def _fetch(self, query_params: dict[str, str]) -> bytes:
@@ -127,19 +128,19 @@ class LokiLogAdapter:
             async with self._client.stream("GET", QUERY_RANGE_PATH, params=query_params) as response:
                 _raise_for_status(response.status_code)
                 if response.headers.get("content-encoding", "identity").lower() != "identity":
-                    raise ToolError("BACKEND_ERROR")
+                    raise ToolError(ErrorCode.BACKEND_ERROR)
                 body = bytearray()
                 async for chunk in response.aiter_raw():
                     body += chunk
                     if len(body) > self._max_body_bytes:
-                        raise ToolError("RESULT_TOO_LARGE")
+                        raise ToolError(ErrorCode.RESULT_TOO_LARGE)
                 return bytes(body)
         except httpx.TimeoutException as exc:
-            raise ToolError("TIMEOUT") from exc
+            raise ToolError(ErrorCode.TIMEOUT) from exc
         except httpx.NetworkError as exc:  # connect refused, reset, DNS failure
-            raise ToolError("UNAVAILABLE") from exc
+            raise ToolError(ErrorCode.UNAVAILABLE) from exc
         except httpx.HTTPError as exc:  # protocol violations, unsupported scheme
-            raise ToolError("BACKEND_ERROR") from exc
+            raise ToolError(ErrorCode.BACKEND_ERROR) from exc
 
     def _project(self, service: str, ns: int, stream: dict[str, str], text: str) -> dict[str, Any]:
         level = stream.get(self._level_label, "").upper()
@@ -157,16 +158,16 @@ def _raise_for_status(status: int) -> None:
     if 200 <= status < 300:
         return
     if status == 400:
-        raise ToolError("INVALID_INPUT", "BACKEND_REJECTED_QUERY")
+        raise ToolError(ErrorCode.INVALID_INPUT, "BACKEND_REJECTED_QUERY")
     if status == 413:
-        raise ToolError("RESULT_TOO_LARGE")
+        raise ToolError(ErrorCode.RESULT_TOO_LARGE)
     if status == 429:
-        raise ToolError("UNAVAILABLE", "RATE_LIMITED")
+        raise ToolError(ErrorCode.UNAVAILABLE, "RATE_LIMITED")
     if status == 504:  # the query frontend gave up: a narrower window may succeed
-        raise ToolError("TIMEOUT")
+        raise ToolError(ErrorCode.TIMEOUT)
     if status >= 500:
-        raise ToolError("UNAVAILABLE")
-    raise ToolError("BACKEND_ERROR")  # redirects (never followed), auth failures, wrong path
+        raise ToolError(ErrorCode.UNAVAILABLE)
+    raise ToolError(ErrorCode.BACKEND_ERROR)  # redirects (never followed), auth failures, wrong path
 
 
 def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
@@ -174,9 +175,9 @@ def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
     try:
         document = json.loads(body)
     except (ValueError, RecursionError):
-        raise ToolError("BACKEND_ERROR") from None
+        raise ToolError(ErrorCode.BACKEND_ERROR) from None
     if not isinstance(document, dict):
-        raise ToolError("BACKEND_ERROR")
+        raise ToolError(ErrorCode.BACKEND_ERROR)
     data = document.get("data")
     if (
         document.get("status") != "success"
@@ -184,7 +185,7 @@ def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
         or data.get("resultType") != "streams"
         or not isinstance(data.get("result"), list)
     ):
-        raise ToolError("BACKEND_ERROR")
+        raise ToolError(ErrorCode.BACKEND_ERROR)
     lines: list[tuple[int, dict[str, str], str]] = []
     for item in data["result"]:
         stream = item.get("stream") if isinstance(item, dict) else None
@@ -194,17 +195,17 @@ def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
             and all(isinstance(value, str) for value in stream.values())
             and isinstance(values, list)
         ):
-            raise ToolError("BACKEND_ERROR")
+            raise ToolError(ErrorCode.BACKEND_ERROR)
         for value in values:
             # A third element (structured metadata) appears when label categorisation is requested.
             if not (isinstance(value, list) and len(value) in (2, 3)):
-                raise ToolError("BACKEND_ERROR")
+                raise ToolError(ErrorCode.BACKEND_ERROR)
             ts, text = value[0], value[1]
             if not (isinstance(ts, str) and ts.isascii() and ts.isdigit() and isinstance(text, str)):
-                raise ToolError("BACKEND_ERROR")
+                raise ToolError(ErrorCode.BACKEND_ERROR)
             ns = int(ts)
             if ns > _MAX_NS:
-                raise ToolError("BACKEND_ERROR")
+                raise ToolError(ErrorCode.BACKEND_ERROR)
             lines.append((ns, stream, text))
     return lines
 

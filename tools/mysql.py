@@ -44,10 +44,18 @@ from pymysql.constants import CLIENT, FIELD_TYPE
 from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import QueryMysqlInput
+from tools.input_models import QueryMysqlInput
 from tools.json_members import hide_secret_members, may_hold_members
 from tools.redaction import REDACTED
-from tools.sql_guard import BUILT_STRING_BYTES, SYSTEM_SCHEMAS, GuardedStatement, SqlPolicyError, guard_sql
+from tools.sql_guard import (
+    BUILT_STRING_BYTES,
+    SYSTEM_SCHEMAS,
+    GuardedStatement,
+    PolicyReason,
+    SqlPolicyError,
+    guard_sql,
+)
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 log = logging.getLogger(__name__)
 
@@ -293,19 +301,19 @@ class MysqlAdapter:
     async def execute(self, request: ToolRequest) -> AdapterResult:
         params = request.input
         if not isinstance(params, QueryMysqlInput):
-            raise ToolError("INVALID_INPUT")
+            raise ToolError(ErrorCode.INVALID_INPUT)
         database = params.database or self._target.database
         try:
             guarded = guard_sql(
                 params.sql, database=database, allowed_schemas=self._allowed_schemas, max_rows=self._max_rows
             )
         except SqlPolicyError as exc:
-            raise ToolError("POLICY_REJECTED", exc.reason) from None
+            raise ToolError(ErrorCode.POLICY_REJECTED, exc.reason) from None
         schema = None
         if database is not None:
             schema = self._schema_spelling.get(database.lower())
             if schema is None:  # the guard rejects this first; kept so no other name is ever selected
-                raise ToolError("POLICY_REJECTED", "SCHEMA_NOT_ALLOWED")
+                raise ToolError(ErrorCode.POLICY_REJECTED, PolicyReason.SCHEMA_NOT_ALLOWED)
         result = await self._run(guarded, schema)
         return self._project(result, guarded)
 
@@ -323,7 +331,7 @@ class MysqlAdapter:
             async with asyncio.timeout(self._connect_timeout_s):
                 conn = await pool.acquire()
         except TimeoutError:
-            raise ToolError("UNAVAILABLE") from None
+            raise ToolError(ErrorCode.UNAVAILABLE) from None
         except (MySQLError, OSError) as exc:
             raise _tool_error(exc) from None
         thread_id = conn.thread_id()
@@ -335,7 +343,7 @@ class MysqlAdapter:
             pool.release(conn, reusable=False)
             gone = await asyncio.shield(self._kill_in_background(thread_id))
             if isinstance(exc, TimeoutError):
-                raise ToolError("TIMEOUT", None if gone else "QUERY_STILL_RUNNING") from None
+                raise ToolError(ErrorCode.TIMEOUT, None if gone else "QUERY_STILL_RUNNING") from None
             raise
         except MySQLError as exc:
             pool.release(conn, reusable=await self._rolled_back(conn, exc))
@@ -494,8 +502,8 @@ class MysqlAdapter:
         }
         size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
         if size > self._max_result_bytes:
-            raise ToolError("RESULT_TOO_LARGE", "NARROW_THE_QUERY")
-        return AdapterResult("FOUND" if rows else "EMPTY", data)
+            raise ToolError(ErrorCode.RESULT_TOO_LARGE, "NARROW_THE_QUERY")
+        return AdapterResult(EvidenceStatus.FOUND if rows else EvidenceStatus.EMPTY, data)
 
     def _project_rows(
         self, raw_rows: Sequence[tuple[Any, ...]], width: int, secret: set[int]
@@ -684,18 +692,18 @@ def _tool_error(exc: BaseException) -> ToolError:
     errno = _errno(exc)
     log.warning("query_mysql failed: %s errno=%s", type(exc).__name__, errno)
     if errno in _TIMEOUT_ERRNOS:
-        return ToolError("TIMEOUT")
+        return ToolError(ErrorCode.TIMEOUT)
     if errno in _ACCESS_DENIED_ERRNOS:
-        return ToolError("POLICY_REJECTED", "ACCESS_DENIED")
+        return ToolError(ErrorCode.POLICY_REJECTED, "ACCESS_DENIED")
     if errno in _READ_ONLY_ERRNOS:
-        return ToolError("POLICY_REJECTED", "READ_ONLY")
+        return ToolError(ErrorCode.POLICY_REJECTED, "READ_ONLY")
     if (
         errno in _UNAVAILABLE_ERRNOS
         or (errno is not None and errno >= 2000)
         or isinstance(exc, InterfaceError | OSError)
     ):
-        return ToolError("UNAVAILABLE")
-    return ToolError("BACKEND_ERROR", _BACKEND_REASONS.get(errno) if errno is not None else None)
+        return ToolError(ErrorCode.UNAVAILABLE)
+    return ToolError(ErrorCode.BACKEND_ERROR, _BACKEND_REASONS.get(errno) if errno is not None else None)
 
 
 def bundled_demo_sql_path() -> Path:

@@ -13,13 +13,14 @@ import json
 from typing import Any
 
 from tools.adapter import ToolError
-from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL
+from tools.definitions import ToolName
+from tools.vocabulary import ErrorCode
 
 # The result list of each tool's projection, and the field that counts its items.
 _LISTS: dict[str, tuple[str, str]] = {
-    LOOKUP_KNOWLEDGE: ("documents", "returned"),
-    QUERY_LOGS: ("entries", "returned"),
-    QUERY_MYSQL: ("rows", "row_count"),
+    ToolName.LOOKUP_KNOWLEDGE: ("documents", "returned"),
+    ToolName.QUERY_LOGS: ("entries", "returned"),
+    ToolName.QUERY_MYSQL: ("rows", "row_count"),
 }
 
 
@@ -34,7 +35,7 @@ def fit_projection(tool: str, data: dict[str, Any], max_bytes: int) -> dict[str,
     list_key, count_key = _LISTS.get(tool, ("", ""))
     items = data.get(list_key)
     if not isinstance(items, list) or not items:
-        raise ToolError("RESULT_TOO_LARGE")
+        raise ToolError(ErrorCode.RESULT_TOO_LARGE)
 
     def cut(n: int) -> dict[str, Any]:
         return {**data, list_key: items[:n], count_key: n, "truncated": True}
@@ -47,5 +48,5 @@ def fit_projection(tool: str, data: dict[str, Any], max_bytes: int) -> dict[str,
         else:
             high = middle - 1
     if low == 0:
-        raise ToolError("RESULT_TOO_LARGE")
+        raise ToolError(ErrorCode.RESULT_TOO_LARGE)
     return cut(low)

@@ -23,6 +23,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal
 
 import sqlglot
@@ -33,24 +34,27 @@ from sqlglot.tokens import Token, TokenType
 from tools.redaction import names_secret
 from tools.sql_secret_reads import secret_read
 
-PolicyReason = Literal[
-    "TOO_LONG",
-    "PARSE_ERROR",
-    "COMMENT",
-    "MULTI_STATEMENT",
-    "WRITE_STATEMENT",
-    "UNSUPPORTED_STATEMENT",
-    "EXPLAIN_ANALYZE",
-    "INTO_CLAUSE",
-    "LOCKING_READ",
-    "VARIABLE",
-    "FUNCTION_NOT_ALLOWED",
-    "COSTLY_EXPRESSION",
-    "NO_DATABASE",
-    "SYSTEM_SCHEMA",
-    "SCHEMA_NOT_ALLOWED",
-    "SECRET_COLUMN",
-]
+
+class PolicyReason(StrEnum):
+    """Why the guard refused a statement: the stable reason of its POLICY_REJECTED observation."""
+
+    TOO_LONG = "TOO_LONG"
+    PARSE_ERROR = "PARSE_ERROR"
+    COMMENT = "COMMENT"
+    MULTI_STATEMENT = "MULTI_STATEMENT"
+    WRITE_STATEMENT = "WRITE_STATEMENT"
+    UNSUPPORTED_STATEMENT = "UNSUPPORTED_STATEMENT"
+    EXPLAIN_ANALYZE = "EXPLAIN_ANALYZE"
+    INTO_CLAUSE = "INTO_CLAUSE"
+    LOCKING_READ = "LOCKING_READ"
+    VARIABLE = "VARIABLE"
+    FUNCTION_NOT_ALLOWED = "FUNCTION_NOT_ALLOWED"
+    COSTLY_EXPRESSION = "COSTLY_EXPRESSION"
+    NO_DATABASE = "NO_DATABASE"
+    SYSTEM_SCHEMA = "SYSTEM_SCHEMA"
+    SCHEMA_NOT_ALLOWED = "SCHEMA_NOT_ALLOWED"
+    SECRET_COLUMN = "SECRET_COLUMN"
+
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
@@ -262,7 +266,7 @@ class SqlPolicyError(Exception):
 
     def __init__(self, reason: PolicyReason, detail: str = "") -> None:
         super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason: str = reason
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -293,12 +297,12 @@ class _Policy:
         """The configured spelling of an allowed schema; executing that spelling keeps a case-sensitive
         server (lower_case_table_names=0) from resolving `SHOP` to a different database than `shop`."""
         if name is None:
-            raise SqlPolicyError("NO_DATABASE", "unqualified table and no database given")
+            raise SqlPolicyError(PolicyReason.NO_DATABASE, "unqualified table and no database given")
         lowered = name.lower()
         if lowered in SYSTEM_SCHEMAS:
-            raise SqlPolicyError("SYSTEM_SCHEMA", lowered)
+            raise SqlPolicyError(PolicyReason.SYSTEM_SCHEMA, lowered)
         if lowered not in self.allowed:
-            raise SqlPolicyError("SCHEMA_NOT_ALLOWED", lowered)
+            raise SqlPolicyError(PolicyReason.SCHEMA_NOT_ALLOWED, lowered)
         return self.allowed[lowered]
 
 
@@ -325,7 +329,7 @@ def guard_sql(
         return _guard_show(sql, policy)
     if any(token.token_type == TokenType.TABLE for token in tokens):
         # MySQL 8's `TABLE t` (also inside UNION) is not a SELECT; sqlglot would rewrite it into one.
-        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "TABLE statement")
+        raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "TABLE statement")
     if first in _DESCRIBE_STARTS:
         if tokens[1].token_type in _QUERY_STARTS:
             body = _guard_query(sql[tokens[1].start :], policy)
@@ -341,20 +345,20 @@ def _check_text(sql: str, max_bytes: int) -> None:
     try:
         size = len(sql.encode("utf-8"))
     except UnicodeEncodeError as exc:  # lone surrogates cannot be sent to the server at all
-        raise SqlPolicyError("PARSE_ERROR", "not encodable as UTF-8") from exc
+        raise SqlPolicyError(PolicyReason.PARSE_ERROR, "not encodable as UTF-8") from exc
     if size > max_bytes:
-        raise SqlPolicyError("TOO_LONG", f"{size} bytes")
+        raise SqlPolicyError(PolicyReason.TOO_LONG, f"{size} bytes")
     if not sql.strip():
-        raise SqlPolicyError("PARSE_ERROR", "empty statement")
+        raise SqlPolicyError(PolicyReason.PARSE_ERROR, "empty statement")
     for ch in sql:
         # NUL, invisible format characters (zero-width space, bidi overrides) and unassigned code
         # points only ever serve to make the text read differently than it parses.
         if ch not in _ALLOWED_CONTROL_CHARACTERS and unicodedata.category(ch) in _INVISIBLE_CATEGORIES:
-            raise SqlPolicyError("PARSE_ERROR", f"character U+{ord(ch):04X}")
+            raise SqlPolicyError(PolicyReason.PARSE_ERROR, f"character U+{ord(ch):04X}")
     # The server may run with or without NO_BACKSLASH_ESCAPES, which moves where a string ends:
     # a comment must not hide behind either reading.
     if _has_comment(sql, backslash_escapes=True) or _has_comment(sql, backslash_escapes=False):
-        raise SqlPolicyError("COMMENT")
+        raise SqlPolicyError(PolicyReason.COMMENT)
 
 
 def _has_comment(text: str, *, backslash_escapes: bool) -> bool:
@@ -388,20 +392,20 @@ def _tokenize(sql: str) -> list[Token]:
     try:
         tokens = MySQL().tokenize(sql)
     except Exception as exc:  # fail closed: any tokenizer failure is a rejection, never a crash
-        raise SqlPolicyError("PARSE_ERROR", "tokenizer") from exc
+        raise SqlPolicyError(PolicyReason.PARSE_ERROR, "tokenizer") from exc
     if not tokens:
-        raise SqlPolicyError("PARSE_ERROR", "no tokens")
+        raise SqlPolicyError(PolicyReason.PARSE_ERROR, "no tokens")
     if any(token.comments for token in tokens):
-        raise SqlPolicyError("COMMENT")
+        raise SqlPolicyError(PolicyReason.COMMENT)
     return tokens
 
 
 def _check_single_statement(tokens: list[Token]) -> None:
     for index, token in enumerate(tokens):
         if token.token_type == TokenType.SEMICOLON and index != len(tokens) - 1:
-            raise SqlPolicyError("MULTI_STATEMENT")
+            raise SqlPolicyError(PolicyReason.MULTI_STATEMENT)
     if len(tokens) == 1 and tokens[0].token_type == TokenType.SEMICOLON:
-        raise SqlPolicyError("PARSE_ERROR", "empty statement")
+        raise SqlPolicyError(PolicyReason.PARSE_ERROR, "empty statement")
 
 
 def _check_statement_start(tokens: list[Token]) -> None:
@@ -415,16 +419,16 @@ def _check_statement_start(tokens: list[Token]) -> None:
         return
     if first.token_type in _DESCRIBE_STARTS:
         if second is None or second.token_type == TokenType.SEMICOLON:
-            raise SqlPolicyError("PARSE_ERROR", "nothing to describe")
+            raise SqlPolicyError(PolicyReason.PARSE_ERROR, "nothing to describe")
         if second.token_type == TokenType.ANALYZE:
-            raise SqlPolicyError("EXPLAIN_ANALYZE")
+            raise SqlPolicyError(PolicyReason.EXPLAIN_ANALYZE)
         return
     word = first.text.upper() if first.token_type not in _NAME_TOKENS else ""
     if word == "ANALYZE" and second is not None and second.text.upper() not in _ANALYZE_TABLE_WORDS:
-        raise SqlPolicyError("EXPLAIN_ANALYZE", "MariaDB ANALYZE runs the statement")
+        raise SqlPolicyError(PolicyReason.EXPLAIN_ANALYZE, "MariaDB ANALYZE runs the statement")
     if word in _WRITE_KEYWORDS:
-        raise SqlPolicyError("WRITE_STATEMENT", word)
-    raise SqlPolicyError("UNSUPPORTED_STATEMENT", word or "not a keyword")
+        raise SqlPolicyError(PolicyReason.WRITE_STATEMENT, word)
+    raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, word or "not a keyword")
 
 
 def _check_token_patterns(tokens: list[Token]) -> None:
@@ -432,15 +436,15 @@ def _check_token_patterns(tokens: list[Token]) -> None:
     for token, following in zip(tokens, [*tokens[1:], None], strict=True):
         kind = token.token_type
         if kind == TokenType.INTO:
-            raise SqlPolicyError("INTO_CLAUSE")
+            raise SqlPolicyError(PolicyReason.INTO_CLAUSE)
         if kind in _VARIABLE_TOKENS:
-            raise SqlPolicyError("VARIABLE")
+            raise SqlPolicyError(PolicyReason.VARIABLE)
         if following is None or following.token_type in _NAME_TOKENS:
             continue
         if (kind == TokenType.FOR and following.text.upper() in ("UPDATE", "SHARE")) or (
             kind == TokenType.LOCK and following.token_type == TokenType.IN
         ):
-            raise SqlPolicyError("LOCKING_READ")
+            raise SqlPolicyError(PolicyReason.LOCKING_READ)
 
 
 # --- SELECT and set operations ----------------------------------------------------------------
@@ -510,24 +514,24 @@ def _generate(root: exp.Expr) -> str:
     try:
         return root.sql(dialect="mysql", identify=True)
     except Exception as exc:  # fail closed on generator failures
-        raise SqlPolicyError("PARSE_ERROR", "generator") from exc
+        raise SqlPolicyError(PolicyReason.PARSE_ERROR, "generator") from exc
 
 
 def _parse_query(sql: str) -> exp.Query:
     try:
         statements = sqlglot.parse(sql, read="mysql")
     except Exception as exc:  # ParseError, TokenError, RecursionError on deep nesting: all rejections
-        raise SqlPolicyError("PARSE_ERROR") from exc
+        raise SqlPolicyError(PolicyReason.PARSE_ERROR) from exc
     parsed = [statement for statement in statements if statement is not None]
     if len(parsed) != 1:
-        raise SqlPolicyError("MULTI_STATEMENT" if parsed else "PARSE_ERROR")
+        raise SqlPolicyError(PolicyReason.MULTI_STATEMENT if parsed else PolicyReason.PARSE_ERROR)
     root = parsed[0]
     while isinstance(root, exp.Subquery) and set(_set_args(root)) == {"this"}:
         root = root.this  # `(SELECT ...)`: the parentheses carry no meaning at the top
     if isinstance(root, _WRITE_NODES):
-        raise SqlPolicyError("WRITE_STATEMENT", type(root).__name__)
+        raise SqlPolicyError(PolicyReason.WRITE_STATEMENT, type(root).__name__)
     if not isinstance(root, (exp.Select, exp.SetOperation)):
-        raise SqlPolicyError("UNSUPPORTED_STATEMENT", type(root).__name__)
+        raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, type(root).__name__)
     _require_select_branches(root)
     if root.parent is not None:
         root.pop()  # detach from the unwrapped parentheses: scoping and generation start here
@@ -543,7 +547,7 @@ def _require_select_branches(node: exp.Expr) -> None:
     elif isinstance(node, exp.Subquery):
         _require_select_branches(node.this)
     elif not isinstance(node, exp.Select):
-        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "set operation branch")
+        raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "set operation branch")
 
 
 def _set_args(node: exp.Expr) -> list[str]:
@@ -556,45 +560,47 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[str, ...]:
     nodes = list(root.walk())
     for node in nodes:
         if isinstance(node, _WRITE_NODES):
-            raise SqlPolicyError("WRITE_STATEMENT", type(node).__name__)
+            raise SqlPolicyError(PolicyReason.WRITE_STATEMENT, type(node).__name__)
     for node in nodes:
         if isinstance(node, exp.Command):
-            raise SqlPolicyError("UNSUPPORTED_STATEMENT", "command")
+            raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "command")
     for node in nodes:
         if isinstance(node, exp.Into):
-            raise SqlPolicyError("INTO_CLAUSE")
+            raise SqlPolicyError(PolicyReason.INTO_CLAUSE)
     for node in nodes:
         if isinstance(node, exp.Lock):
-            raise SqlPolicyError("LOCKING_READ")
+            raise SqlPolicyError(PolicyReason.LOCKING_READ)
     for node in nodes:
         if isinstance(node, _VARIABLE_NODES):
-            raise SqlPolicyError("VARIABLE")
+            raise SqlPolicyError(PolicyReason.VARIABLE)
     for node in nodes:
         if isinstance(node, exp.Hint) or node.comments:
-            raise SqlPolicyError("COMMENT")
+            raise SqlPolicyError(PolicyReason.COMMENT)
     others = [node for node in nodes if type(node) not in _ALLOWED_NODES]  # And/Or/Xor are Funcs too
     for node in others:
         if isinstance(node, exp.Func) and _function_name(node) not in ALLOWED_FUNCTIONS:
-            raise SqlPolicyError("FUNCTION_NOT_ALLOWED", _function_name(node) or type(node).__name__)
+            raise SqlPolicyError(
+                PolicyReason.FUNCTION_NOT_ALLOWED, _function_name(node) or type(node).__name__
+            )
     for node in others:
         if not isinstance(node, exp.Func):
-            raise SqlPolicyError("UNSUPPORTED_STATEMENT", type(node).__name__)
+            raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, type(node).__name__)
     for node in nodes:
         _check_cost(node)
     schemas: set[str] = set()
     for node in nodes:
         if isinstance(node, (exp.Table, exp.Column)) and node.args.get("catalog") is not None:
-            raise SqlPolicyError("UNSUPPORTED_STATEMENT", "catalog-qualified name")
+            raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "catalog-qualified name")
         if isinstance(node, exp.Column) and node.db:
             policy.schema(node.db)  # `mysql.user.x` names a system table even where it cannot resolve
         if isinstance(node, exp.Table) and not _is_cte_reference(node):
             if not isinstance(node.this, exp.Identifier):
-                raise SqlPolicyError("UNSUPPORTED_STATEMENT", "table reference")
+                raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "table reference")
             schemas.add(policy.schema(node.db or policy.database).lower())
     # Last, so a statement that breaks another rule too keeps that rule's reason (`mysql.user` reads are
     # SYSTEM_SCHEMA whatever they select).
     if (secret := secret_read(root)) is not None:
-        raise SqlPolicyError("SECRET_COLUMN", secret)
+        raise SqlPolicyError(PolicyReason.SECRET_COLUMN, secret)
     return tuple(sorted(schemas))
 
 
@@ -603,27 +609,29 @@ def _check_cost(node: exp.Expr) -> None:
     if isinstance(node, exp.Cast):
         target = node.to
         if not isinstance(target, exp.DataType) or target.this not in _CAST_TARGETS:
-            raise SqlPolicyError("COSTLY_EXPRESSION", "CAST target")
+            raise SqlPolicyError(PolicyReason.COSTLY_EXPRESSION, "CAST target")
         if target.this in _LENGTHLESS_CAST_TARGETS and target.expressions:
-            raise SqlPolicyError("COSTLY_EXPRESSION", "CAST to a padded length")
+            raise SqlPolicyError(PolicyReason.COSTLY_EXPRESSION, "CAST to a padded length")
     elif isinstance(node, exp.GroupConcat):
         separator = node.args.get("separator")
         if separator is not None and not (
             isinstance(separator, exp.Literal) and separator.is_string and len(separator.this.encode()) <= 4
         ):
-            raise SqlPolicyError("COSTLY_EXPRESSION", "GROUP_CONCAT separator longer than 4 bytes")
+            raise SqlPolicyError(PolicyReason.COSTLY_EXPRESSION, "GROUP_CONCAT separator longer than 4 bytes")
     elif isinstance(node, exp.JSONExtract):
         path = node.expression
         if node.expressions or not isinstance(path, exp.JSONPath):
-            raise SqlPolicyError("COSTLY_EXPRESSION", "JSON_EXTRACT takes one literal path")
+            raise SqlPolicyError(PolicyReason.COSTLY_EXPRESSION, "JSON_EXTRACT takes one literal path")
         if any(isinstance(part, exp.JSONPathWildcard) for part in path.walk()):
-            raise SqlPolicyError("COSTLY_EXPRESSION", "JSON path wildcard")
+            raise SqlPolicyError(PolicyReason.COSTLY_EXPRESSION, "JSON path wildcard")
     elif isinstance(node, exp.Like):
         pattern = node.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
-            raise SqlPolicyError("COSTLY_EXPRESSION", "LIKE pattern must be a string literal")
+            raise SqlPolicyError(PolicyReason.COSTLY_EXPRESSION, "LIKE pattern must be a string literal")
         if len(pattern.this.encode()) > MAX_LIKE_PATTERN_BYTES:
-            raise SqlPolicyError("COSTLY_EXPRESSION", f"LIKE pattern over {MAX_LIKE_PATTERN_BYTES} bytes")
+            raise SqlPolicyError(
+                PolicyReason.COSTLY_EXPRESSION, f"LIKE pattern over {MAX_LIKE_PATTERN_BYTES} bytes"
+            )
 
 
 def _cap_built_strings(root: exp.Query) -> None:
@@ -724,7 +732,7 @@ def _clamp_limit(root: exp.Expr, row_limit: int) -> None:
     value = _integer(limit.expression) if plain else None
     offset = root.args.get("offset")
     if value is None or (offset is not None and _integer(offset.expression) is None):
-        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "LIMIT/OFFSET must be integer literals")
+        raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "LIMIT/OFFSET must be integer literals")
     if value > row_limit:
         limit.set("expression", exp.Literal.number(row_limit))
 
@@ -741,14 +749,14 @@ def _verify_generated(text: str, policy: _Policy, schemas: tuple[str, ...]) -> N
     Guards against generator quirks (sqlglot renders `SELECT a INTO @v FROM t` as `CREATE TABLE @v AS ...`).
     """
     if _has_comment(text, backslash_escapes=True) or _has_comment(text, backslash_escapes=False):
-        raise SqlPolicyError("COMMENT", "in generated text")
+        raise SqlPolicyError(PolicyReason.COMMENT, "in generated text")
     root = _parse_query(text)
     if _check_tree(root, policy) != schemas:
-        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "generated text touches other schemas")
+        raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "generated text touches other schemas")
     limit = root.args.get("limit")
     value = _integer(limit.expression) if isinstance(limit, exp.Limit) else None
     if value is None or value > policy.row_limit:
-        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "generated text lost the row limit")
+        raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "generated text lost the row limit")
 
 
 # --- SHOW and DESCRIBE: rebuilt from a strict grammar, never from sqlglot -----------------------
@@ -774,7 +782,7 @@ def _guard_show(sql: str, policy: _Policy) -> GuardedStatement:
         schema, table = _table_name(match, policy)
         rebuilt = f"SHOW CREATE TABLE {_quote(schema)}.{_quote(table)}"
         return GuardedStatement("SHOW", rebuilt, (schema.lower(),), None)
-    raise SqlPolicyError("UNSUPPORTED_STATEMENT", "only SHOW TABLES|COLUMNS|INDEX|CREATE TABLE")
+    raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "only SHOW TABLES|COLUMNS|INDEX|CREATE TABLE")
 
 
 def _guard_describe(sql: str, policy: _Policy) -> GuardedStatement:
@@ -783,8 +791,10 @@ def _guard_describe(sql: str, policy: _Policy) -> GuardedStatement:
         words = sql.split()
         target = words[1].upper() if len(words) > 1 else ""
         if target in _WRITE_KEYWORDS:
-            raise SqlPolicyError("WRITE_STATEMENT", f"EXPLAIN {target}")
-        raise SqlPolicyError("UNSUPPORTED_STATEMENT", "EXPLAIN/DESCRIBE of a table or a SELECT only")
+            raise SqlPolicyError(PolicyReason.WRITE_STATEMENT, f"EXPLAIN {target}")
+        raise SqlPolicyError(
+            PolicyReason.UNSUPPORTED_STATEMENT, "EXPLAIN/DESCRIBE of a table or a SELECT only"
+        )
     schema, table = _table_name(match, policy)
     return GuardedStatement("DESCRIBE", f"DESCRIBE {_quote(schema)}.{_quote(table)}", (schema.lower(),), None)
 
@@ -796,7 +806,7 @@ def _table_name(match: re.Match[str], policy: _Policy) -> tuple[str, str]:
     db = _unquote(groups["db"]) if groups.get("db") else None
     if second is not None:
         if db is not None:
-            raise SqlPolicyError("UNSUPPORTED_STATEMENT", "schema named twice")
+            raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "schema named twice")
         return policy.schema(first), _unquote(second)
     return policy.schema(db or policy.database), first
 

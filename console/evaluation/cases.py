@@ -23,19 +23,20 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agent.contracts import PreviousTurn
+from agent.errors import DiagnoseError
 from agent.input_files import InputFileError, parse_yaml_mapping, read_input_text
+from tools.definitions import ToolName
 
 MAX_CASE_BYTES = 256_000
 MAX_CASES = 500
-ToolName = Literal["lookup_knowledge", "query_logs", "query_mysql"]
 
 
-class EvalCaseError(Exception):
+class EvalCaseError(DiagnoseError):
     """A case file or folder cannot be used; the message names the file and the problem."""
 
 

@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.run_events import RunEvent
 from agent.settings import Settings, load_settings
 from console.evaluation.cases import EvalCase
 from console.evaluation.scoring import RunScore, Scores, aggregate, score_run
 from console.wiring import RunEnvironment, open_run_environment
-from tools.run_events import RunEvent
 
 Progress = Callable[[int, int, EvalCase, int, RunScore | None], None]
 """Called before each run (score None) and after it: (index, total, case, repetition, score)."""

@@ -37,13 +37,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agent.contracts import ExecutionResult
+from agent.run_events import ModelRoundFinished, ModelRoundStarted, ProtocolChanged, RunEvent, ToolStarted
+from agent.vocabulary import DraftViolation, ModelFailureCause, ProtocolCode
 from console.evaluation.cases import EvalCase
-from tools.run_events import ModelRoundFinished, ModelRoundStarted, ProtocolChanged, RunEvent, ToolStarted
-from tools.vocabulary import Evaluation, EvidenceStatus, ProtocolCode
+from tools.vocabulary import Evaluation, EvidenceStatus
 
 VIOLATION_CODES = frozenset({ProtocolCode.INVALID_PROGRESS_PROTOCOL, ProtocolCode.UNKNOWN_TOOL})
 # A refused Draft whose violation is about what it cites: at least one citation was not grounded.
-CITATION_VIOLATIONS = frozenset({"UNKNOWN_CITATION", "FINDING_CITES_NON_FOUND", "FINDING_CITES_NO_GAIN"})
+CITATION_VIOLATIONS = frozenset(
+    {
+        DraftViolation.UNKNOWN_CITATION,
+        DraftViolation.FINDING_CITES_NON_FOUND,
+        DraftViolation.FINDING_CITES_NO_GAIN,
+    }
+)
 # A call answered with one of these was not a call the protocol could take up.
 REFUSED_CALL_CODES = VIOLATION_CODES | {ProtocolCode.INVALID_INPUT, ProtocolCode.TOO_MANY_CALLS}
 
@@ -123,7 +130,7 @@ def score_run(
     protocol = [e for e in events if isinstance(e, ProtocolChanged)]
     rounds = [e for e in events if isinstance(e, ModelRoundFinished)]
     offered, valid = _tool_rounds(
-        events, cut=(result.failure is not None and result.failure.cause == "MAX_TOKENS")
+        events, cut=(result.failure is not None and result.failure.cause == ModelFailureCause.MAX_TOKENS)
     )
     found = {
         c.tool_call_id

@@ -53,35 +53,32 @@ def default_threads() -> int:
 def run_model_server(args: argparse.Namespace) -> int:
     # Loaded only for this command: building the CLI's parser needs no more than the catalog.
     from console.model_server.chat_template import chat_template
-    from console.model_server.fetch import ModelServerError, fetch_model
+    from console.model_server.fetch import fetch_model
     from console.model_server.launch import ServerSpec, start_server, stop_server
     from console.model_server.llama_build import build_llama_server, find_llama_server
 
     model = MODELS[args.model]
     cache = args.cache or _default_cache()
     say = _say(sys.stderr)
-    try:
-        binary = find_llama_server(args.llama_server, cache)
-        if binary is None:
-            binary = build_llama_server(cache, say, progress_reporter(sys.stderr))
-        model_file = fetch_model(model, cache, say)
-        template = cache / "templates" / f"{model.key}.jinja"
-        template.parent.mkdir(parents=True, exist_ok=True)
-        template.write_text(chat_template(model.turns), encoding="utf-8")
-        spec = ServerSpec(
-            binary=binary,
-            model=model_file,
-            template=template,
-            served_name=model.served_name,
-            port=args.port,
-            threads=max(1, args.threads),
-            log=cache / "logs" / f"llama-server-{args.port}.log",
-        )
-        say(f"starting llama-server with {model.title} on 127.0.0.1:{args.port}")
-        proc = start_server(spec)
-    except ModelServerError as exc:
-        print(f"diagnose: {exc}", file=sys.stderr)
-        return 3
+    # A step that cannot be done is a ModelServerError: `main()` prints its line and exits 3.
+    binary = find_llama_server(args.llama_server, cache)
+    if binary is None:
+        binary = build_llama_server(cache, say, progress_reporter(sys.stderr))
+    model_file = fetch_model(model, cache, say)
+    template = cache / "templates" / f"{model.key}.jinja"
+    template.parent.mkdir(parents=True, exist_ok=True)
+    template.write_text(chat_template(model.turns), encoding="utf-8")
+    spec = ServerSpec(
+        binary=binary,
+        model=model_file,
+        template=template,
+        served_name=model.served_name,
+        port=args.port,
+        threads=max(1, args.threads),
+        log=cache / "logs" / f"llama-server-{args.port}.log",
+    )
+    say(f"starting llama-server with {model.title} on 127.0.0.1:{args.port}")
+    proc = start_server(spec)
     # Ctrl-C, or a TERM from a supervisor (a shell that started us in the background ignores INT for
     # us), stops the server with us: it is never left running without its owner.
     signal.signal(signal.SIGINT, signal.default_int_handler)

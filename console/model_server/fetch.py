@@ -15,12 +15,13 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
+from agent.errors import DiagnoseError
 from console.model_server.catalog import ShippedModel
 
 CHUNK = 1024 * 1024
 
 
-class ModelServerError(Exception):
+class ModelServerError(DiagnoseError):
     """A step of `diagnose demo model-server` cannot be done; the message says which and why."""
 
 

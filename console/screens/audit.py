@@ -27,6 +27,7 @@ from textual.widgets import DataTable, Input, Select, Static, TabbedContent, Tab
 from textual.widgets.data_table import ColumnKey
 from textual.worker import get_current_worker
 
+from agent.vocabulary import INTERRUPTED_RUN, InvocationStatus, Outcome
 from console.host import ConsoleHost
 from console.messages import EngineStatus
 from console.presentation import OUTCOME_STYLE, STATUS_STYLE, counted
@@ -39,7 +40,7 @@ from console.widgets.table_columns import MIN_FLEX_WIDTH, Column, flexible_width
 from console.widgets.timeline import clip, input_summary
 from console.widgets.too_small import TooSmall, fit_screen
 from tools.definitions import TOOL_NAMES
-from tools.vocabulary import INTERRUPTED_RUN, ErrorCode, InvocationStatus, Outcome
+from tools.vocabulary import ErrorCode
 
 if TYPE_CHECKING:
     from audit.browse import AuditBrowser

@@ -40,9 +40,9 @@ from console.widgets.status_bar import StatusBar
 from console.widgets.too_small import TooSmall, fit_screen
 
 if TYPE_CHECKING:
+    from agent.run_events import RunEvent
     from console.export import RunRecord
     from console.screens.export_dialog import ExportTarget
-    from tools.run_events import RunEvent
 
 DRAIN_INTERVAL_S = 0.05
 DRAIN_SLICE_S = 0.012  # the longest a drain holds the event loop: a key waits at most about this long

@@ -20,7 +20,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from console.presentation import SETUP_ERROR
+from agent.vocabulary import SETUP_ERROR
 from console.safe_text import neutralize
 
 

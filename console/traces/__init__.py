@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent.errors import DiagnoseError
 from agent.secrets import parse_headers
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 EXTRA_HINT = "pip install 'diagnosis-console[traces]'"
 
 
-class TracesUnavailable(Exception):
+class TracesUnavailable(DiagnoseError):
     """Traces were asked for and cannot be sent; the message says why, without a secret."""
 
 

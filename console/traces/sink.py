@@ -30,9 +30,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from agent.models import parse_model_label
-from console.traces.content import ContentCapture
-from console.traces.ids import PlannedIds, span_id_of, trace_id_of
-from tools.run_events import (
+from agent.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,
@@ -43,7 +41,9 @@ from tools.run_events import (
     ToolFinished,
     ToolStarted,
 )
-from tools.vocabulary import INTERRUPTED_RUN, InvocationStatus, Outcome, ProtocolCode
+from agent.vocabulary import INTERRUPTED_RUN, InvocationStatus, Outcome, ProtocolCode
+from console.traces.content import ContentCapture
+from console.traces.ids import PlannedIds, span_id_of, trace_id_of
 
 AGENT_NAME = "diagnosis"
 PREFIX = "diagnose."

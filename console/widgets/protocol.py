@@ -11,10 +11,10 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
+from agent.vocabulary import Outcome, ProtocolCode, StopReason
 from console.presentation import STOP_CAUSE_TEXT
 from console.safe_text import neutralize
 from console.widgets.run_state import RunState
-from tools.vocabulary import Outcome, ProtocolCode, StopReason
 
 LABEL_WIDTH = 20
 

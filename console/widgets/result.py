@@ -17,6 +17,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from agent.vocabulary import StopReason
 from console.messages import CitationSelected
 from console.presentation import (
     EVALUATION_STYLE,
@@ -31,7 +32,6 @@ from console.presentation import (
 )
 from console.safe_text import neutralize, neutralize_values
 from console.widgets.run_state import RunState
-from tools.vocabulary import StopReason
 
 
 def heading(text: str) -> Text:

@@ -1,7 +1,7 @@
 """RunState: folds the run-event stream into what the run widgets draw.
 
 Live runs and audit replays feed this same reducer, so a replayed run is drawn exactly like a live one.
-It dispatches on the typed events of `tools.run_events` (docs/architecture.md, "Run events") and
+It dispatches on the typed events of `agent.run_events` (docs/architecture.md, "Run events") and
 records which rows changed, so a burst of events costs one redraw of the changed rows, not one redraw
 per event. Pure Python: no Textual, no engine import.
 """
@@ -12,11 +12,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent.vocabulary import ProtocolCode, StopReason
 from console.presentation import CallState
-from tools.vocabulary import ErrorCode, EvidenceStatus, ProtocolCode, StopReason
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 if TYPE_CHECKING:  # the event types load with the first event folded, not before the first frame
-    from tools.run_events import (
+    from agent.run_events import (
         BudgetChanged,
         ModelRoundFinished,
         ModelRoundStarted,
@@ -193,7 +194,7 @@ class RunState:
     def apply(self, event: RunEvent | Mapping[str, Any]) -> None:
         """Fold one event: a typed event, or an event's JSON object (validated first). An object of a
         type this version does not know is skipped, as the audit skips it."""
-        from tools import run_events as types  # imported here: an empty console never needs it
+        from agent import run_events as types  # imported here: an empty console never needs it
 
         if not isinstance(event, types.RunEventBase) and types.known_type(event) is None:
             return

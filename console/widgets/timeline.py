@@ -21,6 +21,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from agent.vocabulary import InvocationStatus, ProtocolCode
 from console.presentation import (
     EVALUATION_STYLE,
     OUTCOME_MEANING,
@@ -34,11 +35,11 @@ from console.presentation import (
 )
 from console.safe_text import neutralize
 from console.widgets.run_state import CallRow, Changes, RoundRow, RunState
-from tools.definitions import QUERY_LOGS
-from tools.vocabulary import ErrorCode, EvidenceStatus, InvocationStatus, ProtocolCode
+from tools.definitions import ToolName
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 if TYPE_CHECKING:
-    from tools.run_events import ProtocolChanged
+    from agent.run_events import ProtocolChanged
 
 TimelineKey = tuple[str, Any]  # ("round", n) | ("call", id) | ("note", i) | ("finish", None)
 
@@ -54,7 +55,7 @@ def input_summary(tool: str | None, business: Any, width: int = 60) -> str:
     """The business input in one short line: the values an operator scans for."""
     if not isinstance(business, dict):
         return ""
-    if tool == QUERY_LOGS:
+    if tool == ToolName.QUERY_LOGS:
         window = f"{business.get('start', '')}…{business.get('end', '')}"
         parts = [str(business.get("service", "")), window]
         for key in ("level", "contains"):

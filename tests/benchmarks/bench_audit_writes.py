@@ -30,12 +30,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.run_events import RunEvent
 from audit import AuditSink, AuditStore
 from audit.sqlite_store import _fts_statements
 from audit.sqlite_text_search import FTS_COLUMNS
 from tests.benchmarks.bench_harness import HarnessSide
 from tests.benchmarks.machine import hardware
-from tools.run_events import RunEvent
 
 
 def record_events(tool_rounds: int, folder: Path) -> list[RunEvent]:

@@ -6,7 +6,7 @@ The console promises that a fast event stream never starves input and that no ev
 goes through the live pipeline: `ctrl+r` posts RunSubmitted, the screen's run worker calls the run
 environment's use case with the screen's own sink (`sinks=[screen._inbox.append]`), and the 50 ms drain
 timer applies the queued events in batches. Only the engine is replaced: a stub use case emits a
-realistic stream of typed events (`tools.run_events`; run_started; per model round: model_round_started,
+realistic stream of typed events (`agent.run_events`; run_started; per model round: model_round_started,
 model_round_finished, tool_started/tool_finished with a ~1 KB log projection and the observation for
 each of 3 calls, protocol_changed EVALUATION_RECORDED with the protocol state, budget_changed; a final
 text round; run_finished with a DRAFT result), yielding to the event loop after each round only, i.e. as
@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, cast
 from textual import events
 from textual.widgets import TextArea
 
+from agent.run_events import RunEvent, RunFinished, ToolStarted, parse_event
 from tests.benchmarks.machine import hardware
-from tools.run_events import RunEvent, RunFinished, ToolStarted, parse_event
 
 if TYPE_CHECKING:
     from console.wiring import RunEnvironment

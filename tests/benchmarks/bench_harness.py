@@ -41,18 +41,20 @@ from pathlib import Path
 from typing import Any
 
 import agent.use_case as use_case_module
+from agent.run_events import RunFinished, RunStarted, ToolStarted
 from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
+from agent.vocabulary import Outcome, StopReason
 from audit import AuditSink, AuditStore
 from tests.benchmarks.machine import hardware
 from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import DESCRIPTIONS, ENVELOPE_KEYS, LOOKUP_KNOWLEDGE, envelope_schema
+from tools.definitions import DESCRIPTIONS, ENVELOPE_KEYS, ToolName
+from tools.input_models import envelope_schema
 from tools.redaction import Redactor
-from tools.run_events import RunFinished, RunStarted, ToolStarted
-from tools.vocabulary import Outcome, StopReason
+from tools.vocabulary import EvidenceStatus
 
 TARGET_RATIO = 1.3
 TARGET_OVERHEAD_MS = 0.5  # harness overhead per tool round, at every count of the sweep
@@ -79,7 +81,7 @@ class InstantKnowledge:
     """The in-process adapter of the harness side: a small FOUND projection, no I/O."""
 
     async def execute(self, request: ToolRequest) -> AdapterResult:
-        return AdapterResult("FOUND", PROJECTION)
+        return AdapterResult(EvidenceStatus.FOUND, PROJECTION)
 
 
 async def bare_lookup(previous_observation: Any = None, input: Any = None) -> str:
@@ -132,7 +134,7 @@ class HarnessSide:
         self.store = AuditStore(audit_path)
         self.audit = audit
         self.reuse_tools = reuse_tools
-        self.boundary = ToolBoundary({LOOKUP_KNOWLEDGE: InstantKnowledge()}, redactor=self.redactor)
+        self.boundary = ToolBoundary({ToolName.LOOKUP_KNOWLEDGE: InstantKnowledge()}, redactor=self.redactor)
 
     async def run_once(self) -> str:
         use_case = DiagnosisUseCase(
@@ -164,9 +166,9 @@ class BareSide:
         self.max_steps = tool_rounds + 4
         self.tools = [
             Tool(
-                name=LOOKUP_KNOWLEDGE,
-                description=DESCRIPTIONS[LOOKUP_KNOWLEDGE],
-                parameters=envelope_schema(LOOKUP_KNOWLEDGE),
+                name=ToolName.LOOKUP_KNOWLEDGE,
+                description=DESCRIPTIONS[ToolName.LOOKUP_KNOWLEDGE],
+                parameters=envelope_schema(ToolName.LOOKUP_KNOWLEDGE),
                 async_function=bare_lookup,
             )
         ]

@@ -79,7 +79,7 @@ impl = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = impl  # dataclasses look their module up there
 spec.loader.exec_module(impl)
 from tools.adapter import ToolRequest
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 
 
 def status(key):

@@ -30,7 +30,7 @@ from typing import Any
 from tests.benchmarks.machine import hardware
 from tools.adapter import ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import QUERY_MYSQL
+from tools.definitions import ToolName
 from tools.mysql import MysqlAdapter, _Rows, open_connection, parse_dsn
 from tools.redaction import Redactor
 from tools.sql_guard import GuardedStatement, guard_sql
@@ -112,16 +112,16 @@ async def measure(dsn: str, rows: int, repeats: int, warmup: int) -> dict[str, A
         max_result_bytes=1_000_000_000,
         pool_size=1,
     )
-    boundary = ToolBoundary({QUERY_MYSQL: adapter}, redactor=Redactor(["bench-secret-value-123"]))
+    boundary = ToolBoundary({ToolName.QUERY_MYSQL: adapter}, redactor=Redactor(["bench-secret-value-123"]))
     raw = await open_connection(parse_dsn(dsn), None, 10.0)
     await raw.select_db(database)
     guarded_statement = guard_sql(SQL, database=database, allowed_schemas=[database], max_rows=rows)
     try:
 
         async def guarded() -> int:
-            business = boundary.validate_input(QUERY_MYSQL, {"sql": SQL, "database": None})
+            business = boundary.validate_input(ToolName.QUERY_MYSQL, {"sql": SQL, "database": None})
             outcome = await boundary.invoke(
-                ToolRequest("run-bench", "s-bench", "call-1", QUERY_MYSQL, business)
+                ToolRequest("run-bench", "s-bench", "call-1", ToolName.QUERY_MYSQL, business)
             )
             if outcome.status != "FOUND" or outcome.data is None:
                 raise SystemExit(

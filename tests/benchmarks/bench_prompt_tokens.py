@@ -28,13 +28,14 @@ from typing import Any
 import httpx
 
 from agent.draft_rules import run_bounds
+from agent.haystack_tools import frozen_tools
 from agent.prompt import PROTOCOL_RULES, draft_section, system_prompt
 from agent.settings import load_settings
-from agent.use_case import agent_input_text, frozen_tools
+from agent.use_case import agent_input_text
 from tests.benchmarks.machine import hardware
 from tools.adapter import ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.logs_file import LogFileAdapter, bundled_logs_path
 from tools.observation import Observation
 

@@ -9,11 +9,7 @@ from typing import Any
 from textual.widgets import Static, TextArea
 
 from agent.events import RunEventEmitter
-from console.widgets.result import ResultView
-from tests.support import RecordingAdapter
-from tests.support.console import SIZE, engine_ready, has_row, make_app, plain, timeline_labels, wait_until
-from tools.definitions import QUERY_LOGS
-from tools.run_events import (
+from agent.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,
@@ -24,7 +20,11 @@ from tools.run_events import (
     ToolFinished,
     ToolStarted,
 )
-from tools.vocabulary import InvocationStatus
+from agent.vocabulary import InvocationStatus
+from console.widgets.result import ResultView
+from tests.support import RecordingAdapter
+from tests.support.console import SIZE, engine_ready, has_row, make_app, plain, timeline_labels, wait_until
+from tools.definitions import ToolName
 
 
 def slow_environment(tmp_path: Path, adapter: RecordingAdapter) -> Any:
@@ -104,14 +104,22 @@ def synthetic_burst(rounds: int) -> list[RunEvent]:
         )
         for tool_call_id in ids:
             emitter.emit(
-                ToolStarted, round=n, tool_call_id=tool_call_id, tool=QUERY_LOGS, input={"service": "x"}
+                ToolStarted,
+                round=n,
+                tool_call_id=tool_call_id,
+                tool=ToolName.QUERY_LOGS,
+                input={"service": "x"},
             )
-            observation = {"tool_call_id": tool_call_id, "tool": QUERY_LOGS, "evidence_status": "FOUND"}
+            observation = {
+                "tool_call_id": tool_call_id,
+                "tool": ToolName.QUERY_LOGS,
+                "evidence_status": "FOUND",
+            }
             emitter.emit(
                 ToolFinished,
                 round=n,
                 tool_call_id=tool_call_id,
-                tool=QUERY_LOGS,
+                tool=ToolName.QUERY_LOGS,
                 status=InvocationStatus.FOUND,
                 error_code=None,
                 reason=None,

@@ -33,7 +33,7 @@ LATER = (
     "console.screens.export_dialog",
     "textual.widgets._data_table",
     "tools.redaction",
-    "tools.run_events",
+    "agent.run_events",
 )
 
 def first_paint() -> None:
@@ -73,7 +73,7 @@ from textual.app import App
 LATER = (
     "haystack", "pydantic", "agent.events", "tools.redaction", "tomllib", "console.audit_cli",
     "console.eval_cli", "console.demo_cli", "console.export", "textual.widgets._data_table",
-    "tools.run_events", "opentelemetry", "console.traces",
+    "agent.run_events", "opentelemetry", "console.traces",
 )
 seen = {}
 _display = App._display

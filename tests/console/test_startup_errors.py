@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import TextArea
 
+from agent.vocabulary import SETUP_ERROR, USAGE_ERROR
 from console.app import DiagnoseApp
 from console.cli import main
-from console.presentation import SETUP_ERROR, USAGE_ERROR
 from console.screens.startup_failed import StartupFailed
 from tests.support.console import SIZE, painted_text, settled
 from tests.support.terminal import REPO, in_terminal

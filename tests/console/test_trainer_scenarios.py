@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from agent.run_events import ModelRoundStarted, RunFinished, RunStarted
 from console.app import DiagnoseApp
 from console.widgets.run_state import RunState
 from console.widgets.status_bar import StatusBar
@@ -21,7 +22,6 @@ from tests.support.console import (
     timeline_labels,
     wait_until,
 )
-from tools.run_events import ModelRoundStarted, RunFinished, RunStarted
 
 AppFactory = Callable[..., DiagnoseApp]
 

@@ -29,44 +29,51 @@ from tests.support import RecordingAdapter
 from tests.support.mysql import MysqlTestEnv, running_with_marker, wait_until
 from tests.support.resilience import QUERY, WINDOW, assert_audit_consistent, no_conclusion_draft, tool_call
 from tools.boundary import ToolBoundary
-from tools.definitions import LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL
+from tools.definitions import ToolName
 
 pytestmark = pytest.mark.mysql
 
 MARKER = "dc_soak_"
-MODES = ("model", LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL, "between_rounds", "anywhere")
+MODES = (
+    "model",
+    ToolName.LOOKUP_KNOWLEDGE,
+    ToolName.QUERY_LOGS,
+    ToolName.QUERY_MYSQL,
+    "between_rounds",
+    "anywhere",
+)
 SLOW_TOOL_S = 0.25
 MODEL_DELAY_MS = 250
 
 
 def _call(tool: str, i: int, call_id: str = "call-1", evaluates: str | None = None) -> dict[str, Any]:
     business: dict[str, Any] = {
-        LOOKUP_KNOWLEDGE: {"query": f"连接池 耗尽 {i}"},
-        QUERY_LOGS: {"service": "payment-service", **WINDOW, "contains": f"timeout {i}"},
-        QUERY_MYSQL: {
+        ToolName.LOOKUP_KNOWLEDGE: {"query": f"连接池 耗尽 {i}"},
+        ToolName.QUERY_LOGS: {"service": "payment-service", **WINDOW, "contains": f"timeout {i}"},
+        ToolName.QUERY_MYSQL: {
             "sql": f"SELECT COUNT(*) AS {MARKER}{i} FROM numbers a JOIN numbers b ON a.n <> b.n "
             "JOIN numbers c ON c.n < a.n"
         },
-    }[tool]
+    }[ToolName(tool)]
     return tool_call(call_id, tool, business, evaluates)
 
 
 def _rounds(mode: str, i: int) -> list[dict[str, Any]]:
     draft = {"text": no_conclusion_draft()}
     if mode == "model":
-        return [{"tool_calls": [_call(LOOKUP_KNOWLEDGE, i)], "delay_ms": MODEL_DELAY_MS}, draft]
-    if mode in (LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL):
+        return [{"tool_calls": [_call(ToolName.LOOKUP_KNOWLEDGE, i)], "delay_ms": MODEL_DELAY_MS}, draft]
+    if mode in (ToolName.LOOKUP_KNOWLEDGE, ToolName.QUERY_LOGS, ToolName.QUERY_MYSQL):
         return [{"tool_calls": [_call(mode, i)]}, draft]
     if mode == "between_rounds":
         return [
-            {"tool_calls": [_call(QUERY_LOGS, i)]},
-            {"tool_calls": [_call(LOOKUP_KNOWLEDGE, i, "call-2", evaluates="call-1")]},
+            {"tool_calls": [_call(ToolName.QUERY_LOGS, i)]},
+            {"tool_calls": [_call(ToolName.LOOKUP_KNOWLEDGE, i, "call-2", evaluates="call-1")]},
             draft,
         ]
     return [  # anywhere: model, fast-ish tools, model, the heavy join, model
-        {"tool_calls": [_call(LOOKUP_KNOWLEDGE, i)], "delay_ms": 40},
-        {"tool_calls": [_call(QUERY_LOGS, i, "call-2", evaluates="call-1")], "delay_ms": 40},
-        {"tool_calls": [_call(QUERY_MYSQL, i, "call-3", evaluates="call-2")], "delay_ms": 40},
+        {"tool_calls": [_call(ToolName.LOOKUP_KNOWLEDGE, i)], "delay_ms": 40},
+        {"tool_calls": [_call(ToolName.QUERY_LOGS, i, "call-2", evaluates="call-1")], "delay_ms": 40},
+        {"tool_calls": [_call(ToolName.QUERY_MYSQL, i, "call-3", evaluates="call-2")], "delay_ms": 40},
         draft,
     ]
 
@@ -78,9 +85,9 @@ class Soak:
         self.mysql = mysql_env.adapter(statement_timeout_ms=30_000)
         self.boundary = ToolBoundary(
             {
-                LOOKUP_KNOWLEDGE: RecordingAdapter(delay_s=SLOW_TOOL_S),
-                QUERY_LOGS: RecordingAdapter(delay_s=SLOW_TOOL_S),
-                QUERY_MYSQL: self.mysql,
+                ToolName.LOOKUP_KNOWLEDGE: RecordingAdapter(delay_s=SLOW_TOOL_S),
+                ToolName.QUERY_LOGS: RecordingAdapter(delay_s=SLOW_TOOL_S),
+                ToolName.QUERY_MYSQL: self.mysql,
             }
         )
         self.settings = load_settings(None, overrides={"budget": {"deadline_s": 120}})
@@ -124,10 +131,12 @@ class Soak:
         if mode == "model":
             await asyncio.sleep(self.rng.uniform(0.01, (MODEL_DELAY_MS - 20) / 1000))
             cancel()
-        elif mode in (LOOKUP_KNOWLEDGE, QUERY_LOGS, QUERY_MYSQL):
+        elif mode in (ToolName.LOOKUP_KNOWLEDGE, ToolName.QUERY_LOGS, ToolName.QUERY_MYSQL):
             async with asyncio.timeout(10):
                 await trigger.wait()
-            await asyncio.sleep(self.rng.uniform(0, SLOW_TOOL_S - 0.05 if mode != QUERY_MYSQL else 0.4))
+            await asyncio.sleep(
+                self.rng.uniform(0, SLOW_TOOL_S - 0.05 if mode != ToolName.QUERY_MYSQL else 0.4)
+            )
             cancel()
         elif mode == "anywhere":
             await asyncio.sleep(self.rng.uniform(0, 0.9))

@@ -30,7 +30,7 @@ from tests.support.resilience import (
     write_config,
     write_scenario,
 )
-from tools.definitions import QUERY_MYSQL
+from tools.definitions import ToolName
 from tools.mysql import MysqlAdapter
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("mariadb_left_running")]
@@ -48,12 +48,14 @@ def _files(tmp_path: Path, env: MysqlTestEnv, sql: str) -> tuple[Path, Path]:
     config = write_config(
         tmp_path / "config.toml", {"mysql": {"dsn": env.dsn(env.shop), "statement_timeout_ms": 30_000}}
     )
-    scenario = write_scenario(tmp_path, one_call_then_draft(tool_call("call-1", QUERY_MYSQL, {"sql": sql})))
+    scenario = write_scenario(
+        tmp_path, one_call_then_draft(tool_call("call-1", ToolName.QUERY_MYSQL, {"sql": sql}))
+    )
     return config, scenario
 
 
 def _adapter_pool(env: RunEnvironment) -> dict[str, int]:
-    adapter = env.boundary._adapters[QUERY_MYSQL]
+    adapter = env.boundary._adapters[ToolName.QUERY_MYSQL]
     assert isinstance(adapter, MysqlAdapter)
     return adapter.pool_stats()
 

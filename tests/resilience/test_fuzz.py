@@ -24,7 +24,8 @@ from agent.draft_rules import RunEvidence
 from agent.scenarios import Scenario, ScenarioError, parse_scenario
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
-from tools.definitions import BUSINESS_INPUTS, MAX_SQL_BYTES, QUERY_MYSQL, TOOL_NAMES, QueryMysqlInput
+from tools.definitions import MAX_SQL_BYTES, TOOL_NAMES, ToolName
+from tools.input_models import BUSINESS_INPUTS, QueryMysqlInput
 from tools.logql import MAX_CONTAINS_CHARS, build_logql
 from tools.unicode_text import is_encodable
 
@@ -267,7 +268,7 @@ def check_input(tool: str, raw: Any) -> None:
         return
     assert isinstance(model, BUSINESS_INPUTS[tool])
     assert type(model).model_validate(model.model_dump()) == model  # what is executed validates again
-    if tool == QUERY_MYSQL:
+    if tool == ToolName.QUERY_MYSQL:
         assert isinstance(model, QueryMysqlInput) and len(model.sql.encode("utf-8")) <= MAX_SQL_BYTES
     else:
         texts = [v for v in model.model_dump().values() if isinstance(v, str)]

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from console.presentation import USAGE_ERROR
+from agent.vocabulary import EXIT_CODE_OF, USAGE_ERROR, Outcome
 from tests.support.resilience import REPO, run_cli, run_cli_process
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
-from tools.definitions import QUERY_LOGS
-from tools.vocabulary import EXIT_CODE_OF, Outcome
+from tools.definitions import ToolName
 
 SCENARIO = "evidence-backed-diagnosis"
 
@@ -187,11 +186,11 @@ def test_absurd_audit_arguments_are_usage_errors(
 def test_a_window_that_is_not_strict_rfc3339_in_range_is_invalid_input(stamp: str) -> None:
     business = {"service": "payment-service", "start": stamp, "end": "2026-11-30T03:00:00Z", "limit": 10}
     with pytest.raises(ToolError) as rejected:
-        ToolBoundary.validate_input(QUERY_LOGS, business)
+        ToolBoundary.validate_input(ToolName.QUERY_LOGS, business)
     assert rejected.value.code == "INVALID_INPUT"
 
 
 def test_strict_rfc3339_windows_are_still_accepted() -> None:
     for start in ("2026-11-30T02:10:00Z", "2026-11-30T10:10:00.123456789+08:00", "2026-11-30T02:10:00-00:30"):
         business = {"service": "payment-service", "start": start, "end": "2026-11-30T03:00:00Z", "limit": 10}
-        assert ToolBoundary.validate_input(QUERY_LOGS, business)
+        assert ToolBoundary.validate_input(ToolName.QUERY_LOGS, business)

@@ -47,7 +47,7 @@ from tests.support.spec_scenarios import (
 from tools import logs_file
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
-from tools.definitions import QueryLogsInput
+from tools.input_models import QueryLogsInput
 from tools.logs_file import LogFileAdapter
 from tools.mysql import MysqlAdapter
 

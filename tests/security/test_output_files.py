@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from agent.vocabulary import USAGE_ERROR
 from audit import AuditSink, AuditStore
 from audit.files import MissingFolderError, UnsafeFileError, make_last_folder
 from audit.output_files import OutputExistsError, OutputFile, write_output
-from console.presentation import USAGE_ERROR
 from tests.support.audit_events import Events
 from tests.support.resilience import REPO, run_cli, run_cli_process
 

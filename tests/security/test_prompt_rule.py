@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from agent.draft_rules import run_bounds
 from agent.prompt import system_prompt
-from tools.vocabulary import AUDITED_PROTOCOL_CODES, ProtocolCode
+from agent.vocabulary import AUDITED_PROTOCOL_CODES, ProtocolCode
 
 
 def test_the_prompt_says_tool_data_is_untrusted_and_not_instructions() -> None:

@@ -27,11 +27,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.events import RunEventEmitter
+from agent.run_events import ToolFinished
+from agent.vocabulary import InvocationStatus
 from console.cli import _log_to_file
 from tests.support.redaction_corpus import SHAPES, Shape, ordinary_lines
 from tools.redaction import NOOP, REDACTED
-from tools.run_events import ToolFinished
-from tools.vocabulary import InvocationStatus
 
 ISSUE_SHAPES = {
     "pgp-private-key-block", "twilio-api-key", "vault-service-token", "webhook-signing-secret",

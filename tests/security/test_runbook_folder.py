@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tools.adapter import ToolRequest
-from tools.definitions import LOOKUP_KNOWLEDGE, LookupKnowledgeInput
+from tools.definitions import ToolName
+from tools.input_models import LookupKnowledgeInput
 from tools.knowledge import KnowledgeAdapter, SkippedFile
 
 
@@ -24,7 +25,7 @@ def lookup(adapter: KnowledgeAdapter, query: str) -> list[dict[str, object]]:
         run_id="r",
         session_id="s",
         tool_call_id="c",
-        tool=LOOKUP_KNOWLEDGE,
+        tool=ToolName.LOOKUP_KNOWLEDGE,
         input=LookupKnowledgeInput(query=query, top_k=5),
     )
     result = asyncio.run(adapter.execute(request))
@@ -80,7 +81,7 @@ def test_the_size_cap_is_a_configuration_key(tmp_path: Path) -> None:
 
     (tmp_path / "runbook.md").write_text("# Gateway 504\n\nupstream timeout " + "x" * 100)
     settings = load_settings(overrides={"knowledge": {"path": str(tmp_path), "max_file_bytes": 64}})
-    adapter = build_adapters(settings)[LOOKUP_KNOWLEDGE]
+    adapter = build_adapters(settings)[ToolName.LOOKUP_KNOWLEDGE]
     assert isinstance(adapter, KnowledgeAdapter)
     assert lookup(adapter, "upstream timeout") == []
     assert adapter.skipped == (SkippedFile("runbook.md", "TOO_LARGE"),)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from tests.support.mysql import MysqlTestEnv, mysql_request, root_connection
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
-from tools.definitions import MAX_SQL_BYTES, QUERY_MYSQL
+from tools.definitions import MAX_SQL_BYTES, ToolName
 from tools.sql_guard import (
     ALLOWED_FUNCTIONS,
     BUILT_STRING_BYTES,
@@ -305,7 +305,7 @@ async def test_a_thread_that_outlives_the_kill_is_reported_to_the_audit(
     # The kill lands ~1.2 s in (the limit plus the client's margin); the search runs ~4 s, so it
     # outlives the 0.5 s verification by seconds, not by a margin a busy server could eat.
     adapter = mysql_env.adapter(statement_timeout_ms=200, kill_verify_s=0.5)
-    boundary = ToolBoundary({QUERY_MYSQL: adapter})
+    boundary = ToolBoundary({ToolName.QUERY_MYSQL: adapter})
     try:
         outcome = await boundary.invoke(mysql_request("SELECT 1"))
         # The invocation (and so its audit row, whose `reason` column this fills) says the query lives on.

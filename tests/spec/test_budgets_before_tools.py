@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent.contracts import StopReason
 from agent.scenarios import resolve_scenario
+from agent.vocabulary import StopReason
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness
 from tests.support.spec_scenarios import (

@@ -27,6 +27,7 @@ from tests.support.spec_scenarios import (
     tools_round,
 )
 from tools.adapter import AdapterResult
+from tools.vocabulary import EvidenceStatus
 
 ROWS = {"columns": ["id"], "rows": [[1]], "returned": 1, "truncated": False}
 
@@ -142,7 +143,9 @@ async def test_a_call_the_adapter_answers_differently_is_not_a_duplicate(
 async def test_the_audit_keys_invocations_by_their_canonical_input(tmp_path: Path) -> None:
     """Two runs spell the same window differently: one input key, each run's own input kept as written."""
     store = AuditStore(tmp_path / "audit.db")
-    adapter = RecordingAdapter(answer=lambda _r: AdapterResult("EMPTY", {"entries": [], "returned": 0}))
+    adapter = RecordingAdapter(
+        answer=lambda _r: AdapterResult(EvidenceStatus.EMPTY, {"entries": [], "returned": 0})
+    )
     h = harness(
         scenario(
             tools_round(call("a-1", "query_logs", logs())),

@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.vocabulary import EXIT_CODE_OF, OUTCOME_OF, Outcome, StopReason
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
 from tests.support.hostile_text import hostile_strings, small_hostile_strings
@@ -39,7 +40,6 @@ from tests.support.resilience import (
 )
 from tests.support.spec_scenarios import found
 from tools.unicode_text import encodable
-from tools.vocabulary import EXIT_CODE_OF, OUTCOME_OF, Outcome, StopReason
 
 QUERY = "payment-service 2026-11-30 02:10Z 起支付超时，请诊断。"
 KB = {"query": "支付超时 连接池"}

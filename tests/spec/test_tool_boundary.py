@@ -33,7 +33,8 @@ from tests.support.spec_scenarios import (
     tools_round,
 )
 from tools.adapter import AdapterResult, ToolError, ToolRequest
-from tools.definitions import TOOL_NAMES, LookupKnowledgeInput, QueryLogsInput
+from tools.definitions import TOOL_NAMES
+from tools.input_models import LookupKnowledgeInput, QueryLogsInput
 
 
 async def test_framework_requests_first_rag_evidence() -> None:
@@ -374,7 +375,7 @@ async def test_tool_execution_fails_when_mysql_is_not_configured() -> None:
 
 
 async def test_unknown_tool_is_requested() -> None:
-    adapters = {name: RecordingAdapter() for name in TOOL_NAMES}
+    adapters: dict[str, RecordingAdapter] = {name: RecordingAdapter() for name in TOOL_NAMES}
     h = harness(
         scenario(
             tools_round(call("x-1", "restart_service", {"service": "payment-service"})),

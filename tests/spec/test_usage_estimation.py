@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agent.use_case import frozen_tools
+from agent.haystack_tools import frozen_tools
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness
 from tests.support.spec_scenarios import (

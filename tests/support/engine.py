@@ -20,6 +20,7 @@ from agent.settings import Settings, load_settings
 from agent.use_case import DiagnosisUseCase
 from tools.adapter import AdapterResult, EvidenceAdapter, ToolError, ToolRequest
 from tools.boundary import ToolBoundary
+from tools.vocabulary import EvidenceStatus
 
 if TYPE_CHECKING:
     from haystack.hooks import Hook, HookPoint
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
 class RecordingAdapter:
     """A test adapter: records every request it receives and answers from a function."""
 
-    answer: Callable[[ToolRequest], AdapterResult] = lambda r: AdapterResult("FOUND", {"rows": [{"v": 1}]})
+    answer: Callable[[ToolRequest], AdapterResult] = lambda r: AdapterResult(
+        EvidenceStatus.FOUND, {"rows": [{"v": 1}]}
+    )
     delay_s: float = 0.0
     requests: list[ToolRequest] = field(default_factory=list)
     cancelled: int = 0

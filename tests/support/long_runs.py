@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from agent.scenarios import ScriptedRound, ScriptedToolCall, ScriptedUsage
-from tools.definitions import LOOKUP_KNOWLEDGE
+from tools.definitions import ToolName
 
 DRAFT = {
     "conclusion": "payment-service 的连接池在发布后耗尽。",
@@ -28,7 +28,7 @@ def knowledge_rounds(tool_rounds: int, *, reported_usage: bool = True) -> list[S
         previous = None if i == 1 else {"tool_call_id": f"call-{i - 1}", "evaluation": "GAINED"}
         call = ScriptedToolCall(
             id=f"call-{i}",
-            name=LOOKUP_KNOWLEDGE,
+            name=ToolName.LOOKUP_KNOWLEDGE,
             arguments={"previous_observation": previous, "input": {"query": f"连接池 耗尽 step {i}"}},
         )
         usage = ScriptedUsage(prompt_tokens=900, completion_tokens=60) if reported_usage else None

@@ -27,7 +27,8 @@ import pymysql
 import pytest
 
 from tools.adapter import ToolRequest
-from tools.definitions import QUERY_MYSQL, QueryMysqlInput
+from tools.definitions import ToolName
+from tools.input_models import QueryMysqlInput
 from tools.mysql import MysqlAdapter, bundled_demo_sql_path, split_sql_script
 
 MYSQL_HOST = "127.0.0.1"
@@ -214,7 +215,7 @@ def mysql_request(sql: str, database: str | None = None) -> ToolRequest:
     except ValueError:
         params = QueryMysqlInput.model_construct(sql=sql, database=database)
     return ToolRequest(
-        run_id="run-1", session_id="s-1", tool_call_id="call-1", tool=QUERY_MYSQL, input=params
+        run_id="run-1", session_id="s-1", tool_call_id="call-1", tool=ToolName.QUERY_MYSQL, input=params
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from tests.support import Harnessed, tool_messages_seen_by_model
 from tools.adapter import AdapterResult, ToolRequest
+from tools.vocabulary import EvidenceStatus
 
 REPO = Path(__file__).resolve().parents[2]
 QUERY = "2026-11-30 02:00-03:00 UTC payment-service 支付大量超时（POST /api/v1/payments 504），请诊断。"
@@ -106,11 +107,11 @@ def scenario(
 
 
 def found(data: dict[str, Any]) -> Callable[[ToolRequest], AdapterResult]:
-    return lambda _request: AdapterResult("FOUND", data)
+    return lambda _request: AdapterResult(EvidenceStatus.FOUND, data)
 
 
 def empty() -> Callable[[ToolRequest], AdapterResult]:
-    return lambda _request: AdapterResult("EMPTY", {"entries": [], "returned": 0})
+    return lambda _request: AdapterResult(EvidenceStatus.EMPTY, {"entries": [], "returned": 0})
 
 
 LOG_DATA = {

@@ -36,16 +36,8 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from tools.vocabulary import (
-    ErrorCode,
-    Evaluation,
-    EventType,
-    InvocationStatus,
-    Outcome,
-    ProtocolCode,
-    SaturationReason,
-    StopReason,
-)
+from agent.vocabulary import EventType, InvocationStatus, Outcome, ProtocolCode, SaturationReason, StopReason
+from tools.vocabulary import ErrorCode, Evaluation
 
 JsonObject: TypeAlias = dict[str, Any]
 
