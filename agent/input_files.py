@@ -10,6 +10,7 @@ is an `InputTooLarge` holding the bytes read, so a caller can still say what the
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from agent.errors import DiagnoseError
+from tools.unicode_text import is_encodable
 
 MIB = 1024 * 1024
 
@@ -98,6 +100,31 @@ def read_input_text(path: Path | str, *, what: str, limit: int) -> str:
     return decode_text(read_input_file(path, what=what, limit=limit), what=f"{what} {path}")
 
 
+class _AliasRefused(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+@functools.cache
+def _alias_free_loader() -> type:
+    """PyYAML's safe loader without aliases (`*name`).
+
+    An alias shares one object wherever it is used, so a chain of anchors, each a list of two aliases
+    of the one before, is a few hundred bytes that expand to gigabytes once anything serialises it (a
+    scripted tool call's arguments are sent, counted and audited as JSON): 23 links made a run take
+    half a gigabyte and 17 s, 30 would exhaust the machine. A scenario or a case never needs one."""
+    import yaml
+
+    class AliasFreeLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise _AliasRefused(self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+
+    return AliasFreeLoader
+
+
 def parse_yaml_mapping(text: str, *, source: str, what: str) -> dict[str, Any]:
     """One YAML (or JSON) document that must be a mapping: scenario files and eval cases alike.
 
@@ -107,7 +134,11 @@ def parse_yaml_mapping(text: str, *, source: str, what: str) -> dict[str, Any]:
     import yaml  # only the commands that read such files pay for the import
 
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_alias_free_loader())  # a SafeLoader, aliases refused
+    except _AliasRefused as refused:
+        raise InputFileError(
+            f"{source}: YAML aliases are not allowed in a {what} (line {refused.line}): write the value out"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -116,7 +147,35 @@ def parse_yaml_mapping(text: str, *, source: str, what: str) -> dict[str, Any]:
         raise InputFileError(f"{source}: nested too deeply to be a {what}") from None
     if not isinstance(raw, dict):
         raise InputFileError(f"{source}: a {what} must be a mapping")
+    if (key_path := _unencodable_key(raw)) is not None:
+        raise InputFileError(f"{source}: a key at {key_path or 'the top'} is not valid Unicode text")
     return raw
+
+
+def _unencodable_key(raw: dict[str, Any]) -> str | None:
+    """Where the first key UTF-8 cannot carry (a lone surrogate, from a `\\ud800` escape) sits, as
+    `key[index]` ("" for the top level); None when every key is text.
+
+    A file's strings may hold such text on purpose (a scenario scripts what a hostile model sends), but
+    its keys only name fields: one that is not text could never name one, and every error message that
+    echoes a key (the validator's, the loader's) would fail to encode instead of explaining. A walk with
+    its own stack that visits each object once: a file nested thousands deep must not overflow Python's,
+    and one alias repeated in a chain of anchors must not be walked exponentially often."""
+    pending: list[tuple[Any, str]] = [(raw, "")]
+    seen: set[int] = set()  # YAML aliases share one object many times over: walk each once
+    while pending:
+        value, path = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and not is_encodable(key):
+                    return path
+                pending.append((item, f"{path}.{key}" if path else str(key)))
+        elif isinstance(value, list):
+            pending.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
+    return None
 
 
 def _size(limit: int) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import string
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -410,6 +411,79 @@ def test_scenario_loader_answers_scenario_error_or_a_scenario(text: str) -> None
 @given(scenario_texts)
 def test_scenario_loader_answers_scenario_error_or_a_scenario_long(text: str) -> None:
     check_scenario(text)
+
+
+SURROGATE_KEYS = st.builds(
+    lambda head, low, tail: head + chr(low) + tail,
+    st.text(string.ascii_lowercase, max_size=3),
+    st.integers(0xD800, 0xDFFF),
+    st.text(string.ascii_lowercase, max_size=3),
+)
+# Where a key can sit in a scenario or a case: top level, a settings section or limit, a round, a call.
+KEY_PLACES = [
+    lambda k: {k: 1, "name": "x", "query": "q", "rounds": [{"text": "a"}]},
+    lambda k: {"name": "x", "query": "q", "settings": {k: {}}, "rounds": [{"text": "a"}]},
+    lambda k: {"name": "x", "query": "q", "settings": {"budget": {k: 1}}, "rounds": [{"text": "a"}]},
+    lambda k: {"name": "x", "query": "q", "rounds": [{"text": "a", k: 1}]},
+    lambda k: {"name": "x", "rounds": [{"tool_calls": [{"id": "c", "name": "t", "arguments": {k: 1}}]}]},
+    lambda k: {"name": "x", "query": "q", "expect": {k: "DRAFT"}, "scenario": "payment-timeout"},
+]
+
+
+@DEFAULT
+@given(SURROGATE_KEYS, st.sampled_from(KEY_PLACES))
+def test_a_key_that_is_not_text_is_a_typed_error_in_scenarios_and_cases(
+    tmp_path_factory: pytest.TempPathFactory, key: str, place: Any
+) -> None:
+    """A `\\udXXX` escape in a key anywhere: the loader names where, and never fails to encode its own
+    message (pydantic's validators echo keys) with a UnicodeEncodeError instead."""
+    from console.evaluation.cases import EvalCaseError, load_case_file
+
+    text = json.dumps(place(key))
+    with pytest.raises(ScenarioError, match="is not valid Unicode text"):
+        parse_scenario(text)
+    case = tmp_path_factory.mktemp("case") / "case.yaml"
+    case.write_text(text, encoding="utf-8")
+    with pytest.raises(EvalCaseError, match="is not valid Unicode text"):
+        load_case_file(case)
+
+
+def alias_chain(links: int) -> str:
+    """A scenario whose scripted call's arguments are a chain of anchors, each two aliases of the one
+    before: a few hundred bytes that expand to 2**links values once serialised."""
+    lines = ["name: bomb", "query: q", "rounds:", "- tool_calls:", "  - id: c", "    name: lookup_knowledge"]
+    lines += ["    arguments:", "      a0: &a0 [x, x]"]
+    lines += [f"      a{i}: &a{i} [*a{i - 1}, *a{i - 1}]" for i in range(1, links)]
+    return "\n".join([*lines, '- text: "{}"', ""])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        alias_chain(20),
+        "name: x\nquery: &q q\ntitle: *q\nrounds: [{text: a}]\n",
+        "name: x\nbase: &b {text: a}\nrounds: [{<<: *b}]\n",
+    ],
+    ids=["expanding-chain", "one-alias", "merge-key"],
+)
+def test_yaml_aliases_are_refused_before_anything_expands_them(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scenario or case file is hostile input: an alias shares one object, so a short chain of them
+    is gigabytes once a run serialises the arguments. Refused by the loader, with the line, exit 3."""
+    from console.cli import main
+    from console.evaluation.cases import EvalCaseError, load_case_file
+
+    with pytest.raises(ScenarioError, match=r"YAML aliases are not allowed in a scenario \(line \d+\)"):
+        parse_scenario(text)
+    case = tmp_path / "case.yaml"
+    case.write_text(text, encoding="utf-8")
+    with pytest.raises(EvalCaseError, match="YAML aliases are not allowed in a case"):
+        load_case_file(case)
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(text, encoding="utf-8")
+    assert main(["run", "--scenario", str(scenario), "--audit-db", str(tmp_path / "a.db"), "--json"]) == 3
+    assert "YAML aliases are not allowed" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
