@@ -107,6 +107,10 @@ class Scenario(_Strict):
         return settings
 
 
+# Under these keys a scenario holds what a model sends (any text, lone surrogates included), not fields.
+SCRIPTED_MODEL_DATA = frozenset({"arguments"})
+
+
 class ScenarioError(DiagnoseError):
     """A scenario cannot be loaded; the message names the file and the problem."""
 
@@ -129,7 +133,7 @@ def load_scenario_file(path: Path) -> Scenario:
 
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     try:
-        raw = parse_yaml_mapping(text, source=source, what="scenario")
+        raw = parse_yaml_mapping(text, source=source, what="scenario", free_form=SCRIPTED_MODEL_DATA)
     except InputFileError as exc:
         raise ScenarioError(str(exc)) from None
     try:

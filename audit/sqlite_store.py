@@ -533,7 +533,10 @@ class AuditStore(AuditStoreBase):
                 self.db.execute(f"PRAGMA user_version = {target}")
 
     def _in_transaction(self) -> bool:
-        return self.db.conn.in_transaction
+        try:
+            return self.db.conn.in_transaction
+        except sqlite3.ProgrammingError:  # closed under us: the write that follows says so, typed
+            return False
 
     @contextmanager
     def write(self) -> Iterator[sqlite_utils.Database]:

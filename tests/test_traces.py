@@ -334,8 +334,9 @@ def test_strings_from_a_hostile_model_never_cost_a_trace(
     path = tmp_path / "hostile.json"  # JSON escapes keep lone surrogates writable
     path.write_text(json.dumps(scenario([{"tool_calls": calls}, {"text": no_conclusion_draft()}])), "utf-8")
     config = write_config(tmp_path / "diagnose.toml", {"telemetry.traces": {"capture_content": True}})
+    # `--query=TEXT`: a generated text may start with "-", which argparse would read as an option.
     run = traced_run(
-        capsys, tmp_path, receiver.endpoint, "--config", config, "--scenario", path, "--query", text
+        capsys, tmp_path, receiver.endpoint, "--config", config, "--scenario", path, f"--query={text}"
     )
     assert run.code in (0, 2, 10, 11), run.err
     root, chats, _ = tree(receiver.spans(), run.result["run_id"])

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from agent.contracts import PreviousTurn
 from agent.errors import DiagnoseError
 from agent.input_files import InputFileError, parse_yaml_mapping, read_input_text
+from agent.scenarios import SCRIPTED_MODEL_DATA
 from tools.definitions import ToolName
 
 MAX_CASE_BYTES = 256_000
@@ -121,7 +122,7 @@ def load_cases(folder: Path | None = None, only: list[str] | None = None) -> lis
 def load_case_file(path: Path) -> EvalCase:
     try:
         text = read_input_text(path, what="case file", limit=MAX_CASE_BYTES)
-        raw = parse_yaml_mapping(text, source=str(path), what="case")
+        raw = parse_yaml_mapping(text, source=str(path), what="case", free_form=SCRIPTED_MODEL_DATA)
     except InputFileError as exc:
         raise EvalCaseError(str(exc)) from None
     try:

@@ -425,7 +425,7 @@ KEY_PLACES = [
     lambda k: {"name": "x", "query": "q", "settings": {k: {}}, "rounds": [{"text": "a"}]},
     lambda k: {"name": "x", "query": "q", "settings": {"budget": {k: 1}}, "rounds": [{"text": "a"}]},
     lambda k: {"name": "x", "query": "q", "rounds": [{"text": "a", k: 1}]},
-    lambda k: {"name": "x", "rounds": [{"tool_calls": [{"id": "c", "name": "t", "arguments": {k: 1}}]}]},
+    lambda k: {"name": "x", "rounds": [{"tool_calls": [{"id": "c", "name": "t", k: {}}]}]},
     lambda k: {"name": "x", "query": "q", "expect": {k: "DRAFT"}, "scenario": "payment-timeout"},
 ]
 
