@@ -28,7 +28,7 @@ from tests.support.audit_events import LOGS_INPUT, Events
 from tests.support.mysql import root_connection
 from tests.support.tcp_proxy import TcpProxy
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WRITERS = 8
 
 

@@ -26,7 +26,7 @@ from audit.sink import AuditSink
 from audit.sqlite_store import AuditStore
 from tests.support.audit_events import LOGS_INPUT, Events, on_disk
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # A process that writes a run and a STARTED invocation through the real sink, then either kills
 # itself with SIGKILL ("crash") or reports "ready" and waits: a line "finish" on stdin completes the
