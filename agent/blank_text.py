@@ -5,7 +5,7 @@ U+200B or U+2060 passed as "non-blank" although it shows as nothing. Blank here 
 that renders as nothing or only moves the cursor: whitespace, control characters (Cc), format
 characters (Cf) and Unicode's default-ignorable code points (variation selectors, Hangul fillers,
 tag characters). The table is fixed, not computed from `unicodedata` at import (a full scan costs
-half a second); tests/test_blank_text.py checks it against the running Python's Unicode data.
+half a second); tests/agent/test_blank_text.py checks it against the running Python's Unicode data.
 
 The same table is the character class of the Draft schema's `pattern` (agent/draft_rules.py), so
 the schema sent to a model server and the parser call the same strings blank.

@@ -61,7 +61,7 @@ _PLAIN_CHAR = '[^"\\\\\\x00-\\x1f\\x7f]'
 # `\u00XX` escapes). Budgeting for them would cut every text by a quarter to a half for what no
 # honest Draft is made of; a Draft made of them may pass the length bounds and still exceed the byte
 # limit, and the parser's byte check (run first) refuses it as DRAFT_TOO_LARGE.
-# tests/test_draft_rules.py pins this one difference.
+# tests/agent/test_draft_rules.py pins this one difference.
 MAX_BYTES_PER_CHAR = 3
 MAX_CITED_PER_ITEM = 4
 # Every call ID is budgeted at least this many bytes, so that the limits stated in the prompt (before

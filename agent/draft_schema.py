@@ -10,7 +10,7 @@ schema is built from the Draft rules (agent/draft_rules.py) and what the run act
 - a null conclusion `contains` a non-blank `missing_info` entry; statement, scope and conclusion match
   the non-blank pattern;
 - item counts and string lengths are the run's `DraftBounds`.
-Without a token limit it admits exactly the Drafts the parser accepts (tests/test_draft_rules.py
+Without a token limit it admits exactly the Drafts the parser accepts (tests/agent/test_draft_rules.py
 proves it on generated Drafts; the one pinned exception is text of characters whose JSON takes
 more than 3 bytes, see agent/draft_rules.py). The schema sent on a final round is also fitted to the round's
 `max_tokens` (a Draft the server is told to produce must be one it may finish), which only narrows

@@ -18,7 +18,7 @@ round's request carries the frozen definitions narrowed by the progress ledger a
   `date-time`, no other keys.
 
 Every instance a narrowed schema admits is one the frozen definition admits
-(`tests/test_tool_round_schema.py` generates them), so the Agent's tools stay the frozen three; only
+(`tests/agent/test_tool_round_schema.py` generates them), so the Agent's tools stay the frozen three; only
 the request's copy of their parameters is narrower. The `strict` form (OpenAI's strict functions)
 lists every property as required, optional ones nullable, as that mode demands.
 """

@@ -14,7 +14,7 @@ The sink's and browser's statements use constructs the two servers spell differe
   that carries its index on the server (audit.mysql_schema).
  String literals stay as they are: the server session runs with
 `NO_BACKSLASH_ESCAPES`, so `'\\'` is one backslash on both. A statement must not hold `?` inside a
-string literal; none of ours does, and `tests/test_audit_mysql_dialect.py` pins every statement.
+string literal; none of ours does, and `tests/audit/test_audit_mysql_dialect.py` pins every statement.
 """
 
 from __future__ import annotations

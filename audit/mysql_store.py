@@ -427,11 +427,6 @@ class MysqlAuditStore(AuditStoreBase):
             )
         return version
 
-    @property
-    def schema_version(self) -> int:
-        rows = self.query("SELECT version FROM audit_schema_version WHERE id = 1")
-        return int(rows[0]["version"]) if rows else 0
-
     # --- writes -------------------------------------------------------------------------------------
 
     def _in_transaction(self) -> bool:
@@ -603,27 +598,6 @@ class MysqlAuditStore(AuditStoreBase):
                 except (pymysql.err.MySQLError, OSError) as exc:
                     raise AuditStoreError(f"audit read of {self.location} failed: {exc}") from exc
             return self._retrying(run)
-
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
-        rows = self.query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
-        return rows[0] if rows else None
-
-    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
-        return self.query(
-            "SELECT * FROM runs ORDER BY COALESCE(started_at, finished_at) DESC, run_id DESC LIMIT ?",
-            (limit,),
-        )
-
-    def list_invocations(self, run_id: str) -> list[dict[str, Any]]:
-        return self.query(
-            "SELECT * FROM invocations WHERE run_id = ? ORDER BY started_at, seq, tool_call_id", (run_id,)
-        )
-
-    def list_model_rounds(self, run_id: str) -> list[dict[str, Any]]:
-        return self.query("SELECT * FROM model_rounds WHERE run_id = ? ORDER BY round", (run_id,))
-
-    def list_protocol_events(self, run_id: str) -> list[dict[str, Any]]:
-        return self.query("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", (run_id,))
 
     # --- maintenance --------------------------------------------------------------------------------
 

@@ -667,26 +667,6 @@ class AuditStore(AuditStoreBase):
             with self.write() as db:
                 rebuild(db.conn)
 
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
-        rows = self.query("SELECT * FROM runs WHERE run_id = ?", (run_id,))
-        return rows[0] if rows else None
-
-    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
-        """Newest first; a run recorded only by its finish sorts by its finish time."""
-        return self.query(
-            "SELECT * FROM runs ORDER BY COALESCE(started_at, finished_at) DESC, rowid DESC LIMIT ?",
-            (limit,),
-        )
-
-    def list_invocations(self, run_id: str) -> list[dict[str, Any]]:
-        return self.query("SELECT * FROM invocations WHERE run_id = ? ORDER BY started_at, rowid", (run_id,))
-
-    def list_model_rounds(self, run_id: str) -> list[dict[str, Any]]:
-        return self.query("SELECT * FROM model_rounds WHERE run_id = ? ORDER BY round", (run_id,))
-
-    def list_protocol_events(self, run_id: str) -> list[dict[str, Any]]:
-        return self.query("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", (run_id,))
-
     def _release(self) -> None:
         self.db.close()
         self._release_held()

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
+from audit.sqlite_store import AuditStore
 from tests.support.audit_backends import AuditTarget, mariadb_target, sqlite_target
 from tests.support.mysql import MysqlTestEnv, create_env, drop_env, require_server
 
@@ -76,6 +79,18 @@ def mysql_env(mysql_server: str) -> Iterator[MysqlTestEnv]:
         yield env
     finally:
         drop_env(env)
+
+
+@pytest.fixture
+def audit_store(tmp_path: Path) -> Iterator[AuditStore]:
+    """The test's own audit file, `tmp_path / "audit.db"`, opened through the factory as a run opens
+    it; closed after the test. Its rows: `tests.support.audit_reader.AuditReader`."""
+    store = open_audit_store(SqliteLocation(tmp_path / "audit.db"))
+    assert isinstance(store, AuditStore)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])

@@ -14,6 +14,7 @@ from console.app import DiagnoseApp
 from console.screens.audit import PagedTable
 from tests.console.test_audit_layout import open_audit
 from tests.support.audit_backends import AuditTarget, audit_account
+from tests.support.audit_reader import AuditReader
 from tests.support.console import make_app, painted_text, run_to_end
 from tests.support.recorded import fill_audit
 
@@ -29,7 +30,7 @@ async def test_the_audit_screen_lists_and_replays_the_team_audits_runs(
     fill_audit(laptop, recorded_runs, runs=4)
     with AuditStore(laptop) as source, mariadb_audit.open() as team:
         copy_audit(source, team)
-        expected = [run["run_id"] for run in source.list_runs()]
+        expected = [run["run_id"] for run in AuditReader(source).runs()]
     config = tmp_path / "team.toml"
     config.write_text(f'[audit]\nurl = "{mariadb_audit.url}"\n', encoding="utf-8")
 

@@ -2,7 +2,8 @@
 
 No network and no 15-minute build here: wheels are built in a temporary folder and served to pip with
 `--no-index --find-links`, and `llama-server` is a small script that answers `/health` as the real
-one does. The real server and models run in the llm-marked end-to-end test (tests/test_real_model_server.py).
+one does. The real server and models run in the llm-marked end-to-end test
+(tests/console/test_real_model_server.py).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ import pytest
 import audit.common
 import audit.sqlite_store
 from audit import AuditStore
+from tests.support.audit_reader import AuditReader
 from tests.support.resilience import (
     CliRun,
     assert_audit_consistent,
@@ -224,7 +225,7 @@ def test_after_a_lock_past_the_retry_deadline_mid_run_the_audit_recovers(tmp_pat
     """Whatever the CLI prints, the next open of the audit closes the run: nothing stays STARTED."""
     db, _ = _run_with_lock_mid_run(tmp_path, hold_s=4.0, prelude=SHORT_RETRY)
     with AuditStore(db) as store:
-        (row,) = store.list_runs()
+        (row,) = AuditReader(store).runs()
         assert row["finished_at"] is not None
         assert row["outcome"] is not None or row["interrupted"] == 1
         assert store.query("SELECT * FROM invocations WHERE status = 'STARTED'") == []

@@ -494,7 +494,7 @@ def test_deeply_nested_yaml_is_a_scenario_error(text: str) -> None:
         parse_scenario(text)
 
 
-# --- 5. the SQL guard: its fuzzing lives with its generator, in tests/test_sql_guard.py ---------------------
+# --- 5. the SQL guard: its fuzzing lives with its generator, in tests/tools/test_sql_guard.py ---------------
 
 
 # --- 6. the LogQL builder --------------------------------------------------------------------------------

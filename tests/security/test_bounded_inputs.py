@@ -143,7 +143,7 @@ def test_a_closed_stdout_ends_quietly_with_the_runs_own_exit_code(tmp_path: Path
         assert code == 1  # FAILED / INVALID_DRAFT, the run's own code
         return
     # The events were what the reader wanted: a run still going when it left is cancelled for it
-    # (tests/test_cli_failure_paths.py); either way the code is the audited outcome's.
+    # (tests/console/test_cli_failure_paths.py); either way the code is the audited outcome's.
     with sqlite3.connect(tmp_path / "a.db") as db:
         (outcome,) = db.execute("SELECT outcome FROM runs").fetchone()
     assert outcome in ("FAILED", "CANCELLED") and code == EXIT_CODE_OF[Outcome(outcome)]

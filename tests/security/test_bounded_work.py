@@ -31,6 +31,7 @@ from agent.settings import ConfigError, load_settings
 from audit import AuditSink
 from tests.support import RecordingAdapter, harness
 from tests.support.audit_backends import AuditTarget
+from tests.support.audit_reader import AuditReader
 from tests.support.mysql import MysqlTestEnv
 from tests.support.resilience import read_events, run_cli, write_scenario
 from tests.support.spec_scenarios import (
@@ -97,8 +98,8 @@ async def test_one_reply_of_sixty_statements_runs_only_the_round_cap(
     )
     try:
         result = await h.run()
-        invocations = store.list_invocations(result.run_id)
-        protocol_rows = store.list_protocol_events(result.run_id)
+        invocations = AuditReader(store).invocations(result.run_id)
+        protocol_rows = AuditReader(store).protocol_events(result.run_id)
     finally:
         store.close()
         await mysql_adapter.adapter.aclose()
@@ -253,8 +254,8 @@ def test_diagnose_run_applies_a_scenario_files_cap_and_audits_it(
     store = AuditStore(audit)
     try:
         run_id = run.result["run_id"]
-        assert [i["tool_call_id"] for i in store.list_invocations(run_id)] == ["logs-1", "logs-2"]
-        assert [r["code"] for r in store.list_protocol_events(run_id)].count("TOO_MANY_CALLS") == 1
+        assert [i["tool_call_id"] for i in AuditReader(store).invocations(run_id)] == ["logs-1", "logs-2"]
+        assert [r["code"] for r in AuditReader(store).protocol_events(run_id)].count("TOO_MANY_CALLS") == 1
     finally:
         store.close()
 

@@ -26,6 +26,7 @@ from audit import AuditSink, AuditStore
 from audit.files import MissingFolderError, UnsafeFileError, make_last_folder
 from audit.output_files import OutputExistsError, OutputFile, write_output
 from tests.support.audit_events import Events
+from tests.support.audit_reader import AuditReader
 from tests.support.resilience import REPO, run_cli, run_cli_process
 
 SCENARIO = "evidence-backed-diagnosis"
@@ -259,7 +260,7 @@ def test_events_never_replace_the_audit_of_the_run(
     )
     assert code == 3 and "audit database" in err
     with AuditStore(audit_db) as store:
-        assert store.get_run("run-1") is not None
+        assert AuditReader(store).run("run-1") is not None
     assert len(audit_db.read_bytes()) >= len(before)
 
 
@@ -362,7 +363,7 @@ def test_prune_dry_run_counts_and_deletes_nothing(audit_db: Path, tmp_path: Path
     assert out.startswith("would prune 1 run finished before ")
     assert "invocations" in out and str(audit_db) in out
     with AuditStore(audit_db) as store:
-        assert store.get_run("run-1") is not None
+        assert AuditReader(store).run("run-1") is not None
 
 
 def test_prune_off_a_terminal_needs_yes(audit_db: Path, tmp_path: Path) -> None:
@@ -370,7 +371,7 @@ def test_prune_off_a_terminal_needs_yes(audit_db: Path, tmp_path: Path) -> None:
     assert code == USAGE_ERROR and out == ""
     assert "prune would delete 1 run " in err and "pass --yes to confirm" in err
     with AuditStore(audit_db) as store:
-        assert store.get_run("run-1") is not None
+        assert AuditReader(store).run("run-1") is not None
     code, out, _ = diagnose(tmp_path, "audit", "prune", "--older-than", "0s", "--yes", "--audit-db", audit_db)
     assert code == 0 and out.startswith("pruned 1 run ")
 
@@ -390,4 +391,4 @@ def test_prune_on_a_terminal_asks_first(audit_db: Path, tmp_path: Path, answer: 
     assert "delete 1 run finished before " in err and err.rstrip().endswith("[y/N]")
     assert out.startswith("pruned 1 run " if pruned else "nothing pruned")
     with AuditStore(audit_db) as store:
-        assert (store.get_run("run-1") is None) is pruned
+        assert (AuditReader(store).run("run-1") is None) is pruned

@@ -15,6 +15,7 @@ from agent.scenarios import resolve_scenario
 from agent.vocabulary import StopReason
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness
+from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
     LOG_DATA,
     NULL_DRAFT,
@@ -80,7 +81,7 @@ async def test_token_exhaustion_prevents_the_tool_calls_of_the_same_round(tmp_pa
 
     try:
         result = await h.run()
-        invocations = store.list_invocations(result.run_id)
+        invocations = AuditReader(store).invocations(result.run_id)
     finally:
         store.close()
 
@@ -101,7 +102,7 @@ async def test_builtin_token_budget_exhausted_scenario_runs_no_tool_of_the_exhau
 
     try:
         result = await h.run()
-        invocations = store.list_invocations(result.run_id)
+        invocations = AuditReader(store).invocations(result.run_id)
     finally:
         store.close()
 
@@ -142,7 +143,7 @@ async def test_cancel_during_a_model_round_prevents_its_tool_calls(tmp_path: Pat
 
     try:
         result = await h.run()
-        invocations = store.list_invocations(result.run_id)
+        invocations = AuditReader(store).invocations(result.run_id)
     finally:
         store.close()
 

@@ -16,6 +16,7 @@ import pytest
 
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness
+from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
     NULL_DRAFT,
     call,
@@ -160,7 +161,7 @@ async def test_the_audit_keys_invocations_by_their_canonical_input(tmp_path: Pat
     try:
         first = await h.run()
         second = await h.run()
-        rows = store.list_invocations(first.run_id) + store.list_invocations(second.run_id)
+        rows = AuditReader(store).invocations(first.run_id) + AuditReader(store).invocations(second.run_id)
     finally:
         store.close()
 

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from agent.vocabulary import EXIT_CODE_OF, OUTCOME_OF, Outcome, StopReason
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
+from tests.support.audit_reader import AuditReader
 from tests.support.hostile_text import hostile_strings, small_hostile_strings
 from tests.support.openai_server import completion, fake_openai
 from tests.support.resilience import (
@@ -407,7 +408,7 @@ async def test_any_evidence_string_reaches_the_model_and_the_audit_as_text(
         assert message.tool_call_result is not None and isinstance(message.tool_call_result.result, str)
         seen = json.loads(message.tool_call_result.result)
         assert [d["snippet"] for d in seen["data"]["documents"]] == [encodable(v) for v in values]
-        (row,) = store.list_invocations(result.run_id)
+        (row,) = AuditReader(store).invocations(result.run_id)
         assert row["status"] == "FOUND" and json.loads(row["projection_json"]) == seen["data"]
     finally:
         store.close()

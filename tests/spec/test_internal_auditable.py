@@ -13,6 +13,7 @@ from haystack.components.agents import Agent
 
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness
+from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
     LOG_DATA,
     NULL_DRAFT,
@@ -51,8 +52,8 @@ async def test_internal_audited_execution_completes(tmp_path: Path) -> None:
 
     try:
         result = await h.run()
-        run_row = store.get_run(result.run_id)
-        invocations = store.list_invocations(result.run_id)
+        run_row = AuditReader(store).run(result.run_id)
+        invocations = AuditReader(store).invocations(result.run_id)
     finally:
         store.close()
 

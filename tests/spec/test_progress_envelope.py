@@ -23,6 +23,7 @@ from haystack.tools import Tool
 
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
+from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
     DOC_DATA,
     LOG_DATA,
@@ -158,8 +159,8 @@ async def test_a_second_conflicting_evaluation_is_a_violation_and_stays_in_the_a
 
     try:
         result = await h.run()
-        invocations = store.list_invocations(result.run_id)
-        events = store.list_protocol_events(result.run_id)
+        invocations = AuditReader(store).invocations(result.run_id)
+        events = AuditReader(store).protocol_events(result.run_id)
     finally:
         store.close()
 

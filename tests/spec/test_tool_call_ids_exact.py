@@ -27,6 +27,7 @@ from agent.use_case import DiagnosisUseCase
 from audit import AuditSink
 from tests.support import RecordingAdapter, tool_messages_seen_by_model
 from tests.support.audit_backends import AuditTarget, sqlite_target
+from tests.support.audit_reader import AuditReader
 from tests.support.resilience import assert_audit_consistent, read_events, run_cli, write_config
 from tests.support.spec_scenarios import DOC_DATA, as_text, draft, found
 from tools.boundary import ToolBoundary
@@ -84,6 +85,7 @@ class Run:
     def __init__(self, target: AuditTarget, rounds: list[dict[str, Any]]) -> None:
         self.events: list[dict[str, Any]] = []
         self.store = target.open()
+        self.audit = AuditReader(self.store)
         self.kb = RecordingAdapter(answer=found(DOC_DATA))
         self.generator = ScriptedChatGenerator(
             Scenario.model_validate({"name": "ids", "rounds": rounds}).rounds
@@ -136,8 +138,8 @@ async def _check_exact_everywhere(target: AuditTarget, first: str, second: str) 
         assert [c["tool_call_id"] for c in final["progress"]["checks"]] == [first, second]
         # What the model was answered under, in the round after.
         assert [o["tool_call_id"] for o in _answered(run.generator, 1)] == [first, second]
-        assert [r["tool_call_id"] for r in run.store.list_invocations(result.run_id)] == [first, second]
-        row = run.store.get_run(result.run_id)
+        assert [r["tool_call_id"] for r in run.audit.invocations(result.run_id)] == [first, second]
+        row = run.audit.run(result.run_id)
         assert row is not None and json.loads(row["result_json"]) == final
     finally:
         run.store.close()
@@ -169,7 +171,7 @@ async def test_an_id_that_only_looks_like_a_credential_keeps_its_evaluation_chai
     try:
         result = await run.execute()
         assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-        evaluations = {r["tool_call_id"]: r["evaluation"] for r in run.store.list_invocations(result.run_id)}
+        evaluations = {r["tool_call_id"]: r["evaluation"] for r in run.audit.invocations(result.run_id)}
         assert evaluations == {"token:abc123x": "GAINED", "token:abc123y": None}
     finally:
         run.store.close()
@@ -233,7 +235,7 @@ async def test_any_two_credential_shaped_ids_are_two_invocations_cited_exactly(
         assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
         assert result.draft is not None and result.draft.cited_ids() == [first, second]
         assert run.ids_in_events() == {first, second}
-        assert [r["tool_call_id"] for r in run.store.list_invocations(result.run_id)] == [first, second]
+        assert [r["tool_call_id"] for r in run.audit.invocations(result.run_id)] == [first, second]
     finally:
         run.store.close()
 
@@ -320,8 +322,8 @@ async def test_ids_differing_only_by_a_trailing_space_never_collide_on_the_audit
         result = await run.execute()
 
         assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-        assert [r["tool_call_id"] for r in run.store.list_invocations(result.run_id)] == ["c-1"]
-        assert [(r["code"], r["tool_call_id"]) for r in run.store.list_protocol_events(result.run_id)] == [
+        assert [r["tool_call_id"] for r in run.audit.invocations(result.run_id)] == ["c-1"]
+        assert [(r["code"], r["tool_call_id"]) for r in run.audit.protocol_events(result.run_id)] == [
             ("INVALID_PROGRESS_PROTOCOL", "call-r1-2")
         ]
     finally:

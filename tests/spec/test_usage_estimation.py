@@ -19,6 +19,7 @@ import pytest
 from agent.haystack_tools import frozen_tools
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness
+from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
     LOG_DATA,
     NULL_DRAFT,
@@ -148,7 +149,7 @@ async def test_reported_usage_is_not_marked_estimated(tmp_path: Path) -> None:
 
     try:
         result = await h.run()
-        rounds = store.list_model_rounds(result.run_id)
+        rounds = AuditReader(store).model_rounds(result.run_id)
     finally:
         store.close()
 
@@ -196,7 +197,7 @@ async def test_no_usage_shape_crashes_the_run_and_unusable_usage_is_estimated(
 
     try:
         result = await h.run()
-        rounds = store.list_model_rounds(result.run_id)
+        rounds = AuditReader(store).model_rounds(result.run_id)
     finally:
         store.close()
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit.factory import open_audit_store
 from audit.location import AuditLocation, MysqlLocation, SqliteLocation
 from audit.port import AuditBackend
 from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, ROOT_USER, root_connection
@@ -31,14 +32,14 @@ class AuditTarget:
         return f"sqlite:///{self.location.path}"
 
     def open(self, **options: Any) -> AuditBackend:
-        """A new store on this audit; `options` (lease timings, retry deadline) are MariaDB's."""
-        if isinstance(self.location, MysqlLocation):
+        """A new store on this audit, opened through the factory as a run opens it; `options` (retry
+        deadline, timeouts, lease timings) tune the server store, which then opens directly."""
+        if options:
             from audit.mysql_store import MysqlAuditStore
 
+            assert isinstance(self.location, MysqlLocation), "only the server store takes options"
             return MysqlAuditStore(self.location, **options)
-        from audit.sqlite_store import AuditStore
-
-        return AuditStore(self.location.path)
+        return open_audit_store(self.location)
 
 
 def sqlite_target(folder: Path) -> AuditTarget:

@@ -33,7 +33,7 @@ def test_scenarios_command_lists_name_and_title(capsys: pytest.CaptureFixture[st
 
 
 # slow-model-cancel waits 2.5-3 s per model round by design (~10 s a run): its whole run is a `long`
-# variant; its cancel, the behaviour it exists for, is tests/test_slow_scenario_cancel.py.
+# variant; its cancel, the behaviour it exists for, is tests/agent/test_slow_scenario_cancel.py.
 SLOW_BUILTINS = frozenset({"slow-model-cancel"})
 
 

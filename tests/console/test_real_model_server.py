@@ -9,7 +9,7 @@ README's "Try it with a local model") emit weak and often malformed tool calls. 
 - `diagnose eval` completes over a demo incident and writes its reports.
 Run with:
 
-    DIAGNOSE_TEST_LLM_URL=http://127.0.0.1:8080/v1 pytest -m llm tests/test_real_model_server.py
+    DIAGNOSE_TEST_LLM_URL=http://127.0.0.1:8080/v1 pytest -m llm tests/console/test_real_model_server.py
 """
 
 from __future__ import annotations

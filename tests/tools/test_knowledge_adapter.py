@@ -14,7 +14,7 @@ from tools.input_models import LookupKnowledgeInput
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path, tokenize
 from tools.vocabulary import EvidenceStatus
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 async def lookup(adapter: KnowledgeAdapter, query: str, top_k: int = 3) -> AdapterResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ARCHITECTURE = REPO / "docs" / "architecture.md"
 SCANNED = ("agent", "tools", "audit", "console", "tests", "docs", ".ci")
 TOP_LEVEL = ("README.md", "pyproject.toml")

@@ -25,7 +25,7 @@ from console.cli import main
 from console.export import run_markdown
 from tests.support.audit_events import Events
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LESSON = """name: my-lesson
 title: A trainer's own lesson
 description: one round, a Draft without a conclusion

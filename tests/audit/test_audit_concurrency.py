@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from audit.sqlite_store import AuditStore
+from tests.support.audit_reader import AuditReader
 
 PROCESSES = 8
 RUNS_PER_PROCESS = 25
@@ -90,4 +91,4 @@ def test_a_busy_file_delays_a_write_instead_of_failing_it(tmp_path: Path) -> Non
         # It waited for the lock (busy timeout 0: each try fails at once and is retried), never gave up.
         assert attempts.count("BEGIN IMMEDIATE") > 1
         other.close()
-        assert store.get_run("r") is not None
+        assert AuditReader(store).run("r") is not None

@@ -25,6 +25,7 @@ from console.audit_target import audit_location
 from console.errors import SetupError
 from console.wiring import open_run_environment
 from tests.support.audit_events import Events
+from tests.support.audit_reader import AuditReader
 
 
 def _config(tmp_path: Path, text: str) -> Path:
@@ -139,7 +140,7 @@ def test_a_run_records_into_the_file_the_url_names(tmp_path: Path, monkeypatch: 
     finally:
         env.audit.close()
     with AuditStore(target) as store:
-        assert store.get_run("run-url") is not None
+        assert AuditReader(store).run("run-url") is not None
 
 
 def test_a_run_on_the_evidence_account_does_not_start(tmp_path: Path) -> None:

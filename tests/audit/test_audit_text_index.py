@@ -23,6 +23,7 @@ from audit.browse import AuditBrowser, InvocationFilter
 from audit.sink import AuditSink
 from audit.sqlite_store import AuditStore
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events, on_disk
+from tests.support.audit_reader import AuditReader
 
 PROJECTION = {"lines": ["HikariPool-1 连接池耗尽 timeout"]}
 
@@ -148,7 +149,7 @@ def test_a_crashed_run_closed_by_recovery_is_indexed(tmp_path: Path) -> None:
     assert indexed_runs(path, "连接池耗尽") == set()
 
     with AuditStore(path) as reopened:
-        run = reopened.get_run("crashed")
+        run = AuditReader(reopened).run("crashed")
         assert run is not None and run["interrupted"] == 1 and run["fts_pending"] is None
         assert indexed_runs(path, "连接池耗尽") == {"crashed"}
         assert indexed_runs(path, "连接池 耗尽") == {"crashed"}  # the STARTED call's input too

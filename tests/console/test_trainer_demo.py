@@ -9,7 +9,7 @@ and the tools budget (one tool round, then the final round). With `request_shapi
 Run with (`DIAGNOSE_TEST_LLAMA_SERVER` when `llama-server` is not on PATH; the model cache is the
 command's default unless `DIAGNOSE_TEST_MODEL_CACHE` names one):
 
-    DIAGNOSE_TEST_LLAMA_SERVER=/path/to/llama-server pytest -m llm tests/test_trainer_demo.py
+    DIAGNOSE_TEST_LLAMA_SERVER=/path/to/llama-server pytest -m llm tests/console/test_trainer_demo.py
 """
 
 from __future__ import annotations

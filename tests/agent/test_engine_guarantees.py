@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
+from tests.support.audit_reader import AuditReader
 from tools.adapter import AdapterResult
 from tools.vocabulary import EvidenceStatus
 
@@ -70,8 +69,8 @@ async def test_token_budget_refuses_the_round_before_the_generator() -> None:
     assert result.usage.total_tokens == 1100
 
 
-async def test_cancel_during_slow_tool_leaves_no_task_and_audits_cancelled(tmp_path: Path) -> None:
-    store = AuditStore(tmp_path / "audit.db")
+async def test_cancel_during_slow_tool_leaves_no_task_and_audits_cancelled(audit_store: AuditStore) -> None:
+    store = audit_store
     slow = RecordingAdapter(delay_s=60)
     h = harness(
         {"name": "slow", "query": "q", "rounds": [{"tool_calls": [_logs_call("slow-1")]}]},
@@ -91,16 +90,14 @@ async def test_cancel_during_slow_tool_leaves_no_task_and_audits_cancelled(tmp_p
     assert slow.cancelled == 1
     await asyncio.sleep(0)
     assert asyncio.all_tasks() - before - {asyncio.current_task()} == set()
-    with sqlite3.connect(store.path) as db:
-        assert db.execute("SELECT tool_call_id, status FROM invocations").fetchall() == [
-            ("slow-1", "CANCELLED")
-        ]
-        assert db.execute("SELECT outcome FROM runs").fetchone() == ("CANCELLED",)
-    store.close()
+    committed = AuditReader(store.path)  # another connection: what is on disk, not what is queued
+    invocations = committed.invocations(result.run_id)
+    assert [(i["tool_call_id"], i["status"]) for i in invocations] == [("slow-1", "CANCELLED")]
+    assert [r["outcome"] for r in committed.runs()] == ["CANCELLED"]
 
 
-async def test_cancelling_the_caller_task_propagates_and_is_audited(tmp_path: Path) -> None:
-    store = AuditStore(tmp_path / "audit.db")
+async def test_cancelling_the_caller_task_propagates_and_is_audited(audit_store: AuditStore) -> None:
+    store = audit_store
     slow = RecordingAdapter(delay_s=60)
     h = harness(
         {"name": "slow", "query": "q", "rounds": [{"tool_calls": [_logs_call("slow-1")]}]},
@@ -119,10 +116,10 @@ async def test_cancelling_the_caller_task_propagates_and_is_audited(tmp_path: Pa
         pass
     else:  # pragma: no cover - the assertion below explains
         raise AssertionError("the caller's cancellation must propagate")
-    assert h.of_type("run_finished")[-1]["outcome"] == "CANCELLED"
-    with sqlite3.connect(store.path) as db:
-        assert db.execute("SELECT status FROM invocations").fetchall() == [("CANCELLED",)]
-    store.close()
+    finished = h.of_type("run_finished")[-1]
+    assert finished["outcome"] == "CANCELLED"
+    committed = AuditReader(store.path)
+    assert [i["status"] for i in committed.invocations(finished["run_id"])] == ["CANCELLED"]
 
 
 async def test_deadline_cancels_the_slow_tool_and_names_the_budget() -> None:

@@ -26,7 +26,7 @@ from tests.support.openai_server import completion, fake_openai
 
 RECORDED = {
     r["name"]: r
-    for r in json.loads((Path(__file__).parent / "data" / "recorded_tool_rounds.json").read_text("utf-8"))
+    for r in json.loads((Path(__file__).parents[1] / "data" / "recorded_tool_rounds.json").read_text("utf-8"))
 }
 WINDOW = {"start": "2026-11-30T02:00:00Z", "end": "2026-11-30T03:00:00Z"}
 FROZEN = {tool.name: tool for tool in frozen_tools()}

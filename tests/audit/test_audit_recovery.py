@@ -25,8 +25,9 @@ from audit.liveness import is_process_live, own_start_marker, process_start_mark
 from audit.sink import AuditSink
 from audit.sqlite_store import AuditStore
 from tests.support.audit_events import LOGS_INPUT, Events, on_disk
+from tests.support.audit_reader import AuditReader
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # A process that writes a run and a STARTED invocation through the real sink, then either kills
 # itself with SIGKILL ("crash") or reports "ready" and waits: a line "finish" on stdin completes the
@@ -259,9 +260,9 @@ def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
     with AuditStore(db_path) as store:
         assert store.schema_version == len(store_module.MIGRATIONS) == 5
         # Runs recorded before v4 did not keep their model or limits: NULL, never invented.
-        assert {(r["model"], r["max_model_calls"]) for r in store.list_runs()} == {(None, None)}
+        assert {(r["model"], r["max_model_calls"]) for r in AuditReader(store).runs()} == {(None, None)}
         # Rounds recorded before usage could be estimated were reported by their provider.
-        assert [r["usage_estimated"] for r in store.list_model_rounds("old-done")] == [0]
+        assert [r["usage_estimated"] for r in AuditReader(store).model_rounds("old-done")] == [0]
         browser = AuditBrowser(store)
         # Old rows are kept, searchable (Chinese, through the index built by the migration) and browsable.
         assert [r["run_id"] for r in browser.runs().rows] == ["old-crashed", "old-done"]
@@ -276,10 +277,10 @@ def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
         assert timeline is not None
         assert [e.kind for e in timeline.entries] == ["model_round", "invocation", "protocol_event"]
         # The crashed process of the old file is gone: its run was closed on open.
-        crashed = store.get_run("old-crashed")
+        crashed = AuditReader(store).run("old-crashed")
         assert crashed is not None and crashed["interrupted"] == 1 and crashed["finished_at"]
-        assert store.list_invocations("old-crashed")[0]["status"] == "INTERRUPTED"
-        done = store.get_run("old-done")
+        assert AuditReader(store).invocations("old-crashed")[0]["status"] == "INTERRUPTED"
+        done = AuditReader(store).run("old-done")
         assert done is not None and (done["interrupted"], done["outcome"]) == (0, "DRAFT")
         # And the new release writes to it as usual.
         ev, sink = Events("new-run"), AuditSink(store)
@@ -401,7 +402,7 @@ def test_prune_deletes_old_finished_runs_and_nothing_live(
     for table in ("model_rounds", "invocations", "protocol_events"):
         runs = {row[0] for row in on_disk(db_path, f"SELECT DISTINCT run_id FROM {table}")}
         assert runs <= {"recent", "live-old"}, table
-    assert store.list_invocations("live-old")[0]["status"] == "STARTED"
+    assert AuditReader(store).invocations("live-old")[0]["status"] == "STARTED"
     # The index forgot the pruned rows too: search sees only what is left, and the index is sound (the
     # live run is not in it yet: it is indexed when it finishes).
     browser = AuditBrowser(store)

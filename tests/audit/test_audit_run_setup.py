@@ -19,6 +19,7 @@ from audit.sqlite_store import AuditStore
 from console.cli import main
 from tests.support import harness
 from tests.support.audit_events import Events, on_disk
+from tests.support.audit_reader import AuditReader
 from tools.redaction import Redactor
 
 SETUP = (
@@ -51,13 +52,13 @@ def test_an_older_file_migrates_in_place_and_reopening_changes_nothing(tmp_path:
     make_old_file(path, version)
     with AuditStore(path) as store:
         assert store.schema_version == len(store_module.MIGRATIONS)
-        old = store.get_run("old")
+        old = AuditReader(store).run("old")
         assert old is not None and old["query"] == "gateway 504"
         # Nobody knows what an old run used: NULL, not a guess.
         assert all(old[column.strip()] is None for column in SETUP.split(","))
     with AuditStore(path) as again:
         assert again.schema_version == len(store_module.MIGRATIONS)
-        assert [r["run_id"] for r in again.list_runs()] == ["old"]
+        assert [r["run_id"] for r in AuditReader(again).runs()] == ["old"]
 
 
 def test_the_v4_step_is_idempotent_on_a_half_migrated_file(tmp_path: Path) -> None:

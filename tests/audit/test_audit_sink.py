@@ -18,12 +18,13 @@ from audit.sink import AuditSink
 from audit.sqlite_store import AuditStore
 from tests.support.audit_backends import mariadb_target
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, RUN, SESSION, Events, on_disk
+from tests.support.audit_reader import AuditReader
 from tests.support.mysql import require_server
 
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "state" / "audit.db"
+    return tmp_path / "audit.db"  # where the `audit_store` fixture opens it
 
 
 # Behaviour both stores must have runs on both: the file, and a fresh MariaDB database.
@@ -33,10 +34,9 @@ ON_BOTH_STORES = pytest.mark.parametrize(
 
 
 @pytest.fixture
-def store(request: pytest.FixtureRequest, db_path: Path) -> Iterator[AuditBackend]:
+def store(request: pytest.FixtureRequest) -> Iterator[AuditBackend]:
     if getattr(request, "param", "sqlite") == "sqlite":
-        with AuditStore(db_path) as opened:
-            yield opened
+        yield request.getfixturevalue("audit_store")
         return
     require_server()
     with mariadb_target() as target, target.open() as opened:
@@ -65,13 +65,13 @@ def test_started_invocation_is_on_disk_before_the_tool_finishes(store: AuditStor
     sink(ev.tool_finished("call-1", "lookup_knowledge", "FOUND", projection={"hits": [{"title": "连接池"}]}))
     sink(ev.protocol("EVALUATION_RECORDED", "call-2", evaluated_tool_call_id="call-1", evaluation="GAINED"))
 
-    (inv,) = store.list_invocations(RUN)
+    (inv,) = AuditReader(store).invocations(RUN)
     assert inv["status"] == "FOUND"
     assert inv["evaluation"] == "GAINED"
     assert json.loads(inv["projection_json"]) == {"hits": [{"title": "连接池"}]}
     assert inv["finished_at"] == "2025-01-01T00:00:05.000000Z"
     assert inv["duration_ms"] == 34
-    assert store.list_protocol_events(RUN) == []  # evaluations live on the invocation
+    assert AuditReader(store).protocol_events(RUN) == []  # evaluations live on the invocation
 
 
 @ON_BOTH_STORES
@@ -96,7 +96,7 @@ def test_full_run_is_recorded(store: AuditBackend) -> None:
     sink(ev.round_finished(2, [], has_text=True))
     sink(ev.run_finished("DRAFT", "COMPLETED"))
 
-    run = store.get_run(RUN)
+    run = AuditReader(store).run(RUN)
     assert run is not None
     assert run["session_id"] == SESSION
     assert run["query"] == "订单服务 5xx 升高"
@@ -113,14 +113,14 @@ def test_full_run_is_recorded(store: AuditBackend) -> None:
     assert run["failure_json"] is None
     assert run["pid"] == os.getpid()
 
-    invocations = store.list_invocations(RUN)
+    invocations = AuditReader(store).invocations(RUN)
     assert [(i["tool_call_id"], i["status"], i["error_code"], i["reason"]) for i in invocations] == [
         ("call-1", "EMPTY", None, None),
         ("call-2", "ERROR", "POLICY_REJECTED", "WRITE_STATEMENT"),
     ]
     assert invocations[0]["projection_json"] is None
 
-    rounds = store.list_model_rounds(RUN)
+    rounds = AuditReader(store).model_rounds(RUN)
     assert [(r["round"], json.loads(r["tool_call_ids"]), r["has_text"]) for r in rounds] == [
         (1, ["call-1", "call-2"], 0),
         (2, [], 1),
@@ -133,7 +133,7 @@ def test_full_run_is_recorded(store: AuditBackend) -> None:
         12,
     )
 
-    events = store.list_protocol_events(RUN)
+    events = AuditReader(store).protocol_events(RUN)
     assert [(e["code"], e["tool_call_id"]) for e in events] == [
         ("DUPLICATE_CALL", "call-3"),
         ("STOP_REQUIRED", None),
@@ -161,12 +161,14 @@ def test_finished_run_closes_started_invocations(
     sink(ev.tool_started("call-2", "lookup_knowledge", KNOWLEDGE_INPUT))
     sink(ev.run_finished(outcome, stop_reason, failure={"code": stop_reason}))
 
-    statuses = {i["tool_call_id"]: (i["status"], i["finished_at"]) for i in store.list_invocations(RUN)}
+    statuses = {
+        i["tool_call_id"]: (i["status"], i["finished_at"]) for i in AuditReader(store).invocations(RUN)
+    }
     assert statuses == {
         "call-1": ("FOUND", "2025-01-01T00:00:03.000000Z"),
         "call-2": (closed, "2025-01-01T00:00:05.000000Z"),
     }
-    run = store.get_run(RUN)
+    run = AuditReader(store).run(RUN)
     assert run is not None
     assert json.loads(run["failure_json"]) == {"code": stop_reason}
 
@@ -177,7 +179,7 @@ def test_run_finished_without_run_started_still_records_the_run(store: AuditBack
     AuditSink(store)(
         ev.run_finished("REJECTED", "QUERY_BLANK", failure={"code": "QUERY_BLANK"}, model_calls=0)
     )
-    run = store.get_run(RUN)
+    run = AuditReader(store).run(RUN)
     assert run is not None
     assert (run["outcome"], run["session_id"], run["model_calls"], run["started_at"]) == (
         "REJECTED",
@@ -191,8 +193,8 @@ def test_run_finished_without_run_started_still_records_the_run(store: AuditBack
 def test_list_runs_is_newest_first(store: AuditBackend) -> None:
     for n in range(3):
         AuditSink(store)(Events(run_id=f"run-{n}").run_started() | {"at": f"2025-01-0{n + 1}T00:00:00Z"})
-    assert [r["run_id"] for r in store.list_runs()] == ["run-2", "run-1", "run-0"]
-    assert [r["run_id"] for r in store.list_runs(limit=1)] == ["run-2"]
+    assert [r["run_id"] for r in AuditReader(store).runs()] == ["run-2", "run-1", "run-0"]
+    assert [r["run_id"] for r in AuditReader(store).runs(limit=1)] == ["run-2"]
 
 
 @ON_BOTH_STORES
@@ -211,7 +213,7 @@ def test_finished_invocation_is_never_rewritten(store: AuditBackend) -> None:
     sink(ev.tool_finished("call-1", "query_logs", "EMPTY"))
     with pytest.raises(AuditStoreError):
         sink(ev.tool_finished("call-1", "query_logs", "FOUND"))
-    assert store.list_invocations(RUN)[0]["status"] == "EMPTY"
+    assert AuditReader(store).invocations(RUN)[0]["status"] == "EMPTY"
 
 
 @ON_BOTH_STORES
@@ -264,14 +266,14 @@ def test_invalid_status_is_rejected_by_the_schema(store: AuditStore) -> None:
     sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
     with pytest.raises(AuditStoreError):
         sink(ev.tool_finished("call-1", "query_logs", "NOT_EXECUTED"))
-    assert store.list_invocations(RUN)[0]["status"] == "STARTED"
+    assert AuditReader(store).invocations(RUN)[0]["status"] == "STARTED"
 
 
 def test_reopening_keeps_rows(db_path: Path) -> None:
     with AuditStore(db_path) as first:
         AuditSink(first)(Events().run_started())
     with AuditStore(db_path) as second:
-        run = second.get_run(RUN)
+        run = AuditReader(second).run(RUN)
         assert run is not None and run["query"] == "订单服务 5xx 升高"
         assert second.schema_version == len(store_module.MIGRATIONS)
 
@@ -334,7 +336,9 @@ def test_rows_without_a_guarantee_ride_in_the_next_durable_commit(store: AuditSt
 
     sink(ev.tool_finished("call-1", "lookup_knowledge", "FOUND", projection={"hits": []}))
     assert on_disk(db_path, "SELECT status FROM invocations") == [("STARTED",)]
-    assert [i["status"] for i in store.list_invocations(RUN)] == ["FOUND"]  # reads commit the queue first
+    assert [i["status"] for i in AuditReader(store).invocations(RUN)] == [
+        "FOUND"
+    ]  # reads commit the queue first
     assert on_disk(db_path, "SELECT status FROM invocations") == [("FOUND",)]
 
 
@@ -362,7 +366,7 @@ def test_queued_rows_a_reader_could_not_commit_stay_queued_for_the_run(
     sink(ev.round_started(1))
     store.db.execute(REFUSE_ROUNDS)  # a passing failure of the file, on the store's own connection only
     with pytest.raises(AuditStoreError, match="disk says no"):
-        store.list_runs()
+        AuditReader(store).runs()
     assert store.deferred_writes == 1
     store.db.execute("DROP TRIGGER temp.refuse_rounds")
     sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
@@ -375,7 +379,7 @@ def test_queued_rows_that_cannot_be_written_stop_the_run_at_its_next_write(store
     sink(ev.round_started(1))
     store.db.execute(REFUSE_ROUNDS)
     with pytest.raises(AuditStoreError):
-        store.list_runs()
+        AuditReader(store).runs()
     with pytest.raises(AuditStoreError, match="disk says no"):  # the run meets it too: it stops typed
         sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
 

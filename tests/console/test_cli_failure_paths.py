@@ -23,7 +23,7 @@ from agent.vocabulary import EXIT_CODE_OF, INTERRUPTED, OUTPUT_ERROR, SETUP_ERRO
 from console.cli import main
 from tests.support.resilience import no_conclusion_draft, scenario, tool_call, write_scenario
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DRAFTING = "evidence-backed-diagnosis"  # a built-in scenario that ends DRAFT at once
 SLOW_DRAFT = (
     "name: slow\nquery: 'payment-service 超时'\nrounds:\n"

@@ -15,6 +15,7 @@ from audit.sqlite_store import AuditStore
 from console.audit_cli import add_audit_parser, run_audit_command
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import LOGS_INPUT, Events
+from tests.support.audit_reader import AuditReader
 from tests.support.audit_writer import record_run
 
 
@@ -60,14 +61,15 @@ def test_copy_is_idempotent_and_resumes_with_runs_that_finished_since(
     assert audit("copy", "--from", str(source), "--to", audit_target.url) == 0
     assert "copied 1 run (5 already there, 0 still running)" in capsys.readouterr().out
 
-    with audit_target.open() as copied, AuditStore(source) as original:
+    with audit_target.open() as copied_store, AuditStore(source) as original_store:
+        copied, original = AuditReader(copied_store), AuditReader(original_store)
         for run_id in [f"run-{n}" for n in range(5)] + ["run-going"]:
-            assert copied.get_run(run_id) == original.get_run(run_id)
-            assert copied.list_invocations(run_id) == original.list_invocations(run_id)
-            assert copied.list_model_rounds(run_id) == original.list_model_rounds(run_id)
-            strip = [{k: v for k, v in e.items() if k != "id"} for e in original.list_protocol_events(run_id)]
+            assert copied.run(run_id) == original.run(run_id)
+            assert copied.invocations(run_id) == original.invocations(run_id)
+            assert copied.model_rounds(run_id) == original.model_rounds(run_id)
+            strip = [{k: v for k, v in e.items() if k != "id"} for e in original.protocol_events(run_id)]
             assert [
-                {k: v for k, v in e.items() if k != "id"} for e in copied.list_protocol_events(run_id)
+                {k: v for k, v in e.items() if k != "id"} for e in copied.protocol_events(run_id)
             ] == strip
 
 

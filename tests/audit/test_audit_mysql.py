@@ -25,10 +25,11 @@ from audit.port import AuditBackend
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import LOGS_INPUT, Events
+from tests.support.audit_reader import AuditReader
 from tests.support.mysql import root_connection
 from tests.support.tcp_proxy import TcpProxy
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 WRITERS = 8
 
 
@@ -55,7 +56,7 @@ def _writer(target: AuditTarget, *args: str) -> subprocess.Popen[str]:
 def test_schema_is_innodb_utf8mb4_and_versioned(mariadb_audit: AuditTarget) -> None:
     with mariadb_audit.open() as store:
         assert isinstance(store, MysqlAuditStore)
-        assert store.schema_version == len(MIGRATIONS)
+        assert AuditReader(store).schema_version() == len(MIGRATIONS)
     tables = _admin(
         _database(mariadb_audit),
         "SELECT table_name, engine, table_collation FROM information_schema.tables WHERE table_schema = %s",
@@ -267,6 +268,7 @@ def test_a_killed_writers_run_is_interrupted_after_its_lease_a_live_one_is_not(
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.wait(timeout=10)
         with mariadb_audit.open() as reader:
+            rows = AuditReader(reader)
             assert reader.recover() == []  # the lease has not expired yet: nobody is closed early
             closed: list[str] = []
             give_up = time.monotonic() + 20
@@ -274,18 +276,18 @@ def test_a_killed_writers_run_is_interrupted_after_its_lease_a_live_one_is_not(
                 time.sleep(0.2)
                 closed = reader.recover()
             assert closed == ["doomed-held"]
-            doomed_run, alive_run = reader.get_run("doomed-held"), reader.get_run("alive-held")
+            doomed_run, alive_run = rows.run("doomed-held"), rows.run("alive-held")
             assert doomed_run is not None and alive_run is not None
             assert (doomed_run["interrupted"], doomed_run["outcome"]) == (1, None)
             assert doomed_run["finished_at"] is not None
-            assert [i["status"] for i in reader.list_invocations("doomed-held")] == ["INTERRUPTED"]
+            assert [i["status"] for i in rows.invocations("doomed-held")] == ["INTERRUPTED"]
             # The live writer on the same database keeps beating: untouched, several leases later.
             time.sleep(1.5)
             assert reader.recover() == []
-            alive_run = reader.get_run("alive-held")
+            alive_run = rows.run("alive-held")
             assert alive_run is not None
             assert (alive_run["interrupted"], alive_run["finished_at"]) == (0, None)
-            assert [i["status"] for i in reader.list_invocations("alive-held")] == ["STARTED"]
+            assert [i["status"] for i in rows.invocations("alive-held")] == ["STARTED"]
     finally:
         for writer in (doomed, alive):
             if writer.poll() is None:

@@ -41,7 +41,7 @@ from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.mysql
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # A writer that stopped beating: no heartbeat within the test, a lease of a few milliseconds.
 PAUSED = {"heartbeat_s": 3600.0, "lease_s": 0.02}
 LOST = "lost its lease"

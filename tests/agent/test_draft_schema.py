@@ -21,7 +21,7 @@ from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import RunEvidence, draft_bounds, run_bounds
 from agent.draft_schema import final_round_kwargs, run_draft_schema
 
-RECORDED = json.loads((Path(__file__).parent / "data" / "recorded_final_rounds.json").read_text("utf-8"))
+RECORDED = json.loads((Path(__file__).parents[1] / "data" / "recorded_final_rounds.json").read_text("utf-8"))
 
 
 def valid(schema: dict[str, Any], instance: Any) -> bool:
