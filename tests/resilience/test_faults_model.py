@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -228,7 +227,6 @@ def test_the_endpoint_named_in_a_failure_carries_no_credential(
         (tmp_path / "state" / "diagnosis-console" / "diagnose.log").read_text(encoding="utf-8"),
         *(str(row) for row in AuditReader(tmp_path / "audit.db").invocations(result["run_id"])),
     ]
-    with sqlite3.connect(tmp_path / "audit.db") as db:
-        seen += [str(row) for row in db.execute("SELECT * FROM runs")]
+    seen += [str(row) for row in AuditReader(tmp_path / "audit.db").query("SELECT * FROM runs")]
     for text in seen:
         assert "s3cr3t-pw" not in text and "k3y-value" not in text, text
