@@ -21,6 +21,8 @@ from agent.usage import WireSizes
 from agent.use_case import DiagnosisUseCase
 from agent.vocabulary import Outcome
 from audit import AuditSink, AuditStore
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
@@ -59,7 +61,8 @@ async def counted_run(tool_rounds: int, folder: Path, monkeypatch: pytest.Monkey
         },
     )
     redactor = CountingRedactor(counts)
-    store = AuditStore(folder / f"audit-{tool_rounds}.db")
+    store = open_audit_store(SqliteLocation(folder / f"audit-{tool_rounds}.db"))
+    assert isinstance(store, AuditStore)  # its statements are traced on the SQLite connection
     statements: list[str] = []
     store.db.conn.set_trace_callback(statements.append)
 

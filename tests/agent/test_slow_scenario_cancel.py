@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agent.scenarios import resolve_scenario
+from tests.support.audit_reader import AuditReader
 
 
 def test_every_round_of_the_slow_scenario_takes_seconds() -> None:
@@ -57,8 +57,13 @@ def test_sigint_during_the_slow_scenario_is_an_audited_cancel(tmp_path: Path) ->
     result = json.loads(out)
     assert (result["outcome"], result["stop_reason"]) == ("CANCELLED", "CANCELLED")
     assert [c["tool_call_id"] for c in result["progress"]["checks"]] == ["call-1"]
-    with sqlite3.connect(audit_db) as db:
-        run = db.execute("SELECT outcome, stop_reason, model, finished_at FROM runs").fetchone()
-        rounds = db.execute("SELECT round, finished_at IS NULL FROM model_rounds ORDER BY round").fetchall()
-    assert run[:3] == ("CANCELLED", "CANCELLED", "scripted: slow-model-cancel") and run[3]
+    audit = AuditReader(audit_db)
+    run = audit.run(result["run_id"])
+    rounds = [(r["round"], r["finished_at"] is None) for r in audit.model_rounds(result["run_id"])]
+    assert run is not None and run["finished_at"]
+    assert (run["outcome"], run["stop_reason"], run["model"]) == (
+        "CANCELLED",
+        "CANCELLED",
+        "scripted: slow-model-cancel",
+    )
     assert rounds == [(1, 0), (2, 1)]  # round 2 was asked for and never answered

@@ -7,7 +7,6 @@ import itertools
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +15,8 @@ from audit import browse as browse_module
 from audit.browse import AuditBrowser, InvocationFilter, normalize_time
 from audit.common import audit_timestamp
 from audit.copy import copy_audit
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 from audit.port import AuditBackend
 from audit.sink import AuditSink
 from audit.sqlite_store import AuditStore
@@ -42,7 +43,7 @@ def corpus(
     on MariaDB, the same file copied into a fresh database (`audit copy`'s code path)."""
     path = tmp_path_factory.mktemp("browse") / "audit.db"
     populate_audit(path, 600, seed=11)
-    with AuditStore(path) as store:
+    with open_audit_store(SqliteLocation(path)) as store:
         if getattr(request, "param", "sqlite") == "sqlite":
             yield store
             return
@@ -236,12 +237,6 @@ def test_runs_are_newest_first_with_filters_and_pages(corpus: AuditBackend) -> N
     ]
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[AuditStore]:
-    with AuditStore(tmp_path / "audit.db") as opened:
-        yield opened
-
-
 def insert_invocation(store: AuditStore, run_id: str, call: str, started_at: str, **columns: Any) -> None:
     row = {
         "run_id": run_id,
@@ -263,13 +258,13 @@ def ts(second: float) -> str:
     return audit_timestamp(BASE + timedelta(seconds=second))
 
 
-def test_pages_stay_stable_while_rows_are_inserted(store: AuditStore) -> None:
+def test_pages_stay_stable_while_rows_are_inserted(audit_store: AuditStore) -> None:
     """Keyset pages: rows written between fetches never repeat a row or hide a row that existed."""
     for n in range(60):
         # Pairs of rows share a timestamp, so ties are broken by (run_id, tool_call_id).
-        insert_invocation(store, f"run-{n % 7}", f"call-{n:02d}", ts(n // 2))
-    existing = {(r["run_id"], r["tool_call_id"]) for r in store.query("SELECT * FROM invocations")}
-    browser = AuditBrowser(store)
+        insert_invocation(audit_store, f"run-{n % 7}", f"call-{n:02d}", ts(n // 2))
+    existing = {(r["run_id"], r["tool_call_id"]) for r in audit_store.query("SELECT * FROM invocations")}
+    browser = AuditBrowser(audit_store)
     seen: list[tuple[str, str]] = []
     cursor = None
     extra = 0
@@ -282,20 +277,20 @@ def test_pages_stay_stable_while_rows_are_inserted(store: AuditStore) -> None:
         last = page.rows[-1]
         extra += 1
         # Newer than everything, tied with the cursor row on either side, and older than it.
-        insert_invocation(store, "run-new", f"new-{extra}", ts(1000 + extra))
-        insert_invocation(store, "run-0", f"tie-before-{extra}", last["started_at"])
-        insert_invocation(store, "run-zz", f"tie-after-{extra}", last["started_at"])
-        insert_invocation(store, "run-old", f"old-{extra}", ts(-extra))
+        insert_invocation(audit_store, "run-new", f"new-{extra}", ts(1000 + extra))
+        insert_invocation(audit_store, "run-0", f"tie-before-{extra}", last["started_at"])
+        insert_invocation(audit_store, "run-zz", f"tie-after-{extra}", last["started_at"])
+        insert_invocation(audit_store, "run-old", f"old-{extra}", ts(-extra))
     assert len(seen) == len(set(seen)), "no row twice"
     assert existing <= set(seen), "no pre-existing row skipped"
     assert not any(call.startswith(("new-", "tie-after-")) for _, call in seen), "rows above the cursor wait"
 
 
-def test_cursor_and_limit_errors(store: AuditStore) -> None:
-    browser = AuditBrowser(store)
-    insert_invocation(store, "run-1", "call-1", ts(1))
-    insert_invocation(store, "run-1", "call-2", ts(2))
-    with store.write() as db:
+def test_cursor_and_limit_errors(audit_store: AuditStore) -> None:
+    browser = AuditBrowser(audit_store)
+    insert_invocation(audit_store, "run-1", "call-1", ts(1))
+    insert_invocation(audit_store, "run-1", "call-2", ts(2))
+    with audit_store.write() as db:
         db.table("runs").insert_all(
             [{"run_id": f"run-{n}", "session_id": "s", "started_at": ts(n)} for n in (1, 2)]
         )
@@ -313,17 +308,17 @@ def test_cursor_and_limit_errors(store: AuditStore) -> None:
         browser.invocations(InvocationFilter(since="yesterday"))
 
 
-def test_time_bounds_accept_any_iso_form(store: AuditStore) -> None:
-    insert_invocation(store, "run-1", "call-1", "2026-01-01T00:00:00.500000Z")
-    browser = AuditBrowser(store)
+def test_time_bounds_accept_any_iso_form(audit_store: AuditStore) -> None:
+    insert_invocation(audit_store, "run-1", "call-1", "2026-01-01T00:00:00.500000Z")
+    browser = AuditBrowser(audit_store)
     for since in ("2026-01-01", "2026-01-01T00:00:00Z", "2026-01-01T08:00:00+08:00", "2026-01-01T00:00:00"):
         assert browser.count_invocations(InvocationFilter(since=since)) == 1
     assert browser.count_invocations(InvocationFilter(until="2026-01-01T00:00:00.500000Z")) == 0  # exclusive
     assert browser.count_invocations(InvocationFilter(until="2026-01-01T00:00:01Z")) == 1
 
 
-def test_timeline_is_in_event_order(store: AuditStore) -> None:
-    ev, sink = Events(), AuditSink(store)
+def test_timeline_is_in_event_order(audit_store: AuditStore) -> None:
+    ev, sink = Events(), AuditSink(audit_store)
     same_moment = "2025-01-01T00:00:00.000000Z"  # ties on time: only seq can order these
 
     def send(event: dict[str, Any]) -> None:
@@ -342,7 +337,7 @@ def test_timeline_is_in_event_order(store: AuditStore) -> None:
     send(ev.protocol("STOP_REQUIRED"))
     send(ev.run_finished("CONTROLLED_STOP", "INFORMATION_SATURATED"))
 
-    timeline = AuditBrowser(store).timeline("run-1")
+    timeline = AuditBrowser(audit_store).timeline("run-1")
     assert timeline is not None
     assert timeline.run["outcome"] == "CONTROLLED_STOP"
     label = {"model_round": "round", "invocation": "tool_call_id", "protocol_event": "code"}
@@ -355,18 +350,18 @@ def test_timeline_is_in_event_order(store: AuditStore) -> None:
         ("protocol_event", "STOP_REQUIRED"),
     ]
     assert all(e.at == same_moment for e in timeline.entries)
-    assert AuditBrowser(store).timeline("no-such-run") is None
+    assert AuditBrowser(audit_store).timeline("no-such-run") is None
 
 
-def test_timeline_without_seq_falls_back_to_time(store: AuditStore) -> None:
+def test_timeline_without_seq_falls_back_to_time(audit_store: AuditStore) -> None:
     """Rows written before schema 2 have no seq: they are ordered by time, rounds first on ties."""
-    with store.write() as db:
+    with audit_store.write() as db:
         db.table("runs").insert({"run_id": "old", "session_id": "s", "started_at": ts(0)})
         db.table("model_rounds").insert({"run_id": "old", "round": 1, "started_at": ts(1)})
         db.table("model_rounds").insert({"run_id": "old", "round": 2, "started_at": ts(3)})
         db.table("protocol_events").insert({"run_id": "old", "code": "STOP_REQUIRED", "at": ts(3)})
-    insert_invocation(store, "old", "call-1", ts(2))
-    timeline = AuditBrowser(store).timeline("old")
+    insert_invocation(audit_store, "old", "call-1", ts(2))
+    timeline = AuditBrowser(audit_store).timeline("old")
     assert timeline is not None
     assert [e.kind for e in timeline.entries] == [
         "model_round",
@@ -376,13 +371,13 @@ def test_timeline_without_seq_falls_back_to_time(store: AuditStore) -> None:
     ]
 
 
-def test_run_recorded_only_by_its_finish_is_listed_by_its_finish(store: AuditStore) -> None:
-    sink = AuditSink(store)
+def test_run_recorded_only_by_its_finish_is_listed_by_its_finish(audit_store: AuditStore) -> None:
+    sink = AuditSink(audit_store)
     early, rejected, late = Events("early"), Events("rejected"), Events("late")
     sink(early.run_started() | {"at": ts(1)})
     sink(rejected.run_finished("REJECTED", "QUERY_BLANK", model_calls=0) | {"at": ts(2)})
     sink(late.run_started() | {"at": ts(3)})
-    browser = AuditBrowser(store)
+    browser = AuditBrowser(audit_store)
     first = browser.runs(limit=1)
     second = browser.runs(limit=1, cursor=first.next_cursor)
     third = browser.runs(limit=1, cursor=second.next_cursor)

@@ -54,10 +54,10 @@ def test_parallel_processes_lose_no_rows(tmp_path: Path) -> None:
     assert len(results) == PROCESSES * RUNS_PER_PROCESS
     assert {(outcome, stop) for _, outcome, stop in results} == {("DRAFT", "COMPLETED")}
 
-    with AuditStore(audit_db) as store:
-        runs = store.query("SELECT run_id, outcome, finished_at, interrupted FROM runs")
-        invocations = store.query("SELECT run_id, tool_call_id, status, finished_at FROM invocations")
-        rounds = store.query("SELECT count(*) AS n FROM model_rounds WHERE finished_at IS NULL")
+    on_file = AuditReader(audit_db)
+    runs = on_file.query("SELECT run_id, outcome, finished_at, interrupted FROM runs")
+    invocations = on_file.query("SELECT run_id, tool_call_id, status, finished_at FROM invocations")
+    rounds = on_file.query("SELECT count(*) AS n FROM model_rounds WHERE finished_at IS NULL")
     assert {r["run_id"] for r in runs} == {run_id for run_id, _, _ in results}
     assert all(r["outcome"] == "DRAFT" and r["finished_at"] and not r["interrupted"] for r in runs)
     assert len(invocations) == PROCESSES * RUNS_PER_PROCESS * CALLS_PER_RUN
@@ -65,30 +65,29 @@ def test_parallel_processes_lose_no_rows(tmp_path: Path) -> None:
     assert rounds[0]["n"] == 0
 
 
-def test_a_busy_file_delays_a_write_instead_of_failing_it(tmp_path: Path) -> None:
+def test_a_busy_file_delays_a_write_instead_of_failing_it(audit_store: AuditStore, tmp_path: Path) -> None:
     """Even with SQLite's own busy handler off, BEGIN IMMEDIATE is retried until the lock frees."""
-    path = tmp_path / "audit.db"
-    with AuditStore(path) as store:
-        store.db.execute("PRAGMA busy_timeout = 0")
-        other = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        other.execute("BEGIN IMMEDIATE")
-        released = threading.Event()
+    path = tmp_path / "audit.db"  # where the fixture opened it
+    audit_store.db.execute("PRAGMA busy_timeout = 0")
+    other = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    released = threading.Event()
 
-        def release_later() -> None:
-            time.sleep(0.4)
-            other.execute("COMMIT")
-            released.set()
+    def release_later() -> None:
+        time.sleep(0.4)
+        other.execute("COMMIT")
+        released.set()
 
-        releaser = threading.Thread(target=release_later)
-        attempts: list[str] = []
-        store.db.conn.set_trace_callback(attempts.append)
-        releaser.start()
-        with store.write() as db:
-            db.table("runs").insert({"run_id": "r", "session_id": "s"})
-        store.db.conn.set_trace_callback(None)
-        releaser.join()
-        assert released.is_set()
-        # It waited for the lock (busy timeout 0: each try fails at once and is retried), never gave up.
-        assert attempts.count("BEGIN IMMEDIATE") > 1
-        other.close()
-        assert AuditReader(store).run("r") is not None
+    releaser = threading.Thread(target=release_later)
+    attempts: list[str] = []
+    audit_store.db.conn.set_trace_callback(attempts.append)
+    releaser.start()
+    with audit_store.write() as db:
+        db.table("runs").insert({"run_id": "r", "session_id": "s"})
+    audit_store.db.conn.set_trace_callback(None)
+    releaser.join()
+    assert released.is_set()
+    # It waited for the lock (busy timeout 0: each try fails at once and is retried), never gave up.
+    assert attempts.count("BEGIN IMMEDIATE") > 1
+    other.close()
+    assert AuditReader(audit_store).run("r") is not None

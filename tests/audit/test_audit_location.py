@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.settings import ConfigError, load_settings
+from audit.factory import open_audit_store
 from audit.location import (
     AuditLocationError,
     EvidenceAccount,
@@ -19,7 +20,6 @@ from audit.location import (
     parse_audit_url,
 )
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.audit_target import audit_location
 from console.errors import SetupError
@@ -139,8 +139,7 @@ def test_a_run_records_into_the_file_the_url_names(tmp_path: Path, monkeypatch: 
         AuditSink(env.audit)(Events("run-url").run_started("q"))
     finally:
         env.audit.close()
-    with AuditStore(target) as store:
-        assert AuditReader(store).run("run-url") is not None
+    assert AuditReader(target).run("run-url") is not None
 
 
 def test_a_run_on_the_evidence_account_does_not_start(tmp_path: Path) -> None:
@@ -157,7 +156,7 @@ def test_audit_commands_read_the_store_the_url_names(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = tmp_path / "audit.db"
-    with AuditStore(target) as store:
+    with open_audit_store(SqliteLocation(target)) as store:
         sink = AuditSink(store)
         sink(Events("run-1").run_started("q"))
     config = _config(tmp_path, f'[audit]\nurl = "sqlite:///{target}"\n')

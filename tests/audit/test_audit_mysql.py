@@ -67,10 +67,9 @@ def test_schema_is_innodb_utf8mb4_and_versioned(mariadb_audit: AuditTarget) -> N
     assert {(engine, collation) for _, engine, collation in tables} == {("InnoDB", "utf8mb4_bin")}
 
 
-def test_the_same_columns_as_the_sqlite_file(mariadb_audit: AuditTarget, tmp_path: Path) -> None:
-    from audit.sqlite_store import AuditStore
-
-    with AuditStore(tmp_path / "audit.db") as file_store, mariadb_audit.open() as server_store:
+def test_the_same_columns_as_the_sqlite_file(mariadb_audit: AuditTarget, audit_store: AuditBackend) -> None:
+    file_store = audit_store
+    with mariadb_audit.open() as server_store:
         for table in ("runs", "model_rounds", "invocations", "protocol_events"):
             in_file = [
                 row["name"] for row in file_store.query(f"SELECT name FROM pragma_table_info('{table}')")

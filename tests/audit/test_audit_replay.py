@@ -10,7 +10,6 @@ are the replay's own.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from agent.vocabulary import AUDITED_PROTOCOL_CODES
@@ -54,8 +53,7 @@ def comparable(event: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in event.items() if key not in left_out}
 
 
-async def test_run_events_through_the_sink_and_back(tmp_path: Path) -> None:
-    store = AuditStore(tmp_path / "audit.db")
+async def test_run_events_through_the_sink_and_back(audit_store: AuditStore) -> None:
     h = harness(
         scenario(
             tools_round(call("a-1", "query_logs", logs_input(level="ERROR"))),
@@ -64,13 +62,10 @@ async def test_run_events_through_the_sink_and_back(tmp_path: Path) -> None:
             text_round(as_text(draft("连接池耗尽。", [finding("连接获取超时。", "a-1")]))),
         ),
         adapters={"query_logs": RecordingAdapter(answer=found(LOG_DATA))},
-        sinks=[AuditSink(store)],
+        sinks=[AuditSink(audit_store)],
     )
-    try:
-        result = await h.run()
-        timeline = AuditBrowser(store).timeline(result.run_id)
-    finally:
-        store.close()
+    result = await h.run()
+    timeline = AuditBrowser(audit_store).timeline(result.run_id)
     assert timeline is not None
     live = h.events
     replayed = [event.to_wire() for event in timeline_events(timeline)]

@@ -18,14 +18,14 @@ from audit.sink import AuditSink
 from audit.sqlite_store import AuditStore
 from console.cli import main
 from tests.support import harness
-from tests.support.audit_events import Events, on_disk
+from tests.support.audit_events import Events
 from tests.support.audit_reader import AuditReader
 from tools.redaction import Redactor
 
-SETUP = (
-    "model, max_model_calls, max_total_tokens, deadline_s, max_run_bytes,"
-    " max_consecutive_no_gain, max_protocol_violations"
-)
+
+def setup_of(run: dict[str, Any]) -> tuple[Any, ...]:
+    """The model and limits a run row records, in the order of `RUN_SETUP_COLUMNS`."""
+    return tuple(run[column] for column in RUN_SETUP_COLUMNS)
 
 
 def make_old_file(path: Path, version: int = 3) -> None:
@@ -55,7 +55,7 @@ def test_an_older_file_migrates_in_place_and_reopening_changes_nothing(tmp_path:
         old = AuditReader(store).run("old")
         assert old is not None and old["query"] == "gateway 504"
         # Nobody knows what an old run used: NULL, not a guess.
-        assert all(old[column.strip()] is None for column in SETUP.split(","))
+        assert setup_of(old) == (None,) * len(RUN_SETUP_COLUMNS)
     with AuditStore(path) as again:
         assert again.schema_version == len(store_module.MIGRATIONS)
         assert [r["run_id"] for r in AuditReader(again).runs()] == ["old"]
@@ -74,22 +74,21 @@ def test_the_v4_step_is_idempotent_on_a_half_migrated_file(tmp_path: Path) -> No
     assert [c for c in columns if c in RUN_SETUP_COLUMNS] == list(RUN_SETUP_COLUMNS)
 
 
-def test_a_started_run_records_its_model_and_limits(tmp_path: Path) -> None:
-    path = tmp_path / "audit.db"
+def test_a_started_run_records_its_model_and_limits(audit_store: AuditStore, tmp_path: Path) -> None:
     ev = Events()
-    with AuditStore(path) as store:
-        sink = AuditSink(store)
-        sink(ev.run_started())
-        sink(ev("run_finished", outcome="CANCELLED", stop_reason="CANCELLED", result={}))
-    assert on_disk(path, f"SELECT {SETUP} FROM runs") == [("scripted:demo", 6, 20000, 60.0, 1000, 2, 2)]
+    sink = AuditSink(audit_store)
+    sink(ev.run_started())
+    sink(ev("run_finished", outcome="CANCELLED", stop_reason="CANCELLED", result={}))
+    runs = AuditReader(tmp_path / "audit.db").runs()
+    assert [setup_of(run) for run in runs] == [("scripted:demo", 6, 20000, 60.0, 1000, 2, 2)]
 
 
 def test_a_headless_run_records_the_label_and_limits_it_ran_with(tmp_path: Path) -> None:
     path = tmp_path / "audit.db"
     assert main(["run", "--scenario", "model-call-budget-exhausted", "--audit-db", str(path)]) == 11
-    ((model, max_calls, *_rest),) = on_disk(path, f"SELECT {SETUP} FROM runs")
-    assert model == "scripted: model-call-budget-exhausted"
-    assert max_calls == 3  # the scenario's own settings, not the defaults
+    (run,) = AuditReader(path).runs()
+    assert run["model"] == "scripted: model-call-budget-exhausted"
+    assert run["max_model_calls"] == 3  # the scenario's own settings, not the defaults
 
 
 @pytest.mark.parametrize(
@@ -110,12 +109,11 @@ def test_a_rejected_run_keeps_its_redacted_bounded_query(
         config.write_text("[budget]\nmax_input_bytes = 16\n", encoding="utf-8")
         args += ["--config", str(config)]
     assert main(args) == 2
-    ((stored, outcome, reason, model, max_calls),) = on_disk(
-        path, "SELECT query, outcome, stop_reason, model, max_model_calls FROM runs"
-    )
-    assert outcome == "REJECTED"
-    assert reason == (stop_reason or "INPUT_TOO_LARGE")
-    assert model == "scripted: evidence-backed-diagnosis" and max_calls is not None
+    (run,) = AuditReader(path).runs()
+    stored = run["query"]
+    assert run["outcome"] == "REJECTED"
+    assert run["stop_reason"] == (stop_reason or "INPUT_TOO_LARGE")
+    assert run["model"] == "scripted: evidence-backed-diagnosis" and run["max_model_calls"] is not None
     if kept is not None:
         assert stored == kept
     else:
@@ -136,22 +134,23 @@ async def test_a_secret_across_the_cut_of_a_rejected_query_is_redacted_whole() -
     assert kept.startswith("x" * 100) and "Zq7" not in kept
 
 
-def test_a_rejected_query_that_is_not_unicode_is_kept_readable(tmp_path: Path) -> None:
-    path = tmp_path / "audit.db"
-    ev = Events()
-    with AuditStore(path) as store:
-        from agent.use_case import bounded_query
+def test_a_rejected_query_that_is_not_unicode_is_kept_readable(
+    audit_store: AuditStore, tmp_path: Path
+) -> None:
+    from agent.use_case import bounded_query
 
-        sink = AuditSink(store)
-        finished = ev("run_finished", outcome="REJECTED", stop_reason="QUERY_BLANK", result={})
-        finished["rejected_input"] = {
-            "query": bounded_query("bad \udcff text", 64),
-            "model": "m",
-            "limits": {"max_model_calls": 1, "max_total_tokens": 2, "deadline_s": 3.0, "max_run_bytes": 4},
-            "protocol": {"max_consecutive_no_gain": 5, "max_protocol_violations": 6},
-        }
-        sink(finished)
-    assert on_disk(path, f"SELECT query, {SETUP} FROM runs") == [("bad ? text", "m", 1, 2, 3.0, 4, 5, 6)]
+    ev = Events()
+    sink = AuditSink(audit_store)
+    finished = ev("run_finished", outcome="REJECTED", stop_reason="QUERY_BLANK", result={})
+    finished["rejected_input"] = {
+        "query": bounded_query("bad \udcff text", 64),
+        "model": "m",
+        "limits": {"max_model_calls": 1, "max_total_tokens": 2, "deadline_s": 3.0, "max_run_bytes": 4},
+        "protocol": {"max_consecutive_no_gain": 5, "max_protocol_violations": 6},
+    }
+    sink(finished)
+    runs = AuditReader(tmp_path / "audit.db").runs()
+    assert [(run["query"], *setup_of(run)) for run in runs] == [("bad ? text", "m", 1, 2, 3.0, 4, 5, 6)]
 
 
 def test_audit_show_names_what_a_rejected_run_was_given(

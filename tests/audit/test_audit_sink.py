@@ -50,17 +50,17 @@ def test_started_invocation_is_on_disk_before_the_tool_finishes(store: AuditStor
     sink(ev.round_finished(1, ["call-1"]))
     sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
 
-    rows = on_disk(db_path, "SELECT status, tool, session_id, round, input_json FROM invocations")
+    rows = AuditReader(db_path).query("SELECT status, tool, session_id, round, input_json FROM invocations")
     assert rows == [
-        (
-            "STARTED",
-            "lookup_knowledge",
-            SESSION,
-            1,
-            json.dumps(KNOWLEDGE_INPUT, ensure_ascii=False, sort_keys=True),
-        )
+        {
+            "status": "STARTED",
+            "tool": "lookup_knowledge",
+            "session_id": SESSION,
+            "round": 1,
+            "input_json": json.dumps(KNOWLEDGE_INPUT, ensure_ascii=False, sort_keys=True),
+        }
     ]
-    assert "连接池" in rows[0][4]  # readable, not \u-escaped
+    assert "连接池" in rows[0]["input_json"]  # readable, not \u-escaped
 
     sink(ev.tool_finished("call-1", "lookup_knowledge", "FOUND", projection={"hits": [{"title": "连接池"}]}))
     sink(ev.protocol("EVALUATION_RECORDED", "call-2", evaluated_tool_call_id="call-1", evaluation="GAINED"))
@@ -327,19 +327,20 @@ def test_rows_without_a_guarantee_ride_in_the_next_durable_commit(store: AuditSt
     sink(ev.run_started())
     sink(ev.round_started(1))
     sink(ev.round_finished(1, ["call-1"]))
+    on_file = AuditReader(db_path)  # its own connection: what another process sees
     assert store.deferred_writes == 2
-    assert on_disk(db_path, "SELECT round FROM model_rounds") == []  # another process does not see them yet
+    assert on_file.model_rounds(RUN) == []  # another process does not see them yet
     sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
     assert store.deferred_writes == 0
-    assert on_disk(db_path, "SELECT round, finished_at IS NOT NULL FROM model_rounds") == [(1, 1)]
-    assert on_disk(db_path, "SELECT status FROM invocations") == [("STARTED",)]
+    assert [(r["round"], r["finished_at"] is not None) for r in on_file.model_rounds(RUN)] == [(1, True)]
+    assert [i["status"] for i in on_file.invocations(RUN)] == ["STARTED"]
 
     sink(ev.tool_finished("call-1", "lookup_knowledge", "FOUND", projection={"hits": []}))
-    assert on_disk(db_path, "SELECT status FROM invocations") == [("STARTED",)]
+    assert [i["status"] for i in on_file.invocations(RUN)] == ["STARTED"]
     assert [i["status"] for i in AuditReader(store).invocations(RUN)] == [
         "FOUND"
     ]  # reads commit the queue first
-    assert on_disk(db_path, "SELECT status FROM invocations") == [("FOUND",)]
+    assert [i["status"] for i in on_file.invocations(RUN)] == ["FOUND"]
 
 
 def test_a_failing_durable_write_keeps_the_rows_queued_before_it(store: AuditStore, db_path: Path) -> None:
@@ -348,7 +349,7 @@ def test_a_failing_durable_write_keeps_the_rows_queued_before_it(store: AuditSto
     sink(ev.round_started(1))
     with pytest.raises(AuditStoreError):
         sink(ev.run_started())  # the same run twice: refused
-    assert on_disk(db_path, "SELECT round FROM model_rounds") == [(1,)]
+    assert [r["round"] for r in AuditReader(db_path).model_rounds(RUN)] == [1]
 
 
 REFUSE_ROUNDS = (
@@ -370,7 +371,7 @@ def test_queued_rows_a_reader_could_not_commit_stay_queued_for_the_run(
     assert store.deferred_writes == 1
     store.db.execute("DROP TRIGGER temp.refuse_rounds")
     sink(ev.tool_started("call-1", "lookup_knowledge", KNOWLEDGE_INPUT))
-    assert on_disk(db_path, "SELECT round FROM model_rounds") == [(1,)]
+    assert [r["round"] for r in AuditReader(db_path).model_rounds(RUN)] == [1]
 
 
 def test_queued_rows_that_cannot_be_written_stop_the_run_at_its_next_write(store: AuditStore) -> None:
@@ -390,4 +391,4 @@ def test_queued_rows_are_committed_on_close(db_path: Path) -> None:
         sink = AuditSink(store)
         sink(ev.run_started())
         sink(ev.round_started(1))
-    assert on_disk(db_path, "SELECT round FROM model_rounds") == [(1,)]
+    assert [r["round"] for r in AuditReader(db_path).model_rounds(RUN)] == [1]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,11 +34,10 @@ def index_plan_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[AuditStore]:
-    with AuditStore(tmp_path / "audit.db") as opened:
-        if not opened.has_fts:
-            pytest.skip("this SQLite has no trigram tokenizer: no text index to fill")
-        yield opened
+def store(audit_store: AuditStore) -> AuditStore:
+    if not audit_store.has_fts:
+        pytest.skip("this SQLite has no trigram tokenizer: no text index to fill")
+    return audit_store
 
 
 def found_invocations(store: AuditStore, text: str) -> set[tuple[str, str]]:

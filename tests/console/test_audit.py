@@ -9,8 +9,9 @@ from typing import Any
 
 from textual.widgets import Input, Select
 
-from audit import AuditStore
 from audit.browse import AuditBrowser
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 from audit.replay import timeline_events
 from console.screens.audit import PAGE_SIZE, AuditScreen, PagedTable
 from console.screens.replay import ReplayScreen
@@ -64,7 +65,7 @@ async def test_invocation_filters_and_text_search(tmp_path: Path, recorded_runs:
         await pilot.press("ctrl+o")
         table = screen.query_one("#invocations", PagedTable)
         await until(pilot, lambda: loaded(table))
-        with AuditStore(tmp_path / "audit.db") as store:
+        with open_audit_store(SqliteLocation(tmp_path / "audit.db")) as store:
             total = AuditBrowser(store).count_invocations()
         assert table.row_count == total
 
@@ -113,7 +114,7 @@ def test_a_replayed_run_matches_the_live_run_except_what_the_audit_does_not_keep
         fill_audit(path, {name: recorded_runs[name]}, runs=1)
         live = RunState()
         live.apply_all(pinned(recorded_runs[name], "run-0001", "session-audit", T0))
-        with AuditStore(path) as store:
+        with open_audit_store(SqliteLocation(path)) as store:
             timeline = AuditBrowser(store).timeline("run-0001")
         assert timeline is not None
         replay = RunState()

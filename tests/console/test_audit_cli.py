@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from agent.vocabulary import USAGE_ERROR
 from audit.common import audit_timestamp
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
 from console.audit_cli import add_audit_parser, run_audit_command
 from console.cli import CommandLineParser
 from console.safe_text import neutralize
@@ -89,7 +90,7 @@ def record_run(sink: AuditSink, run_id: str, minutes_ago: float, session: str = 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "audit.db"
-    with AuditStore(path) as store:
+    with open_audit_store(SqliteLocation(path)) as store:
         sink = AuditSink(store)
         record_run(sink, "run-old", 60 * 24 * 45)  # 45 days ago
         record_run(sink, "run-mid", 120, session="sess-b")
@@ -423,7 +424,7 @@ def test_terminal_output_escapes_control_characters(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "audit.db"
-    with AuditStore(path) as store:
+    with open_audit_store(SqliteLocation(path)) as store:
         ev = Events("run-esc")
         AuditSink(store)(ev.run_started("\x1b[2J\x1b]0;owned\x07 支付"))
     cli = Cli(capsys, path)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 from audit.sink import AuditSink
 from audit.sqlite_store import AuditStore
 from console.audit_cli import add_audit_parser, run_audit_command
@@ -33,7 +35,7 @@ def audit(*argv: str) -> int:
 def source(tmp_path: Path) -> Path:
     """A machine's audit: five finished runs and one still going."""
     path = tmp_path / "laptop.db"
-    with AuditStore(path) as store:
+    with open_audit_store(SqliteLocation(path)) as store:
         sink = AuditSink(store)
         for n in range(5):
             record_run(sink, f"run-{n}")
@@ -54,14 +56,15 @@ def test_copy_is_idempotent_and_resumes_with_runs_that_finished_since(
     assert audit("copy", "--from", f"sqlite:///{source}", "--to", audit_target.url) == 0
     assert "copied 0 runs (5 already there, 1 still running)" in capsys.readouterr().out
 
-    with AuditStore(source) as store:  # the run that was going finishes; the next copy takes it
+    # The run that was going finishes; the next copy takes it.
+    with open_audit_store(SqliteLocation(source)) as store:
         going = Events("run-going")
         going.seq = 2
         AuditSink(store)(going.run_finished("DRAFT", "COMPLETED"))
     assert audit("copy", "--from", str(source), "--to", audit_target.url) == 0
     assert "copied 1 run (5 already there, 0 still running)" in capsys.readouterr().out
 
-    with audit_target.open() as copied_store, AuditStore(source) as original_store:
+    with audit_target.open() as copied_store, open_audit_store(SqliteLocation(source)) as original_store:
         copied, original = AuditReader(copied_store), AuditReader(original_store)
         for run_id in [f"run-{n}" for n in range(5)] + ["run-going"]:
             assert copied.run(run_id) == original.run(run_id)

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from audit.copy import copy_audit
-from audit.location import MysqlLocation
-from audit.sqlite_store import AuditStore
+from audit.factory import open_audit_store
+from audit.location import MysqlLocation, SqliteLocation
 from console.app import DiagnoseApp
 from console.screens.audit import PagedTable
 from tests.console.test_audit_layout import open_audit
@@ -28,7 +28,7 @@ async def test_the_audit_screen_lists_and_replays_the_team_audits_runs(
 ) -> None:
     laptop = tmp_path / "laptop.db"
     fill_audit(laptop, recorded_runs, runs=4)
-    with AuditStore(laptop) as source, mariadb_audit.open() as team:
+    with open_audit_store(SqliteLocation(laptop)) as source, mariadb_audit.open() as team:
         copy_audit(source, team)
         expected = [run["run_id"] for run in AuditReader(source).runs()]
     config = tmp_path / "team.toml"

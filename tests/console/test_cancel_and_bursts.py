@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from agent.run_events import (
 from agent.vocabulary import InvocationStatus
 from console.widgets.result import ResultView
 from tests.support import RecordingAdapter
+from tests.support.audit_reader import AuditReader
 from tests.support.console import SIZE, engine_ready, has_row, make_app, plain, timeline_labels, wait_until
 from tools.definitions import ToolName
 
@@ -33,7 +33,8 @@ def slow_environment(tmp_path: Path, adapter: RecordingAdapter) -> Any:
     def factory(scenario: str | None) -> Any:
         from agent.scenarios import resolve_scenario
         from agent.settings import load_settings
-        from audit import AuditStore
+        from audit.factory import open_audit_store
+        from audit.location import SqliteLocation
         from console.wiring import RunEnvironment
         from tools.boundary import ToolBoundary
         from tools.redaction import NOOP
@@ -41,7 +42,9 @@ def slow_environment(tmp_path: Path, adapter: RecordingAdapter) -> Any:
         chosen = resolve_scenario(scenario or "evidence-backed-diagnosis")
         settings = load_settings(None, overrides=chosen.settings)
         boundary = ToolBoundary({"lookup_knowledge": adapter, "query_logs": adapter})
-        return RunEnvironment(settings, chosen, boundary, AuditStore(tmp_path / "audit.db"), NOOP)
+        return RunEnvironment(
+            settings, chosen, boundary, open_audit_store(SqliteLocation(tmp_path / "audit.db")), NOOP
+        )
 
     return factory
 
@@ -72,14 +75,13 @@ async def test_escape_cancels_the_tool_in_flight(tmp_path: Path) -> None:
             "stop_required": False,
             "saturation": None,
         }
-        with sqlite3.connect(tmp_path / "audit.db") as db:
-            run = db.execute("SELECT outcome, stop_reason FROM runs WHERE run_id = 'run-0001'").fetchone()
-            invocation = db.execute(
-                "SELECT status, error_code FROM invocations WHERE run_id = ? AND tool_call_id = ?",
-                ("run-0001", "call-1"),
-            ).fetchone()
-        assert run == ("CANCELLED", "CANCELLED")
-        assert invocation == ("CANCELLED", "CANCELLED")
+        audit = AuditReader(tmp_path / "audit.db")
+        run = audit.run("run-0001")
+        invocations = audit.invocations("run-0001")
+        assert run is not None and (run["outcome"], run["stop_reason"]) == ("CANCELLED", "CANCELLED")
+        assert [(i["status"], i["error_code"]) for i in invocations if i["tool_call_id"] == "call-1"] == [
+            ("CANCELLED", "CANCELLED")
+        ]
 
 
 def synthetic_burst(rounds: int) -> list[RunEvent]:

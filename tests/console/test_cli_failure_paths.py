@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pytest
 
 from agent.vocabulary import EXIT_CODE_OF, INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, Outcome
 from console.cli import main
+from tests.support.audit_reader import AuditReader
 from tests.support.resilience import no_conclusion_draft, scenario, tool_call, write_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,8 +117,7 @@ def test_ctrl_c_before_the_run_exists_is_one_line_and_the_cancel_code(moment: st
     assert err.splitlines() == ["diagnose: interrupted before a run started: nothing was run"]
     assert out == ""
     if audit.exists():  # opened before the moment: no run was recorded, none is left open
-        with sqlite3.connect(audit) as db:
-            assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)
+        assert AuditReader(audit).runs() == []
 
 
 def test_ctrl_c_while_the_run_closes_leaves_its_result_standing(tmp_path: Path) -> None:
@@ -153,8 +152,7 @@ MARKER = sys.argv.pop()
     no_traceback(err)
     assert proc.returncode == 0, err
     assert json.loads(out)["outcome"] == "DRAFT"
-    with sqlite3.connect(audit) as db:
-        assert db.execute("SELECT outcome FROM runs").fetchall() == [("DRAFT",)]
+    assert [r["outcome"] for r in AuditReader(audit).runs()] == ["DRAFT"]
 
 
 def test_ctrl_c_in_another_command_is_one_line(tmp_path: Path) -> None:
@@ -314,7 +312,8 @@ def test_a_reader_leaving_events_on_stdout_cancels_the_run(tmp_path: Path) -> No
     assert first["type"] == "run_started"
     assert proc.returncode == EXIT_CODE_OF[Outcome.CANCELLED], err
     assert err == ""  # the reader left: as with `| head`, the command ends quietly, with its code
-    with sqlite3.connect(audit) as db:
-        assert db.execute("SELECT outcome, stop_reason FROM runs").fetchall() == [("CANCELLED", "CANCELLED")]
-        rounds_run = db.execute("SELECT count(*) FROM model_rounds").fetchone()[0]
+    audited = AuditReader(audit)
+    runs = audited.runs()
+    assert [(r["outcome"], r["stop_reason"]) for r in runs] == [("CANCELLED", "CANCELLED")]
+    rounds_run = len(audited.model_rounds(runs[0]["run_id"]))
     assert rounds_run < len(rounds)  # the script had more: they were never asked for

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 
 from agent.scenarios import builtin_scenarios
 from console.cli import main
+from tests.support.audit_reader import AuditReader
 from tests.support.expected import EXPECTED
 
 
@@ -62,21 +62,18 @@ def test_builtin_scenario_run_json(name: str, tmp_path: Path, capsys: pytest.Cap
         "usage",
         "failure",
     }
-    with sqlite3.connect(audit_db) as db:
-        run = db.execute(
-            "SELECT outcome, stop_reason, session_id FROM runs WHERE run_id = ?", (result["run_id"],)
-        ).fetchone()
-        ids = [
-            r[0]
-            for r in db.execute(
-                "SELECT tool_call_id FROM invocations WHERE run_id = ? ORDER BY started_at",
-                (result["run_id"],),
-            )
-        ]
-        open_rows = db.execute("SELECT count(*) FROM invocations WHERE status = 'STARTED'").fetchone()[0]
-    assert run == (outcome, stop_reason, result["session_id"])
+    audit = AuditReader(audit_db)
+    run = audit.run(result["run_id"])
+    ids = [i["tool_call_id"] for i in audit.invocations(result["run_id"])]
+    open_rows = audit.query("SELECT run_id, tool_call_id FROM invocations WHERE status = 'STARTED'")
+    assert run is not None
+    assert (run["outcome"], run["stop_reason"], run["session_id"]) == (
+        outcome,
+        stop_reason,
+        result["session_id"],
+    )
     assert ids == invoked
-    assert open_rows == 0
+    assert open_rows == []
     if outcome == "DRAFT":
         assert result["draft"] is not None and result["failure"] is None
     else:
@@ -193,5 +190,5 @@ def test_sigint_cancels_the_run_with_exit_12(tmp_path: Path) -> None:
     assert proc.returncode == 12, err
     result = json.loads(out)
     assert (result["outcome"], result["stop_reason"]) == ("CANCELLED", "CANCELLED")
-    with sqlite3.connect(audit_db) as db:
-        assert db.execute("SELECT outcome FROM runs").fetchone() == ("CANCELLED",)
+    run = AuditReader(audit_db).run(result["run_id"])
+    assert run is not None and run["outcome"] == "CANCELLED"

@@ -159,12 +159,13 @@ def test_an_unknown_filter_value_is_a_usage_error_listing_the_valid_ones(
 def test_a_filter_value_in_another_case_is_accepted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from audit import AuditStore
+    from audit.factory import open_audit_store
+    from audit.location import SqliteLocation
     from audit.sink import AuditSink
 
     db = tmp_path / "audit.db"
     ev = Events()
-    with AuditStore(db) as store:
+    with open_audit_store(SqliteLocation(db)) as store:
         sink = AuditSink(store)
         sink(ev.run_started())
         sink(ev.tool_started("call-1", "lookup_knowledge", {"query": "x", "top_k": 1}))

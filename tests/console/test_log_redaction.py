@@ -57,9 +57,10 @@ def test_audit_commands_redact_the_configured_passwords_in_the_log(
     argv = ["audit", command, "--config", str(config)]
     if command == "copy":
         source = tmp_path / "laptop.db"
-        from audit.sqlite_store import AuditStore
+        from audit.factory import open_audit_store
+        from audit.location import SqliteLocation
 
-        AuditStore(source).close()
+        open_audit_store(SqliteLocation(source)).close()
         argv += ["--from", f"sqlite:///{source}", "--to", "mysql://auditor@127.0.0.1:1/other"]
         argv += ["--to-password-env", "COPY_PW_FOR_LOG_TEST"]
     assert main(argv) == 3

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from console.cli import main
+from tests.support.audit_reader import AuditReader
 
 pytestmark = [
     pytest.mark.llm,
@@ -80,9 +80,10 @@ def test_real_model_runs_end_typed_with_a_consistent_audit(
             i for item in result["draft"]["analysis"] if item["kind"] == "FINDING" for i in item["evidence"]
         }
         assert cited & found
-    with sqlite3.connect(audit_db) as db:
-        assert db.execute("SELECT outcome FROM runs").fetchone() == (result["outcome"],)
-        assert db.execute("SELECT count(*) FROM invocations WHERE status = 'STARTED'").fetchone() == (0,)
+    audit = AuditReader(audit_db)
+    run = audit.run(result["run_id"])
+    assert run is not None and run["outcome"] == result["outcome"]
+    assert audit.query("SELECT run_id, tool_call_id FROM invocations WHERE status = 'STARTED'") == []
 
 
 def test_eval_over_a_demo_incident_completes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

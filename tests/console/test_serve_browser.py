@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+
+from tests.support.audit_reader import AuditReader
 
 pytestmark = pytest.mark.browser
 
@@ -100,8 +101,10 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def _finished_run(audit: Path) -> Any:
     if not audit.exists():
         return None
-    with sqlite3.connect(audit) as db:
-        return db.execute("SELECT outcome, stop_reason, query FROM runs WHERE outcome IS NOT NULL").fetchone()
+    finished = AuditReader(audit).query(
+        "SELECT outcome, stop_reason, query FROM runs WHERE outcome IS NOT NULL"
+    )
+    return finished[0] if finished else None
 
 
 def test_the_console_runs_a_scenario_in_a_browser(served: tuple[str, Path]) -> None:

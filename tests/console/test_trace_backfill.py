@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from agent.vocabulary import USAGE_ERROR
-from audit import AuditSink, AuditStore
+from audit import AuditSink
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 from console.traces.sink import instant_ns
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import Events
@@ -97,7 +99,7 @@ def test_an_audited_run_sent_later_is_the_trace_it_was_live(
 def write_unfinished_run(db: Path, run_id: str) -> Events:
     """A run that started a tool and never finished it, written by the real sink."""
     events = Events(run_id=run_id)
-    sink = AuditSink(AuditStore(db))
+    sink = AuditSink(open_audit_store(SqliteLocation(db)))
     sink(events.run_started())
     sink(events.round_started(1))
     sink(events.round_finished(1, ["call-1"]))
@@ -108,7 +110,9 @@ def write_unfinished_run(db: Path, run_id: str) -> Events:
 def test_an_interrupted_run_ends_interrupted(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     db = tmp_path / "audit.db"
     write_unfinished_run(db, "run-crashed")
-    with AuditStore(db) as store:  # its process is gone: recovery closes the run as interrupted
+    with open_audit_store(
+        SqliteLocation(db)
+    ) as store:  # its process is gone: recovery closes the run as interrupted
         with store.write() as written:
             written.conn.execute("UPDATE runs SET pid = ?, pid_start = NULL", (2**22 + 7,))
         assert store.recover() == ["run-crashed"]

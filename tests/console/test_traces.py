@@ -8,7 +8,6 @@ from what arrived, and compared with what the audit recorded for the same run.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from agent.vocabulary import USAGE_ERROR
 from console.traces.ids import span_id_of, trace_id_of
 from console.traces.sink import instant_ns
 from console.wiring import open_run_environment
+from tests.support.audit_reader import AuditReader
 from tests.support.hostile_text import small_hostile_strings
 from tests.support.otlp import BlackHole, OtlpReceiver, ReceivedSpan, refused_endpoint
 from tests.support.resilience import (
@@ -48,15 +48,6 @@ def traced_run(
     return run_cli(
         capsys, "run", "--json", "--audit-db", tmp_path / "audit.db", "--trace-endpoint", endpoint, *args
     )
-
-
-def rows(db: Path, sql: str, *params: Any) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in conn.execute(sql, params)]
-    finally:
-        conn.close()
 
 
 def tree(
@@ -117,13 +108,15 @@ def test_an_evidence_backed_run_is_one_trace_of_genai_spans_that_matches_its_aud
         == root.attributes
     )
 
-    ((run_row),) = rows(db, "SELECT started_at, finished_at FROM runs WHERE run_id = ?", result["run_id"])
+    audit = AuditReader(db)
+    run_row = audit.run(result["run_id"])
+    assert run_row is not None
     assert (root.start_ns, root.end_ns) == (
         instant_ns(run_row["started_at"]),
         instant_ns(run_row["finished_at"]),
     )
 
-    rounds = rows(db, "SELECT * FROM model_rounds WHERE run_id = ? ORDER BY round", result["run_id"])
+    rounds = audit.model_rounds(result["run_id"])
     assert [c.name for c in chats] == ["chat evidence-backed-diagnosis"] * 4
     for chat, row in zip(chats, rounds, strict=True):
         assert chat.kind == SPAN_KIND_CLIENT
@@ -135,7 +128,7 @@ def test_an_evidence_backed_run_is_one_trace_of_genai_spans_that_matches_its_aud
         assert chat.attributes["diagnose.round.tool_call_ids"] == json.loads(row["tool_call_ids"])
         assert (chat.start_ns, chat.end_ns) == (instant_ns(row["started_at"]), instant_ns(row["finished_at"]))
 
-    invocations = rows(db, "SELECT * FROM invocations WHERE run_id = ? ORDER BY seq", result["run_id"])
+    invocations = audit.query("SELECT * FROM invocations WHERE run_id = ? ORDER BY seq", (result["run_id"],))
     assert [t.name for t in tools] == [f"execute_tool {row['tool']}" for row in invocations]
     for span, row in zip(tools, invocations, strict=True):
         assert span.kind == SPAN_KIND_INTERNAL
@@ -176,10 +169,8 @@ def test_a_saturated_run_shows_its_protocol_codes_on_the_root(
     codes = [attributes["diagnose.protocol.code"] for name, _, attributes in root.events]
     assert {name for name, _, _ in root.events} == {"diagnose.protocol"}
     assert "SATURATED" in codes and "STOP_REQUIRED" in codes
-    audited = rows(
-        tmp_path / "audit.db",
-        "SELECT code, at FROM protocol_events WHERE run_id = ? ORDER BY seq",
-        run.result["run_id"],
+    audited = AuditReader(tmp_path / "audit.db").query(
+        "SELECT code, at FROM protocol_events WHERE run_id = ? ORDER BY seq", (run.result["run_id"],)
     )
     assert [(a["code"], instant_ns(a["at"])) for a in audited] == [
         (attributes["diagnose.protocol.code"], at) for _, at, attributes in root.events
@@ -499,8 +490,7 @@ def test_a_dead_endpoint_changes_neither_the_result_nor_the_audit(
     assert {k: traced.result[k] for k in keep} == {k: untraced.result[k] for k in keep}
     audited = {
         r["run_id"]: (r["outcome"], r["stop_reason"], r["model_calls"])
-        for r in rows(tmp_path / "audit.db", "SELECT * FROM runs")
-        + rows(tmp_path / "a.db", "SELECT * FROM runs")
+        for r in AuditReader(tmp_path / "audit.db").runs() + AuditReader(tmp_path / "a.db").runs()
     }
     assert audited[traced.result["run_id"]] == audited[untraced.result["run_id"]] == ("DRAFT", "COMPLETED", 4)
 

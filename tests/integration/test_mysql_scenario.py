@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from console.cli import main
+from tests.support.audit_reader import AuditReader
 from tests.support.mysql import MysqlTestEnv
 
 pytestmark = pytest.mark.mysql
@@ -27,9 +27,10 @@ def test_mysql_scenario_cites_found_rows(
     assert code == 0
     assert (result["outcome"], result["stop_reason"]) == ("DRAFT", "COMPLETED")
     assert result["draft"]["conclusion"] is not None
-    with sqlite3.connect(audit_db) as db:
-        rows = db.execute("SELECT tool_call_id, status, projection_json FROM invocations ORDER BY started_at")
-        invocations = [(r[0], r[1], json.loads(r[2])) for r in rows]
+    invocations = [
+        (r["tool_call_id"], r["status"], json.loads(r["projection_json"]))
+        for r in AuditReader(audit_db).invocations(result["run_id"])
+    ]
     assert [(i, s) for i, s, _ in invocations] == [("call-1", "FOUND"), ("call-2", "FOUND")]
     by_status = {row[0]: row[1] for row in invocations[0][2]["rows"]}
     assert by_status["PAYING"] == 22

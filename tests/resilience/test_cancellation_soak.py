@@ -24,7 +24,9 @@ from agent.scenarios import Scenario
 from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
-from audit import AuditSink, AuditStore
+from audit import AuditSink
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 from tests.support import RecordingAdapter
 from tests.support.mysql import MysqlTestEnv, running_with_marker, wait_until
 from tests.support.resilience import QUERY, WINDOW, assert_audit_consistent, no_conclusion_draft, tool_call
@@ -81,7 +83,7 @@ def _rounds(mode: str, i: int) -> list[dict[str, Any]]:
 class Soak:
     def __init__(self, mysql_env: MysqlTestEnv, audit_path: Path, seed: int) -> None:
         self.rng = random.Random(seed)
-        self.store = AuditStore(audit_path)
+        self.store = open_audit_store(SqliteLocation(audit_path))
         self.mysql = mysql_env.adapter(statement_timeout_ms=30_000)
         self.boundary = ToolBoundary(
             {

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.audit_reader import AuditReader
 from tests.support.loki import LokiServer
 from tests.support.resilience import (
     WINDOW,
     assert_audit_consistent,
-    invocations,
     one_call_then_draft,
     read_events,
     run_cli,
@@ -55,7 +55,7 @@ def _run(
     )  # fmt: skip
     result = run.result
     assert_audit_consistent(audit, [result["run_id"]])
-    (invocation,) = invocations(audit, result["run_id"])
+    (invocation,) = AuditReader(audit).invocations(result["run_id"])
     events = read_events(events_file)
     for text in (run.out, run.err, events_file.read_text(encoding="utf-8"), json.dumps(invocation)):
         assert BACKEND_TEXT not in text

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +16,12 @@ from typing import Any
 import pytest
 
 from console.presentation import model_cause_text
+from tests.support.audit_reader import AuditReader
 from tests.support.mysql import closed_port
 from tests.support.openai_server import Drop, Hang, Reply, Trickle, completion, fake_openai
 from tests.support.resilience import (
     QUERY,
     assert_audit_consistent,
-    invocations,
     read_events,
     run_cli,
     write_config,
@@ -184,7 +183,8 @@ def test_a_model_failing_after_evidence_keeps_the_progress_and_the_audit(
     }
     assert [c["tool_call_id"] for c in result["progress"]["checks"]] == ["call-1"]
     assert [
-        (i["tool_call_id"], i["status"]) for i in invocations(tmp_path / "audit.db", result["run_id"])
+        (i["tool_call_id"], i["status"])
+        for i in AuditReader(tmp_path / "audit.db").invocations(result["run_id"])
     ] == [("call-1", "FOUND")]
     events = read_events(tmp_path / "events.ndjson")
     assert events[-1]["type"] == "run_finished"
@@ -225,9 +225,8 @@ def test_the_endpoint_named_in_a_failure_carries_no_credential(
         human.err,
         (tmp_path / "events.ndjson").read_text(encoding="utf-8"),
         (tmp_path / "state" / "diagnosis-console" / "diagnose.log").read_text(encoding="utf-8"),
-        *(str(row) for row in invocations(tmp_path / "audit.db", result["run_id"])),
+        *(str(row) for row in AuditReader(tmp_path / "audit.db").invocations(result["run_id"])),
     ]
-    with sqlite3.connect(tmp_path / "audit.db") as db:
-        seen += [str(row) for row in db.execute("SELECT * FROM runs")]
+    seen += [str(row) for row in AuditReader(tmp_path / "audit.db").query("SELECT * FROM runs")]
     for text in seen:
         assert "s3cr3t-pw" not in text and "k3y-value" not in text, text

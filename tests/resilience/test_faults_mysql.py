@@ -16,11 +16,11 @@ import pytest
 
 from agent.contracts import ExecutionResult
 from console.wiring import RunEnvironment, open_run_environment
+from tests.support.audit_reader import AuditReader
 from tests.support.mysql import MysqlTestEnv, running_with_marker, wait_until
 from tests.support.resilience import (
     QUERY,
     assert_audit_consistent,
-    invocations,
     mariadb_stopped,
     one_call_then_draft,
     run_cli,
@@ -72,7 +72,7 @@ def test_mariadb_stopped_before_the_query(
     result = run.result
     assert (run.code, result["outcome"], result["stop_reason"]) == (0, "DRAFT", "COMPLETED")
     assert_audit_consistent(audit, [result["run_id"]])
-    (invocation,) = invocations(audit, result["run_id"])
+    (invocation,) = AuditReader(audit).invocations(result["run_id"])
     assert (invocation["status"], invocation["error_code"]) == ("ERROR", "UNAVAILABLE")
 
 
@@ -99,7 +99,7 @@ async def test_mariadb_stopped_during_the_query(mysql_env: MysqlTestEnv, tmp_pat
         await env.aclose()
     assert (result.outcome.value, result.stop_reason.value) == ("DRAFT", "COMPLETED")
     assert_audit_consistent(audit, [result.run_id])
-    (invocation,) = invocations(audit, result.run_id)
+    (invocation,) = AuditReader(audit).invocations(result.run_id)
     assert (invocation["status"], invocation["error_code"]) == ("ERROR", "UNAVAILABLE")
     assert [e["type"] for e in events][-1] == "run_finished"
 
@@ -131,7 +131,9 @@ async def _three_runs_around_a_restart(
 
 def _statuses(audit: Path, results: list[ExecutionResult]) -> list[tuple[str, str | None]]:
     return [
-        (row["status"], row["error_code"]) for result in results for row in invocations(audit, result.run_id)
+        (row["status"], row["error_code"])
+        for result in results
+        for row in AuditReader(audit).invocations(result.run_id)
     ]
 
 

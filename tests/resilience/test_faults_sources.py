@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.audit_reader import AuditReader
 from tests.support.resilience import (
     WINDOW,
     assert_audit_consistent,
-    invocations,
     one_call_then_draft,
     run_cli,
     run_cli_process,
@@ -45,7 +45,7 @@ def _run(
     result = run.result
     assert (run.code, result["outcome"], result["stop_reason"]) == (0, "DRAFT", "COMPLETED")
     assert_audit_consistent(audit, [result["run_id"]])
-    (invocation,) = invocations(audit, result["run_id"])
+    (invocation,) = AuditReader(audit).invocations(result["run_id"])
     return invocation
 
 

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from tests.support import harness, tool_messages_seen_by_model
+from tests.support.audit_reader import AuditReader
 from tests.support.mysql import closed_port
 from tests.support.resilience import (
     WINDOW,
     assert_audit_consistent,
-    invocations,
     read_events,
     run_cli,
     scenario,
@@ -142,7 +142,7 @@ def test_hostile_evidence_stays_data_end_to_end(tmp_path: Path, capsys: pytest.C
     assert "\x1b" not in run.out
 
     assert_audit_consistent(audit, [result["run_id"]])
-    rows = invocations(audit, result["run_id"])
+    rows = AuditReader(audit).invocations(result["run_id"])
     assert [(r["tool_call_id"], r["status"], r["error_code"], r["reason"]) for r in rows] == [
         ("call-1", "FOUND", None, None),
         ("call-2", "FOUND", None, None),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.audit_reader import AuditReader
 from tests.support.expected import EXPECTED
 from tests.support.mysql import MysqlTestEnv, root_connection
 from tests.support.resilience import REPO, assert_audit_consistent
@@ -81,9 +81,9 @@ def _load(tmp_path: Path, dsn: str, seconds: float) -> None:
     assert len(set(run_ids)) == len(run_ids)
     rows = assert_audit_consistent(audit, run_ids)
     assert {rid: row["outcome"] for rid, row in rows.items()} == {r["run_id"]: r["outcome"] for r in records}
-    with sqlite3.connect(audit) as db:
-        (audited,) = db.execute("SELECT COUNT(*) FROM runs WHERE outcome IS NOT NULL").fetchone()
-        (unfinished,) = db.execute("SELECT COUNT(*) FROM runs WHERE outcome IS NULL").fetchone()
+    on_file = AuditReader(audit)
+    audited = len(on_file.query("SELECT run_id FROM runs WHERE outcome IS NOT NULL"))
+    unfinished = len(on_file.query("SELECT run_id FROM runs WHERE outcome IS NULL"))
     assert (audited, unfinished) == (len(records), 0), "every run started is in the audit with an outcome"
 
     _report_memory(summaries, records, seconds)

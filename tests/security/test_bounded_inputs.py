@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent.vocabulary import EXIT_CODE_OF, USAGE_ERROR, Outcome
+from tests.support.audit_reader import AuditReader
 from tests.support.resilience import REPO, run_cli, run_cli_process
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
@@ -144,8 +144,7 @@ def test_a_closed_stdout_ends_quietly_with_the_runs_own_exit_code(tmp_path: Path
         return
     # The events were what the reader wanted: a run still going when it left is cancelled for it
     # (tests/console/test_cli_failure_paths.py); either way the code is the audited outcome's.
-    with sqlite3.connect(tmp_path / "a.db") as db:
-        (outcome,) = db.execute("SELECT outcome FROM runs").fetchone()
+    outcome = AuditReader(tmp_path / "a.db").runs()[0]["outcome"]
     assert outcome in ("FAILED", "CANCELLED") and code == EXIT_CODE_OF[Outcome(outcome)]
 
 

@@ -249,15 +249,9 @@ def test_diagnose_run_applies_a_scenario_files_cap_and_audits_it(
     assert [e["detail"] for e in cap_events(emitted)] == [
         {"cap": "ROUND", "limit": 2, "tool_call_ids": ["logs-3", "logs-4", "logs-5"]}
     ]
-    from audit.sqlite_store import AuditStore
-
-    store = AuditStore(audit)
-    try:
-        run_id = run.result["run_id"]
-        assert [i["tool_call_id"] for i in AuditReader(store).invocations(run_id)] == ["logs-1", "logs-2"]
-        assert [r["code"] for r in AuditReader(store).protocol_events(run_id)].count("TOO_MANY_CALLS") == 1
-    finally:
-        store.close()
+    run_id, on_file = run.result["run_id"], AuditReader(audit)
+    assert [i["tool_call_id"] for i in on_file.invocations(run_id)] == ["logs-1", "logs-2"]
+    assert [r["code"] for r in on_file.protocol_events(run_id)].count("TOO_MANY_CALLS") == 1
 
 
 # ------------------------------------------------------------------ item 10: query_logs over a big file

@@ -23,7 +23,9 @@ import pytest
 
 from agent.vocabulary import USAGE_ERROR
 from audit import AuditSink, AuditStore
+from audit.factory import open_audit_store
 from audit.files import MissingFolderError, UnsafeFileError, make_last_folder
+from audit.location import SqliteLocation
 from audit.output_files import OutputExistsError, OutputFile, write_output
 from tests.support.audit_events import Events
 from tests.support.audit_reader import AuditReader
@@ -84,7 +86,7 @@ def accounts_copy(folder: Path, name: str = "passwd") -> Path:
 def audit_db(tmp_path: Path) -> Path:
     """An audit holding one finished run."""
     path = tmp_path / "audit.db"
-    with AuditStore(path) as store:
+    with open_audit_store(SqliteLocation(path)) as store:
         events = Events("run-1")
         sink = AuditSink(store)
         sink(events.run_started("订单服务 5xx 升高"))
@@ -259,8 +261,7 @@ def test_events_never_replace_the_audit_of_the_run(
         "run", "--scenario", SCENARIO, "--audit-db", audit_db, "--events", audit_db, "--force"
     )
     assert code == 3 and "audit database" in err
-    with AuditStore(audit_db) as store:
-        assert AuditReader(store).run("run-1") is not None
+    assert AuditReader(audit_db).run("run-1") is not None
     assert len(audit_db.read_bytes()) >= len(before)
 
 
@@ -362,16 +363,14 @@ def test_prune_dry_run_counts_and_deletes_nothing(audit_db: Path, tmp_path: Path
     assert code == 0, err
     assert out.startswith("would prune 1 run finished before ")
     assert "invocations" in out and str(audit_db) in out
-    with AuditStore(audit_db) as store:
-        assert AuditReader(store).run("run-1") is not None
+    assert AuditReader(audit_db).run("run-1") is not None
 
 
 def test_prune_off_a_terminal_needs_yes(audit_db: Path, tmp_path: Path) -> None:
     code, out, err = diagnose(tmp_path, "audit", "prune", "--older-than", "0s", "--audit-db", audit_db)
     assert code == USAGE_ERROR and out == ""
     assert "prune would delete 1 run " in err and "pass --yes to confirm" in err
-    with AuditStore(audit_db) as store:
-        assert AuditReader(store).run("run-1") is not None
+    assert AuditReader(audit_db).run("run-1") is not None
     code, out, _ = diagnose(tmp_path, "audit", "prune", "--older-than", "0s", "--yes", "--audit-db", audit_db)
     assert code == 0 and out.startswith("pruned 1 run ")
 
@@ -390,5 +389,4 @@ def test_prune_on_a_terminal_asks_first(audit_db: Path, tmp_path: Path, answer: 
     assert code == 0, err
     assert "delete 1 run finished before " in err and err.rstrip().endswith("[y/N]")
     assert out.startswith("pruned 1 run " if pruned else "nothing pruned")
-    with AuditStore(audit_db) as store:
-        assert (AuditReader(store).run("run-1") is None) is pruned
+    assert (AuditReader(audit_db).run("run-1") is None) is pruned

@@ -8,7 +8,6 @@ with the budget (or cancellation) that stopped it. `budget_changed.exhausted` na
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from agent.scenarios import resolve_scenario
@@ -61,9 +60,8 @@ class _BeforeToolsHook:
         return cls(**data["init_parameters"])
 
 
-async def test_token_exhaustion_prevents_the_tool_calls_of_the_same_round(tmp_path: Path) -> None:
+async def test_token_exhaustion_prevents_the_tool_calls_of_the_same_round(audit_store: AuditStore) -> None:
     logs = RecordingAdapter(answer=found(LOG_DATA))
-    store = AuditStore(tmp_path / "audit.db")
     h = harness(
         scenario(
             tools_round(
@@ -76,14 +74,11 @@ async def test_token_exhaustion_prevents_the_tool_calls_of_the_same_round(tmp_pa
             settings={"budget": {"max_total_tokens": 1000}},
         ),
         adapters={"query_logs": logs},
-        sinks=[AuditSink(store)],
+        sinks=[AuditSink(audit_store)],
     )
 
-    try:
-        result = await h.run()
-        invocations = AuditReader(store).invocations(result.run_id)
-    finally:
-        store.close()
+    result = await h.run()
+    invocations = AuditReader(audit_store).invocations(result.run_id)
 
     assert (result.outcome, result.stop_reason) == ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED")
     assert logs.requests == []  # no adapter ran for the round that spent the budget
@@ -95,16 +90,12 @@ async def test_token_exhaustion_prevents_the_tool_calls_of_the_same_round(tmp_pa
 
 
 async def test_builtin_token_budget_exhausted_scenario_runs_no_tool_of_the_exhausting_round(
-    tmp_path: Path,
+    audit_store: AuditStore,
 ) -> None:
-    store = AuditStore(tmp_path / "audit.db")
-    h = harness(resolve_scenario("token-budget-exhausted"), sinks=[AuditSink(store)])
+    h = harness(resolve_scenario("token-budget-exhausted"), sinks=[AuditSink(audit_store)])
 
-    try:
-        result = await h.run()
-        invocations = AuditReader(store).invocations(result.run_id)
-    finally:
-        store.close()
+    result = await h.run()
+    invocations = AuditReader(audit_store).invocations(result.run_id)
 
     assert (result.outcome, result.stop_reason) == ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED")
     # Round 1 (4,000 tokens) ran call-1; round 2 spent the 6,000-token budget, so call-2 never ran.
@@ -131,21 +122,17 @@ async def test_deadline_passed_during_a_model_round_prevents_its_tool_calls() ->
     assert h.of_type("budget_changed")[-1]["exhausted"] == "DEADLINE_EXCEEDED"
 
 
-async def test_cancel_during_a_model_round_prevents_its_tool_calls(tmp_path: Path) -> None:
+async def test_cancel_during_a_model_round_prevents_its_tool_calls(audit_store: AuditStore) -> None:
     logs = RecordingAdapter(answer=found(LOG_DATA))
-    store = AuditStore(tmp_path / "audit.db")
     h = harness(
         scenario(tools_round(call("t-01", "query_logs", logs_input())), text_round(NULL_DRAFT)),
         adapters={"query_logs": logs},
         extra_hooks={"before_tool": [_BeforeToolsHook("cancel")]},
-        sinks=[AuditSink(store)],
+        sinks=[AuditSink(audit_store)],
     )
 
-    try:
-        result = await h.run()
-        invocations = AuditReader(store).invocations(result.run_id)
-    finally:
-        store.close()
+    result = await h.run()
+    invocations = AuditReader(audit_store).invocations(result.run_id)
 
     assert (result.outcome, result.stop_reason) == ("CANCELLED", "CANCELLED")
     assert logs.requests == [] and h.of_type("tool_started") == [] and invocations == []

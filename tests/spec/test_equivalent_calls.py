@@ -9,7 +9,6 @@ The audit keys every invocation by the same canonical form (`invocations.input_k
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -141,9 +140,8 @@ async def test_a_call_the_adapter_answers_differently_is_not_a_duplicate(
     assert result.outcome == "DRAFT"
 
 
-async def test_the_audit_keys_invocations_by_their_canonical_input(tmp_path: Path) -> None:
+async def test_the_audit_keys_invocations_by_their_canonical_input(audit_store: AuditStore) -> None:
     """Two runs spell the same window differently: one input key, each run's own input kept as written."""
-    store = AuditStore(tmp_path / "audit.db")
     adapter = RecordingAdapter(
         answer=lambda _r: AdapterResult(EvidenceStatus.EMPTY, {"entries": [], "returned": 0})
     )
@@ -155,15 +153,14 @@ async def test_the_audit_keys_invocations_by_their_canonical_input(tmp_path: Pat
             text_round(NULL_DRAFT),
         ),
         adapters={"query_logs": adapter},
-        sinks=[AuditSink(store)],
+        sinks=[AuditSink(audit_store)],
     )
 
-    try:
-        first = await h.run()
-        second = await h.run()
-        rows = AuditReader(store).invocations(first.run_id) + AuditReader(store).invocations(second.run_id)
-    finally:
-        store.close()
+    first = await h.run()
+    second = await h.run()
+    rows = AuditReader(audit_store).invocations(first.run_id) + AuditReader(audit_store).invocations(
+        second.run_id
+    )
 
     assert (first.outcome, second.outcome) == ("DRAFT", "DRAFT")
     assert len({r["input_key"] for r in rows}) == 1

@@ -26,7 +26,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.vocabulary import EXIT_CODE_OF, OUTCOME_OF, Outcome, StopReason
-from audit import AuditSink, AuditStore
+from audit import AuditSink
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
 from tests.support.audit_reader import AuditReader
 from tests.support.hostile_text import hostile_strings, small_hostile_strings
@@ -397,7 +399,7 @@ async def test_any_evidence_string_reaches_the_model_and_the_audit_as_text(
     documents = [{"title": v, "source": "x.md", "snippet": v, "score": 1.0} for v in values]
     kb = RecordingAdapter(answer=found({"documents": documents, "returned": len(documents)}))
     folder = tmp_path_factory.mktemp("evidence")
-    store = AuditStore(folder / "audit.db")
+    store = open_audit_store(SqliteLocation(folder / "audit.db"))
     rounds = _then_draft({"tool_calls": [_call("c1", "lookup_knowledge", KB)]})
     h = harness({"name": "evidence", "query": QUERY, "rounds": rounds}, adapters={"lookup_knowledge": kb})
     h.use_case.required_sinks.append(AuditSink(store))

@@ -32,10 +32,9 @@ from tests.support.spec_scenarios import (
 )
 
 
-async def test_internal_audited_execution_completes(tmp_path: Path) -> None:
+async def test_internal_audited_execution_completes(audit_store: AuditStore) -> None:
     hook_saw: list[tuple[str, str, str]] = []
     sink_saw: list[tuple[str, str, str]] = []
-    store = AuditStore(tmp_path / "audit.db")
     logs = RecordingAdapter(answer=found(LOG_DATA))
     h = harness(
         scenario(
@@ -47,15 +46,12 @@ async def test_internal_audited_execution_completes(tmp_path: Path) -> None:
             "before_llm": [RecordingHook("before_llm", hook_saw)],
             "before_tool": [RecordingHook("before_tool", hook_saw)],
         },
-        sinks=[lambda e: sink_saw.append((e["type"], e["session_id"], e["run_id"])), AuditSink(store)],
+        sinks=[lambda e: sink_saw.append((e["type"], e["session_id"], e["run_id"])), AuditSink(audit_store)],
     )
 
-    try:
-        result = await h.run()
-        run_row = AuditReader(store).run(result.run_id)
-        invocations = AuditReader(store).invocations(result.run_id)
-    finally:
-        store.close()
+    result = await h.run()
+    run_row = AuditReader(audit_store).run(result.run_id)
+    invocations = AuditReader(audit_store).invocations(result.run_id)
 
     ids = (result.session_id, result.run_id)
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")

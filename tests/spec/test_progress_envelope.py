@@ -14,7 +14,6 @@ the previous observation before execution.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -140,8 +139,9 @@ async def test_previous_observation_may_not_evaluate_a_call_of_the_same_round() 
     assert checks(result) == [("t-01", "FOUND", None)]
 
 
-async def test_a_second_conflicting_evaluation_is_a_violation_and_stays_in_the_audit(tmp_path: Path) -> None:
-    store = AuditStore(tmp_path / "audit.db")
+async def test_a_second_conflicting_evaluation_is_a_violation_and_stays_in_the_audit(
+    audit_store: AuditStore,
+) -> None:
     answers = iter([found(LOG_DATA), empty(), empty()])
     logs = RecordingAdapter(answer=lambda request: next(answers)(request))
     h = harness(
@@ -154,15 +154,12 @@ async def test_a_second_conflicting_evaluation_is_a_violation_and_stays_in_the_a
             text_round(as_text(draft("连接池耗尽。", [finding("支付服务日志。", "t-01")]))),
         ),
         adapters={"query_logs": logs},
-        sinks=[AuditSink(store)],
+        sinks=[AuditSink(audit_store)],
     )
 
-    try:
-        result = await h.run()
-        invocations = AuditReader(store).invocations(result.run_id)
-        events = AuditReader(store).protocol_events(result.run_id)
-    finally:
-        store.close()
+    result = await h.run()
+    invocations = AuditReader(audit_store).invocations(result.run_id)
+    events = AuditReader(audit_store).protocol_events(result.run_id)
 
     assert seen(h, 3)[2] == not_executed("t-03", NOTHING_PENDING)
     assert [r.tool_call_id for r in logs.requests] == ["t-01", "t-02"]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 import yaml
 
 from console.cli import main
+from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import NULL_DRAFT, scenario, text_round
 
 QUERIES = [
@@ -54,8 +54,7 @@ def _run(tmp_path: Path, query_file: str, capsys: pytest.CaptureFixture[str]) ->
 
 
 def _audited_queries(tmp_path: Path) -> list[str]:
-    with sqlite3.connect(tmp_path / "audit.db") as db:
-        return [row[0] for row in db.execute("SELECT query FROM runs")]
+    return [run["query"] for run in AuditReader(tmp_path / "audit.db").query("SELECT query FROM runs")]
 
 
 def _started_query(tmp_path: Path) -> str:

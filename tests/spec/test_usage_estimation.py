@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,8 +132,7 @@ async def test_partial_usage_estimates_only_the_missing_count() -> None:
     assert finished["usage_estimated"] is True
 
 
-async def test_reported_usage_is_not_marked_estimated(tmp_path: Path) -> None:
-    store = AuditStore(tmp_path / "audit.db")
+async def test_reported_usage_is_not_marked_estimated(audit_store: AuditStore) -> None:
     h = harness(
         scenario(
             _round(
@@ -144,14 +142,11 @@ async def test_reported_usage_is_not_marked_estimated(tmp_path: Path) -> None:
             _round(text=NULL_DRAFT),  # this provider forgot usage on its last reply
         ),
         adapters={"query_logs": RecordingAdapter(answer=found(LOG_DATA))},
-        sinks=[AuditSink(store)],
+        sinks=[AuditSink(audit_store)],
     )
 
-    try:
-        result = await h.run()
-        rounds = AuditReader(store).model_rounds(result.run_id)
-    finally:
-        store.close()
+    result = await h.run()
+    rounds = AuditReader(audit_store).model_rounds(result.run_id)
 
     assert result.outcome == "DRAFT"
     assert [e["usage_estimated"] for e in h.of_type("model_round_finished")] == [False, True]
@@ -181,9 +176,9 @@ async def test_reported_usage_is_not_marked_estimated(tmp_path: Path) -> None:
     ],
 )
 async def test_no_usage_shape_crashes_the_run_and_unusable_usage_is_estimated(
-    usage: Any, tmp_path: Path
+    usage: Any,
+    audit_store: AuditStore,
 ) -> None:
-    store = AuditStore(tmp_path / "audit.db")
     logs = RecordingAdapter(answer=found(LOG_DATA))
     h = harness(
         scenario(
@@ -191,15 +186,12 @@ async def test_no_usage_shape_crashes_the_run_and_unusable_usage_is_estimated(
             _round(text=NULL_DRAFT),
         ),
         adapters={"query_logs": logs},
-        sinks=[AuditSink(store)],
+        sinks=[AuditSink(audit_store)],
     )
     h.use_case.chat_generator = ProviderUsage(h.generator, usage)
 
-    try:
-        result = await h.run()
-        rounds = AuditReader(store).model_rounds(result.run_id)
-    finally:
-        store.close()
+    result = await h.run()
+    rounds = AuditReader(audit_store).model_rounds(result.run_id)
 
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
     assert len(logs.requests) == 1

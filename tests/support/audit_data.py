@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from audit.common import audit_timestamp
-from audit.sqlite_store import AuditStore
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 
 SPAN = timedelta(days=90)
 DEFAULT_END = datetime(2026, 11, 30, tzinfo=UTC)
@@ -202,7 +203,7 @@ def populate_audit(path: Path, invocations: int, *, seed: int = 7, end: datetime
     (a sorted index build is far faster than a million random index inserts): the file ends up with
     exactly the shipped schema.
     """
-    AuditStore(path).close()
+    open_audit_store(SqliteLocation(path)).close()
     rng = random.Random(seed)
     conn = sqlite3.connect(path, isolation_level=None)
     try:

@@ -136,7 +136,8 @@ class Events:
 
 
 def on_disk(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Reads through a separate connection: what another process (or a post-crash reader) would see."""
+    """The file itself through a separate connection, as another process (or a post-crash reader) sees
+    it: PRAGMAs, the schema, the text index, raw statements. Rows for assertions: `AuditReader(path)`."""
     conn = sqlite3.connect(path)
     try:
         return conn.execute(sql, params).fetchall()

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.scenarios import resolve_scenario
-from audit import AuditSink, AuditStore
+from audit import AuditSink
+from audit.factory import open_audit_store
+from audit.location import SqliteLocation
 from tests.support.engine import harness
 
 T0 = datetime(2026, 11, 30, 2, 30, 0, tzinfo=UTC)
@@ -46,7 +48,7 @@ def fill_audit(path: Path, recorded: dict[str, list[dict[str, Any]]], runs: int)
     """Write `runs` runs (cycling through the recorded scenarios, one minute apart); returns run IDs."""
     names = sorted(recorded)
     run_ids = []
-    with AuditStore(path) as store:
+    with open_audit_store(SqliteLocation(path)) as store:
         sink = AuditSink(store)
         for i in range(runs):
             run_id = f"run-{i + 1:04d}"

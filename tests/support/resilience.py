@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from typing import Any
 import pymysql
 import pytest
 
+from tests.support.audit_reader import AuditReader
 from tests.support.mysql import root_connection
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -161,28 +161,16 @@ def run_cli_process(
 # --- the audit -------------------------------------------------------------------------------------------
 
 
-def _rows(db: Path, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(db, timeout=30)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in conn.execute(sql, tuple(params))]
-    finally:
-        conn.close()
-
-
-def invocations(db: Path, run_id: str) -> list[dict[str, Any]]:
-    return _rows(db, "SELECT * FROM invocations WHERE run_id = ? ORDER BY started_at, rowid", (run_id,))
-
-
 def assert_audit_consistent(db: Path, run_ids: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
     """Every run (or the given ones) has a row with an outcome and a finish; no invocation is STARTED."""
-    runs = {r["run_id"]: r for r in _rows(db, "SELECT * FROM runs")}
+    audit = AuditReader(db)
+    runs = {r["run_id"]: r for r in audit.query("SELECT * FROM runs")}
     wanted = list(runs) if run_ids is None else list(run_ids)
     for run_id in wanted:
         assert run_id in runs, f"run {run_id} has no audit row"
         row = runs[run_id]
         assert row["outcome"] is not None and row["finished_at"] is not None, row
-    started = _rows(db, "SELECT run_id, tool_call_id, tool FROM invocations WHERE status = 'STARTED'")
+    started = audit.query("SELECT run_id, tool_call_id, tool FROM invocations WHERE status = 'STARTED'")
     assert started == [], f"invocations left STARTED: {started}"
     return {run_id: runs[run_id] for run_id in wanted}
 
