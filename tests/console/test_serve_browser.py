@@ -155,6 +155,6 @@ def test_the_console_runs_a_scenario_in_a_browser(served: tuple[str, Path]) -> N
         u for u in requested if urlsplit(u).scheme in ("http", "https") and urlsplit(u).netloc != here
     ]
     assert elsewhere == [], elsewhere  # the page's font and script come from this server
-    outcome, stop_reason, query = _finished_run(home / "audit.db")
-    assert (outcome, stop_reason) == ("DRAFT", "COMPLETED")
-    assert query.endswith(TYPED)  # the query typed in the browser is the query that ran
+    run = _finished_run(home / "audit.db")
+    assert (run["outcome"], run["stop_reason"]) == ("DRAFT", "COMPLETED")
+    assert run["query"].endswith(TYPED)  # the query typed in the browser is the query that ran
