@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -352,15 +353,32 @@ async def test_a_scan_stops_reading_when_the_run_is_cancelled(big_log: Path, par
     assert await still_after_a_while(parsed) < BIG_LOG_LINES
 
 
-async def test_a_stopped_scan_leaves_its_index_to_the_next_call(tmp_path: Path, parsed: ParseCount) -> None:
+async def test_a_stopped_scan_leaves_its_index_to_the_next_call(
+    tmp_path: Path, parsed: ParseCount, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Nothing read before the stop is read again, bar one block: a file too big for one call's time
     limit is answered by the next calls."""
     lines = 60_000
     path = write_log(tmp_path / "big.ndjson", lines, tail_service="rare-service")
     adapter = LogFileAdapter(path, block_bytes=16 * 1024)
+    # The scan waits at line 10,000 until the call has been cancelled: on a busy machine it would
+    # otherwise finish the whole file before the cancellation arrives, and nothing would be left over.
+    reached, go_on = threading.Event(), threading.Event()
+    count_line = logs_file._parse_line
+
+    def held_at_10_000(raw: bytes) -> Any:
+        if parsed.lines == 10_000 and not go_on.is_set():
+            reached.set()
+            go_on.wait(30)
+        return count_line(raw)
+
+    monkeypatch.setattr(logs_file, "_parse_line", held_at_10_000)
     first = asyncio.create_task(adapter.execute(logs_request(service="rare-service")))
-    await until(lambda: parsed.lines >= 10_000)
+    await until(reached.is_set)
     first.cancel()
+    for _ in range(3):  # the cancellation reaches the call, which sets its scan's stop flag
+        await asyncio.sleep(0)
+    go_on.set()
     with pytest.raises(asyncio.CancelledError):
         await first
     before = await still_after_a_while(parsed)
