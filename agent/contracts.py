@@ -1,4 +1,5 @@
-"""The frozen contracts of a diagnosis run: input, Draft, snapshot, result (docs/architecture.md).
+"""The frozen contracts of a diagnosis run: input, Draft, snapshot, result (docs/contracts.md,
+"Agent input", "DiagnosisDraft", "Execution result").
 
 All models are strict and forbid unknown keys: anything the model or a caller sends that does not
 match exactly is an error, never silently coerced.
@@ -62,7 +63,7 @@ class PreviousTurn(Contract):
 
 
 class AgentInput(Contract):
-    """The user message, exactly `{"query", "previous_turn"}` (docs/architecture.md, "Agent input")."""
+    """The user message, exactly `{"query", "previous_turn"}` (docs/contracts.md, "Agent input")."""
 
     query: str
     previous_turn: PreviousTurn | None

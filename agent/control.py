@@ -1,4 +1,4 @@
-"""What a control observation tells the model (`observation.control`, docs/architecture.md "Observation").
+"""What a control observation tells the model (`observation.control`, docs/contracts.md "Observation").
 
 A call that is not executed is answered with a protocol code and, for INVALID_PROGRESS_PROTOCOL, the
 field that is wrong and the call the protocol expected. Never a count, a cap or a remaining allowance:

@@ -1,5 +1,5 @@
 """Strict DiagnosisDraft parsing: the whole text is the JSON object, or the run fails.
-(docs/architecture.md, "DiagnosisDraft")
+(docs/contracts.md, "DiagnosisDraft")
 
 There is no repair and no loose extraction: a fenced, prefixed, blank, malformed, oversized or
 schema-incompatible answer is discarded, because a "fixed" answer is an answer the model never gave.

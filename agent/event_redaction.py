@@ -8,7 +8,7 @@ So every ID field of an event, and of the execution result it carries, is kept e
 emitted it, and everything else passes the redactor as before. An ID cannot smuggle a configured
 secret this way: the harness refuses such an ID before it is used anywhere (`Redactor.holds_secret`).
 
-The ID fields (docs/architecture.md, "Run events"): `tool_call_id` and `tool_call_ids` of an event;
+The ID fields (docs/contracts.md, "Run events"): `tool_call_id` and `tool_call_ids` of an event;
 `tool_call_id` and `control.expected_tool_call_id` of an observation (`tool_finished.observation`,
 the values of `budget_changed.unexecuted_observations`, whose keys are IDs too);
 `expected_tool_call_id`, `evaluated_tool_call_id` and `tool_call_ids` of a `protocol_changed` detail

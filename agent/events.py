@@ -1,7 +1,7 @@
 """Emitting run events: numbering, time-stamping, redacting and fanning them out to every sink.
 
 The events themselves (one class per type, their fields and their JSON form) are defined once in
-`agent.run_events`, where the audit and the console read them too; docs/architecture.md ("Run
+`agent.run_events`, where the audit and the console read them too; docs/contracts.md ("Run
 events") describes the stream. Operator-facing events may show counters and thresholds;
 model-facing observations never do.
 

@@ -2,7 +2,7 @@
 
 One ordered stream of these events feeds the console, `diagnose run --events` (NDJSON) and the audit.
 Every event carries `run_id`, `session_id`, `seq` (1-based, gap-free per run) and `at` (ISO-8601 UTC),
-plus the fields of its type; docs/architecture.md ("Run events") describes each field.
+plus the fields of its type; docs/contracts.md ("Run events") describes each field.
 
 Producers are trusted: the emitter builds these dataclasses directly, with no validation cost on the
 hot path (a run emits several events per model round). Data from outside the process (an NDJSON file,
@@ -238,7 +238,7 @@ class ToolFinished(RunEventBase):
 
 @dataclass(slots=True, eq=False, kw_only=True)
 class ProtocolChanged(RunEventBase):
-    """A progress-protocol event; `detail` per code is described in docs/architecture.md."""
+    """A progress-protocol event; `detail` per code is in docs/contracts.md, "Run events"."""
 
     type: Literal[EventType.PROTOCOL_CHANGED] = field(default=EventType.PROTOCOL_CHANGED, init=False)
     code: ProtocolCode

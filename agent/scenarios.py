@@ -1,5 +1,5 @@
 """Scenario files: a prefilled query plus a scripted model, for trainers and tests.
-(docs/architecture.md, "Scenario files")
+(docs/contracts.md, "Scenario files")
 
 Built-in scenarios ship as package data; any YAML/JSON file with the same shape works the same way.
 Nothing in the engine knows a scenario's name: built-ins get no special treatment.

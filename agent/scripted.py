@@ -1,4 +1,4 @@
-"""A deterministic chat generator that replays a scenario's rounds (docs/architecture.md, "Scenario files").
+"""A deterministic chat generator that replays a scenario's rounds (docs/contracts.md, "Scenario files").
 
 It is how trainers show the harness without a model server, and how tests drive the real Haystack
 Agent. It never wraps around: asking for a round past the script is a model error.

@@ -2,7 +2,7 @@
 
 `[model] request_shaping = "auto"` must not send a server what it does not honour: a forced tool call
 and a prefilled reply mean something only to llama.cpp's server, strict functions only to servers that
-constrain them. So "auto" asks before the first model round of a base URL (docs/architecture.md,
+constrain them. So "auto" asks before the first model round of a base URL (docs/contracts.md,
 "Request shaping"):
 - no base URL: OpenAI's own API, which constrains strict functions: "strict";
 - `GET {base_url}/models` lists a model `owned_by: "llamacpp"`: llama.cpp's server. If its chat

@@ -1,5 +1,5 @@
 """Configuration: a TOML file, overridden by `DIAGNOSE_<SECTION>__<KEY>` env vars.
-(docs/architecture.md, "Configuration")
+(docs/contracts.md, "Configuration")
 
 With no file and no env, everything runs on embedded defaults: the scripted model, the bundled demo
 runbooks and log file, MySQL unconfigured and the audit in the user state dir. Secrets are never
@@ -113,7 +113,7 @@ class MysqlSettings(Section):
 
 
 class AuditSettings(Section):
-    """Where the audit lives (docs/architecture.md, "Configuration"): `path`, a SQLite file (kept for
+    """Where the audit lives (docs/contracts.md, "Configuration"): `path`, a SQLite file (kept for
     existing configurations), or `url`, `sqlite:///PATH` or `mysql://user@host:port/db` with the
     password's variable in `password_env`. audit.location parses the URL when the audit is opened."""
 
@@ -162,7 +162,7 @@ def check_trace_endpoint(url: str) -> str:
 
 
 class TraceSettings(Section):
-    """`[telemetry.traces]`: every run as an OpenTelemetry trace over OTLP/HTTP (docs/architecture.md,
+    """`[telemetry.traces]`: every run as an OpenTelemetry trace over OTLP/HTTP (docs/contracts.md,
     "Traces"). Off while `endpoint` is unset, which is the default: nothing leaves the machine unless
     the operator names where it goes. The auth header is only ever read from the variable
     `headers_env` names (`name=value[,name=value]`, as `OTEL_EXPORTER_OTLP_HEADERS`)."""

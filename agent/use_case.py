@@ -3,7 +3,7 @@
 Input is validated before any model call (rejected, never truncated). The Agent runs once, under a
 deadline, with the harness hooks; no retry of the Agent or of a model call ever happens. Whatever
 happens inside (a budget, a saturation, an invalid Draft, a crash, a cancel) is classified into the
-execution result (docs/architecture.md, "Execution result") and announced as the `run_finished` event.
+execution result (docs/contracts.md, "Execution result") and announced as the `run_finished` event.
 """
 
 from __future__ import annotations

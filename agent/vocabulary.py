@@ -15,7 +15,7 @@ from typing import Final, Literal
 
 
 class EventType(StrEnum):
-    """The `type` of a run event (docs/architecture.md, "Run events")."""
+    """The `type` of a run event (docs/contracts.md, "Run events")."""
 
     RUN_STARTED = "run_started"
     MODEL_ROUND_STARTED = "model_round_started"

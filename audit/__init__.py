@@ -1,6 +1,6 @@
 """Local SQLite audit of runs, model rounds, tool invocations and protocol events.
 
-The tables and what they promise: docs/architecture.md, "Audit".
+The tables and what they promise: docs/contracts.md, "Audit".
 
 The public names load on first use: `audit.files` (owner-only files, used by every `diagnose` start for
 its log) must not pull in sqlite-utils and the browse queries before the console's first frame.

@@ -2,7 +2,7 @@
 columns and SQL every store spells alike, and what a prune reports.
 
 Both stores, the sink, the browser and the copy import these from here, so neither store imports the
-other (docs/architecture.md, "Audit"). Standard library only.
+other (docs/contracts.md, "Audit"). Standard library only.
 """
 
 from __future__ import annotations

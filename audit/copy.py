@@ -19,7 +19,7 @@ from audit.port import AuditBackend
 
 COPY_PAGE_SIZE = 200
 
-# The columns both stores hold (docs/architecture.md, "Audit"); protocol_events' `id` is the target's.
+# The columns both stores hold (docs/contracts.md, "Audit"); protocol_events' `id` is the target's.
 COPIED_COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": (
         "run_id",

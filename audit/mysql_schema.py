@@ -1,6 +1,6 @@
 """The audit's tables on MariaDB/MySQL: versioned migrations, run once per database under a lock.
 
-The same tables and columns as the SQLite file at its current version (docs/architecture.md, "Audit"),
+The same tables and columns as the SQLite file at its current version (docs/contracts.md, "Audit"),
 so every reader sees the same rows. InnoDB for transactions and row locks; utf8mb4 so any query or
 projection is stored as written; `utf8mb4_bin` so text compares and sorts by code point, as SQLite
 does, and keyset pages come back in the same order from both stores. Timestamps stay ISO-8601 text,

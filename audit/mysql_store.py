@@ -1,5 +1,5 @@
 """A team audit on MariaDB/MySQL: the same rows as the SQLite file, written by many processes on many
-hosts (docs/architecture.md, "Audit").
+hosts (docs/contracts.md, "Audit").
 
 Synchronous PyMySQL, like the sink's synchronous calls. The guarantees are the file's:
 

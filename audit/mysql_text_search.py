@@ -1,5 +1,5 @@
 """The team audit's text search on MariaDB/MySQL: each row's character trigrams as ASCII words under
-an ordinary InnoDB FULLTEXT index (docs/architecture.md, "Audit").
+an ordinary InnoDB FULLTEXT index (docs/contracts.md, "Audit").
 
 InnoDB's FULLTEXT parser splits text at non-word characters, so Chinese (no spaces) is one long token
 and a substring is never found; MariaDB ships no CJK parser (ngram is MySQL's), and Mroonga is rarely

@@ -2,7 +2,7 @@
 
 The sink, the browser, export, replay, the console's audit screen and `diagnose audit` see only
 `AuditBackend`, so the embedded SQLite file (`audit.sqlite_store.AuditStore`) and a team database on
-MariaDB/MySQL (`audit.mysql_store.MysqlAuditStore`) serve them alike (docs/architecture.md, "Audit").
+MariaDB/MySQL (`audit.mysql_store.MysqlAuditStore`) serve them alike (docs/contracts.md, "Audit").
 
 SQL reaching a backend is written once, in SQLite's dialect: the statements the sink and browser
 spell use `?` placeholders and `INSERT ... ON CONFLICT (...) DO UPDATE SET c = excluded.c`, which the

@@ -4,7 +4,7 @@ audit recorded them (the sink, `audit.sink`, is the other direction).
 The replay screen feeds them to the console's reducer and `diagnose audit export --otlp` to the trace
 sink, so a replayed run is drawn and traced by the same code as a live one. Only what the audit keeps
 comes back: no model-facing observations (the projection stands for them), no protocol counters, no
-previous turn; the events leave those fields out (docs/architecture.md, "Audit replay"). No Textual
+previous turn; the events leave those fields out (docs/contracts.md, "Audit replay"). No Textual
 here: the command line uses it too.
 """
 

@@ -1,4 +1,4 @@
-"""The audit sink: turns run events into audit rows (docs/architecture.md, "Run events", "Audit").
+"""The audit sink: turns run events into audit rows (docs/contracts.md, "Run events", "Audit").
 
 It reads the typed events of `agent.run_events` (light: no Haystack, no pydantic). A STARTED invocation
 is committed before the emitter moves on (so it is durable before the tool runs), and so is the end of

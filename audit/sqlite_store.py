@@ -1,4 +1,4 @@
-"""The local SQLite audit database (docs/architecture.md, "Audit"): schema, migrations, short write
+"""The local SQLite audit database (docs/contracts.md, "Audit"): schema, migrations, short write
 transactions, reads.
 
 The audit is a required record of what the agent touched, so opening it never degrades silently: a
@@ -192,7 +192,7 @@ def _v2_browse_and_recovery(db: sqlite_utils.Database) -> None:
     statements = [
         "ALTER TABLE runs ADD COLUMN pid_start TEXT",  # process start marker, see audit.liveness
         "ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0",
-        # Event seq (docs/architecture.md, "Run events") orders a run's timeline exactly, even when
+        # Event seq (docs/contracts.md, "Run events") orders a run's timeline exactly, even when
         # timestamps tie.
         "ALTER TABLE model_rounds ADD COLUMN seq INTEGER",
         "ALTER TABLE invocations ADD COLUMN seq INTEGER",

@@ -1,5 +1,5 @@
 """The audit file's text search: its FTS5 index, filled one run at a time off the run's hot path, and
-how a search reads it (docs/architecture.md, "Audit").
+how a search reads it (docs/contracts.md, "Audit").
 
 `invocations_fts` and `runs_fts` are trigram FTS5 indexes over their tables (external content, named as
 sqlite-utils and Datasette expect). Until schema v5 insert and update triggers kept them in sync, which

@@ -1,5 +1,5 @@
 """What both audit stores do alike, written once: the queue of deferred writes, flush and close, and
-the prune loop (docs/architecture.md, "Audit").
+the prune loop (docs/contracts.md, "Audit").
 
 A store subclasses `AuditStoreBase` and supplies its transactions (`write`), one prune batch and how
 it lets its connection go; the queue's promises then hold for both: a queued row rides in the next

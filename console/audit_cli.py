@@ -1,5 +1,5 @@
 """`diagnose audit ...`: browse, export and prune the audit database from a terminal.
-(docs/architecture.md, "CLI")
+(docs/contracts.md, "CLI")
 
 Every subcommand finds the file the way a run does (`--audit-db` F or URL, else `[audit] url` or
 `path` of the configuration, else the user state directory) and never creates one: reading a file
@@ -380,7 +380,7 @@ def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend
 
 
 def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend) -> int:
-    """`--otlp URL`: audited runs as traces (docs/architecture.md, "Traces"). Exit 1 when a named run
+    """`--otlp URL`: audited runs as traces (docs/contracts.md, "Traces"). Exit 1 when a named run
     is not in the audit, 3 when the endpoint did not take every run (or traces cannot be sent)."""
     from agent.secrets import build_redactor, redact_logs
     from agent.settings import load_settings

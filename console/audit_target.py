@@ -1,5 +1,5 @@
 """Which audit a command opens: `--audit-db`, else `[audit] url`, else `[audit] path`, else the file in
-the user state folder (docs/architecture.md, "Configuration"). `diagnose run`, the console and every
+the user state folder (docs/contracts.md, "Configuration"). `diagnose run`, the console and every
 `diagnose audit` command resolve it here, so they always agree.
 """
 

@@ -1,6 +1,6 @@
-"""`diagnose`: headless runs, scenario listing and the console entry point (docs/architecture.md, "CLI").
+"""`diagnose`: headless runs, scenario listing and the console entry point (docs/contracts.md, "CLI").
 
-Exit codes follow docs/architecture.md, "Execution result" (0 Draft, 10 controlled stop, 11 budget,
+Exit codes follow docs/contracts.md, "Execution result" (0 Draft, 10 controlled stop, 11 budget,
 12 cancelled, 1 failed, 2 rejected); 3 means the run could not be set up (bad config, unknown
 scenario, unusable audit file or input file, an `--events` file that exists without `--force`) or the
 events file it was asked to write could not be written (the result is still printed). Files are
@@ -554,7 +554,7 @@ async def _run(args: argparse.Namespace, interrupts: Interrupts) -> int:
         return await _run_in(env, args, interrupts)
     finally:
         # After the result is printed (or the run failed): the wait for the trace endpoint is bounded
-        # and never delays what the operator reads (docs/architecture.md, "Traces").
+        # and never delays what the operator reads (docs/contracts.md, "Traces").
         env.close_traces()
 
 

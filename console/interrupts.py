@@ -1,4 +1,4 @@
-"""What Ctrl-C does at each moment of a `diagnose` command (docs/architecture.md, "CLI").
+"""What Ctrl-C does at each moment of a `diagnose` command (docs/contracts.md, "CLI").
 
 Python's own SIGINT handler raises `KeyboardInterrupt` wherever the interpreter happens to be (in an
 import, in the middle of setting up the audit), and `asyncio.run` swaps it for one that cancels the

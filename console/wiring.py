@@ -3,7 +3,7 @@ traces are on, the trace sink.
 
 This is the only place (with the console) that imports `audit`, so the engine stays testable
 without a file. The audit is a required sink: if it cannot be written, the run does not pretend. The
-trace sink is an ordinary one: a trace problem never changes a run (docs/architecture.md, "Traces").
+trace sink is an ordinary one: a trace problem never changes a run (docs/contracts.md, "Traces").
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class RunEnvironment:
         )
 
     def close_traces(self) -> None:
-        """Send what the runs traced, bounded by `[telemetry.traces] flush_timeout_s` (docs/architecture.md,
+        """Send what the runs traced, bounded by `[telemetry.traces] flush_timeout_s` (docs/contracts.md,
         "Traces"); `diagnose run` calls it once its result is printed."""
         if self.traces is not None and not self.traces.close():
             log.warning("some spans did not reach the trace endpoint before the run environment closed")

@@ -104,7 +104,7 @@ class PreviousObservation(StrictModel):
 
 
 def envelope_schema(tool: str) -> dict[str, Any]:
-    """JSON schema of a tool's envelope as the model sees it (docs/architecture.md, "Tool envelope")."""
+    """JSON schema of a tool's envelope as the model sees it (docs/contracts.md, "Tool envelope")."""
     business = BUSINESS_INPUTS[tool].model_json_schema()
     previous = PreviousObservation.model_json_schema()
     return {

@@ -1,4 +1,4 @@
-"""The observation the model sees after each tool call (docs/architecture.md, "Observation").
+"""The observation the model sees after each tool call (docs/contracts.md, "Observation").
 
 Only stable, safe semantics: a status, a bounded projection, a stable error code, or a control code.
 Never raw backend text, exception messages, counters, thresholds or remaining budget.

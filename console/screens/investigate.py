@@ -52,7 +52,7 @@ WHY_SHOWN_S = 6.0  # how long the status bar says why a dimmed key did nothing
 def previous_turn_from(query: str, draft: dict[str, Any]) -> dict[str, Any]:
     """The only memory a follow-up carries: the last query, its conclusion, its limits.
 
-    (docs/architecture.md, "Agent input")
+    (docs/contracts.md, "Agent input")
     """
     limitations = draft.get("limitations") or {}
     return {

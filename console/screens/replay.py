@@ -3,7 +3,7 @@
 The audit rows are converted back into typed run events and fed to the same RunState reducer. Only
 what the audit keeps is replayed: no model-facing observations (the projection is shown instead), no
 protocol counters, no previous turn, no limits; the events leave those fields out and the widgets say
-so rather than inventing them (docs/architecture.md, "Audit replay").
+so rather than inventing them (docs/contracts.md, "Audit replay").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Runs as OpenTelemetry traces (docs/architecture.md, "Traces").
+"""Runs as OpenTelemetry traces (docs/contracts.md, "Traces").
 
 Nothing of OpenTelemetry is imported unless traces are on: `[telemetry.traces] endpoint`, `diagnose
 run --trace-endpoint` or `diagnose audit export --otlp`. The SDK is an optional extra (`traces`), and

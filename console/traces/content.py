@@ -1,4 +1,4 @@
-"""Which text of a run a trace may carry (docs/architecture.md, "Traces", content capture).
+"""Which text of a run a trace may carry (docs/contracts.md, "Traces", content capture).
 
 A trace leaves the process for a backend that other people read and keep, so by default it carries
 no text of the run at all: no query, tool input, projection, Draft or failure detail, only the

@@ -1,4 +1,4 @@
-"""Sending runs' spans over OTLP/HTTP without ever slowing or failing a run (docs/architecture.md,
+"""Sending runs' spans over OTLP/HTTP without ever slowing or failing a run (docs/contracts.md,
 "Traces").
 
 The OpenTelemetry SDK's `BatchSpanProcessor` does the sending on a thread of its own: ending a span

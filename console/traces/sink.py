@@ -1,4 +1,4 @@
-"""Run events in, OpenTelemetry spans out: one trace per run (docs/architecture.md, "Traces").
+"""Run events in, OpenTelemetry spans out: one trace per run (docs/contracts.md, "Traces").
 
 The sink reads the same typed event stream as the audit and the console, so the trace, the audit and
 the screen cannot disagree; a run replayed from the audit (`audit.replay`) goes through it

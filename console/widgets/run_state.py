@@ -1,7 +1,7 @@
 """RunState: folds the run-event stream into what the run widgets draw.
 
 Live runs and audit replays feed this same reducer, so a replayed run is drawn exactly like a live one.
-It dispatches on the typed events of `agent.run_events` (docs/architecture.md, "Run events") and
+It dispatches on the typed events of `agent.run_events` (docs/contracts.md, "Run events") and
 records which rows changed, so a burst of events costs one redraw of the changed rows, not one redraw
 per event. Pure Python: no Textual, no engine import.
 """

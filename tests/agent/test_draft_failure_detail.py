@@ -1,6 +1,6 @@
 """Why a Draft was refused, as safe metadata: `failure.detail` says where and what, never the text.
 
-(docs/architecture.md, "DiagnosisDraft", "Execution result")
+(docs/contracts.md, "DiagnosisDraft", "Execution result")
 """
 
 from __future__ import annotations

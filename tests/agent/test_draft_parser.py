@@ -1,6 +1,6 @@
 """Strict DiagnosisDraft parsing: every violation code, and what a valid Draft keeps.
 
-(docs/architecture.md, "DiagnosisDraft")
+(docs/contracts.md, "DiagnosisDraft")
 """
 
 from __future__ import annotations

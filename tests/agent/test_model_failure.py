@@ -1,5 +1,5 @@
 """A failed model call names its endpoint and cause, safely; a model round that waits shows it.
-(docs/architecture.md, "Execution result"; the faults themselves: tests/resilience/test_faults_model.py)
+(docs/contracts.md, "Execution result"; the faults themselves: tests/resilience/test_faults_model.py)
 """
 
 from __future__ import annotations

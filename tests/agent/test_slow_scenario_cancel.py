@@ -1,6 +1,6 @@
 """The built-in slow scenario: realistic model latency, so a trainer can show a cancel (exit 12).
 
-(docs/architecture.md, "Execution result")
+(docs/contracts.md, "Execution result")
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Several processes share one audit file: no 'database is locked', no lost rows.
-(docs/architecture.md, "Audit")
+(docs/contracts.md, "Audit")
 
 Eight processes each run the real engine (scripted `evidence-backed-diagnosis`, real Haystack Agent,
 real audit sink) 25 times against one fresh file: the first opens race on creating the schema too.

@@ -1,5 +1,5 @@
 """`[audit] url`: which audit a run, the console and `diagnose audit` open, and the audits refused
-(docs/architecture.md, "Configuration"). The default needs no server: the file in the state folder."""
+(docs/contracts.md, "Configuration"). The default needs no server: the file in the state folder."""
 
 from __future__ import annotations
 

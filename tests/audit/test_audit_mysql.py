@@ -1,6 +1,6 @@
 """The team audit on MariaDB: schema and migrations, many writers, retries without duplicates, a typed
 failure when the server goes away, and lease-based crash recovery across processes
-(docs/architecture.md, "Audit"). Each test uses its own freshly created database, dropped afterwards.
+(docs/contracts.md, "Audit"). Each test uses its own freshly created database, dropped afterwards.
 """
 
 from __future__ import annotations

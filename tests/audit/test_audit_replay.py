@@ -1,6 +1,6 @@
 """The audit's two directions meet: a real run's events go through the real sink into a real SQLite
 audit, and `audit.replay` turns its rows back into the same events, as far as the audit keeps them
-(docs/architecture.md, "Audit replay").
+(docs/contracts.md, "Audit replay").
 
 What a replay leaves out, by design: `run_started.protocol`, `protocol_changed.state`, the
 observation of `tool_finished` (the audit keeps the projection), `tool_started.input_key`, the protocol

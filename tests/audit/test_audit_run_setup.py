@@ -1,5 +1,5 @@
 """Audit schema v4: a run records its model label and limits, and a rejected run keeps its query.
-(docs/architecture.md, "Audit")
+(docs/contracts.md, "Audit")
 """
 
 from __future__ import annotations

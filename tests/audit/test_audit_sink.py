@@ -1,4 +1,4 @@
-"""The audit write side: run events in, durable rows out (docs/architecture.md, "Audit", "Run events")."""
+"""The audit write side: run events in, durable rows out (docs/contracts.md, "Audit", "Run events")."""
 
 from __future__ import annotations
 

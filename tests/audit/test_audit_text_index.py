@@ -1,5 +1,5 @@
 """Audit schema v5: text search is indexed a run at a time, off the run's hot path, and finds every row
-it found when triggers indexed each write (docs/architecture.md, "Audit").
+it found when triggers indexed each write (docs/contracts.md, "Audit").
 
 Each search is asked through the FTS plan (the walk that could find a row by LIKE alone is switched
 off), and the index itself is read directly, to tell "found through the index" from "found as a row

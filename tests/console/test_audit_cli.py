@@ -1,5 +1,5 @@
 """`diagnose audit ...` through the parser the CLI mounts: runs, show, invocations, export (streaming,
-constant memory), prune, path resolution and errors (exit 3). (docs/architecture.md, "CLI")
+constant memory), prune, path resolution and errors (exit 3). (docs/contracts.md, "CLI")
 """
 
 from __future__ import annotations

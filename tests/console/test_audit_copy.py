@@ -1,6 +1,6 @@
 """`diagnose audit copy --from --to`: a machine's file into another audit (the team's MariaDB
 database), idempotent and resumable; and every `diagnose audit` command answering alike on both
-stores (docs/architecture.md, "CLI", "Audit")."""
+stores (docs/contracts.md, "CLI", "Audit")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`diagnose` when what surrounds it fails: Ctrl-C at any moment, a full or closed standard output, a
 closed standard input, a command line that does not parse, a reader of the events that leaves. Each
 ends with a documented exit code and at most one line on stderr, never a traceback.
-(docs/architecture.md, "CLI"; README, "Headless use")
+(docs/contracts.md, "CLI"; README, "Headless use")
 
 Every test runs a real process: signals, descriptors and the interpreter's last flush only exist there.
 """

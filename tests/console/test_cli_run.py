@@ -1,6 +1,6 @@
 """`diagnose run` / `diagnose scenarios` as scripts and operators use them.
 
-(docs/architecture.md, "Execution result", "CLI")
+(docs/contracts.md, "Execution result", "CLI")
 """
 
 from __future__ import annotations

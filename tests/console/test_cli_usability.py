@@ -1,6 +1,6 @@
 """The `diagnose` command as a new user meets it: one format on stdout, console options without the
 `console` word, scenario names from a trainer's folder, filter typos refused with the valid values,
-every option documented. (docs/architecture.md, "CLI")
+every option documented. (docs/contracts.md, "CLI")
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The console's runs are traced like `diagnose run`'s (docs/architecture.md, "Traces").
+"""The console's runs are traced like `diagnose run`'s (docs/contracts.md, "Traces").
 
 `[telemetry.traces] endpoint` traces every run the console makes; the spans leave when the run
 environment closes at the latest (the app's exit). A trace that cannot be set up is a warning the

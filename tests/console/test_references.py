@@ -1,8 +1,8 @@
 """Every document the project cites is in the repository, and every section it cites exists.
 
 A newcomer with only this repository must be able to follow every reference: code and docs point to
-`docs/architecture.md, "Section"`, never to a design document, a requirements file or a machine path
-that lives somewhere else.
+`docs/architecture.md, "Section"` (the map) or `docs/contracts.md, "Section"` (the contracts spelled
+out), never to a design document, a requirements file or a machine path that lives somewhere else.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-ARCHITECTURE = REPO / "docs" / "architecture.md"
+DOCS = REPO / "docs"
 SCANNED = ("agent", "tools", "audit", "console", "tests", "docs", ".ci")
 TOP_LEVEL = ("README.md", "pyproject.toml")
 SUFFIXES = {".py", ".md", ".toml", ".tcss", ".yaml", ".yml", ".json", ".txt", ""}
@@ -26,7 +26,10 @@ FOREIGN = {
     ),
     "a path on one machine": re.compile(r"(?<![\w.])/work/"),
 }
-CITATION = re.compile(r'docs/architecture\.md,?\s+((?:"[^"\n]+"(?:,\s*)?)+)')
+# The documents code and docs cite by section: a citation names one of them, then its quoted headings.
+SECTIONED = ("architecture.md", "contracts.md")
+CITATION = re.compile(r'docs/(architecture\.md|contracts\.md),?\s+\(?((?:"[^"\n]+"(?:,\s*)?)+)')
+DOCUMENT = re.compile(r"\bdocs/([\w-]+\.md)\b")
 QUOTED = re.compile(r'"([^"\n]+)"')
 
 
@@ -44,12 +47,26 @@ def project_files() -> list[Path]:
     return [p for p in files if p.resolve() != Path(__file__).resolve()]
 
 
-def headings() -> set[str]:
+def headings(document: str) -> set[str]:
     return {
         line.lstrip("#").strip()
-        for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines()
+        for line in (DOCS / document).read_text(encoding="utf-8").splitlines()
         if line.startswith("#")
     }
+
+
+def cited_sections(text: str) -> list[tuple[str, str]]:
+    """Every (document, section) the text cites, a citation broken across lines included."""
+    return [
+        (citation.group(1), name)
+        for citation in CITATION.finditer(" ".join(text.split()))
+        for name in QUOTED.findall(citation.group(2))
+    ]
+
+
+def unresolved(citations: list[tuple[str, str]]) -> list[str]:
+    sections = {document: headings(document) for document in SECTIONED}
+    return [f"docs/{document}, {name!r}" for document, name in citations if name not in sections[document]]
 
 
 def test_nothing_cites_a_document_the_repository_does_not_hold() -> None:
@@ -63,23 +80,43 @@ def test_nothing_cites_a_document_the_repository_does_not_hold() -> None:
     assert found == []
 
 
-def test_every_cited_section_of_the_architecture_exists() -> None:
-    sections = headings()
+def test_every_cited_document_is_in_the_repository() -> None:
     missing = []
-    cited = 0
     for path in project_files():
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for citation in CITATION.finditer(" ".join(text.split())):
-            for name in QUOTED.findall(citation.group(1)):
-                cited += 1
-                if name not in sections:
-                    missing.append(f"{path.relative_to(REPO)}: {name!r}")
-    assert missing == [] and cited >= 20
+        for name in DOCUMENT.findall(path.read_text(encoding="utf-8", errors="replace")):
+            if not (DOCS / name).is_file():
+                missing.append(f"{path.relative_to(REPO)}: docs/{name}")
+    assert missing == []
+
+
+def test_every_cited_section_exists_in_the_document_it_names() -> None:
+    missing = []
+    cited = {document: 0 for document in SECTIONED}
+    for path in project_files():
+        citations = cited_sections(path.read_text(encoding="utf-8", errors="replace"))
+        for document, _ in citations:
+            cited[document] += 1
+        missing += [f"{path.relative_to(REPO)}: {line}" for line in unresolved(citations)]
+    assert missing == [] and cited["architecture.md"] >= 5 and cited["contracts.md"] >= 20
 
 
 def test_the_checks_catch_what_they_are_for() -> None:
     assert FOREIGN["a design document outside the repository"].search("the contract of DESIGN 3.1")
     assert FOREIGN["a requirements file outside the repository"].search("spec/000_650979927b54eb69.txt")
     assert not any(p.search("shared with other test runs; docs/architecture.md") for p in FOREIGN.values())
-    citation = CITATION.search('see docs/architecture.md, "Audit", "Run events".')
-    assert citation is not None and QUOTED.findall(citation.group(1)) == ["Audit", "Run events"]
+    assert cited_sections('see docs/contracts.md, "Audit", "Run events".') == [
+        ("contracts.md", "Audit"),
+        ("contracts.md", "Run events"),
+    ]
+    assert (
+        unresolved(cited_sections('docs/contracts.md ("Run events") and docs/architecture.md, "Layers"'))
+        == []
+    )
+    # A section cited in the wrong document, or one that does not exist, is caught.
+    assert unresolved(cited_sections('docs/architecture.md, "Run events"')) == [
+        "docs/architecture.md, 'Run events'"
+    ]
+    assert unresolved(cited_sections('docs/contracts.md, "Layers", "Nowhere"')) == [
+        "docs/contracts.md, 'Layers'",
+        "docs/contracts.md, 'Nowhere'",
+    ]

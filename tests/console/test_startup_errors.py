@@ -1,6 +1,6 @@
 """A console that cannot start says so, as `diagnose run` does: one line, exit 3; and a console with no
 terminal to draw on refuses at once. It never looks ready when no run can start.
-(docs/architecture.md, "CLI"; README, "Console")
+(docs/contracts.md, "CLI"; README, "Console")
 
 - Whatever is known without the engine (configuration, scenario, model settings, where the audit is)
   is refused before the first frame, in exactly the words `diagnose run` uses for the same input.

@@ -1,6 +1,6 @@
 """`diagnose audit export --otlp URL`: audited runs sent as traces, so a team can backfill.
 
-(docs/architecture.md, "Traces"). A run sent from the audit is the trace it was live: the same IDs,
+(docs/contracts.md, "Traces"). A run sent from the audit is the trace it was live: the same IDs,
 names, parents and times (the audited timestamps), and every attribute the audit keeps. An
 interrupted run ends INTERRUPTED; a run still going is not sent.
 """

@@ -1,4 +1,4 @@
-"""What text of a run leaves the process in its trace (docs/architecture.md, "Traces", content capture).
+"""What text of a run leaves the process in its trace (docs/contracts.md, "Traces", content capture).
 
 Capture off (the default): a planted secret and every text of the run (query, tool input, evidence,
 Draft) are absent from every byte the receiver got. Capture on: the text goes, redacted, neutralised

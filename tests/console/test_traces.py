@@ -1,4 +1,4 @@
-"""Runs as OpenTelemetry traces, received by a real OTLP/HTTP receiver (docs/architecture.md, "Traces").
+"""Runs as OpenTelemetry traces, received by a real OTLP/HTTP receiver (docs/contracts.md, "Traces").
 
 Every run is sent to `tests.support.otlp.OtlpReceiver`, which decodes the exporter's real protobuf
 requests as a collector would; the span tree, names, attributes, parent links and times are read

@@ -1,6 +1,6 @@
 """What a trainer shows in the console: a cancel during a slow model round, and why a Draft was refused.
 
-(docs/architecture.md, "Execution result", "DiagnosisDraft")
+(docs/contracts.md, "Execution result", "DiagnosisDraft")
 """
 
 from __future__ import annotations
