@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from agent.errors import DiagnoseError
-from tools.unicode_text import is_encodable
+from tools.unicode_text import unencodable_key_path
 
 MIB = 1024 * 1024
 
@@ -149,37 +149,11 @@ def parse_yaml_mapping(
         raise InputFileError(f"{source}: nested too deeply to be a {what}") from None
     if not isinstance(raw, dict):
         raise InputFileError(f"{source}: a {what} must be a mapping")
-    if (key_path := _unencodable_key(raw, free_form)) is not None:
+    # A file's strings may hold any text (a scenario scripts what a hostile model sends), but its keys
+    # name fields: one that is not text names none, and every message echoing it would fail to encode.
+    if (key_path := unencodable_key_path(raw, free_form)) is not None:
         raise InputFileError(f"{source}: a key at {key_path or 'the top'} is not valid Unicode text")
     return raw
-
-
-def _unencodable_key(raw: dict[str, Any], free_form: frozenset[str]) -> str | None:
-    """Where the first key UTF-8 cannot carry (a lone surrogate, from a `\\ud800` escape) sits, as
-    `key[index]` ("" for the top level); None when every key is text.
-
-    A file's strings may hold such text on purpose (a scenario scripts what a hostile model sends), but
-    its keys name fields: one that is not text could never name one, and every error message that
-    echoes a key (the validator's, the loader's) would fail to encode instead of explaining. Under a
-    `free_form` key (a scripted call's `arguments`) the keys are data a model sends, not field names.
-    A walk with its own stack that visits each object once: a file nested thousands deep must not
-    overflow Python's, and an object the YAML shares is walked once."""
-    pending: list[tuple[Any, str]] = [(raw, "")]
-    seen: set[int] = set()  # YAML aliases share one object many times over: walk each once
-    while pending:
-        value, path = pending.pop()
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if isinstance(key, str) and not is_encodable(key):
-                    return path
-                if key not in free_form:
-                    pending.append((item, f"{path}.{key}" if path else str(key)))
-        elif isinstance(value, list):
-            pending.extend((item, f"{path}[{index}]") for index, item in enumerate(value))
-    return None
 
 
 def _size(limit: int) -> str:

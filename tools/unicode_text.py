@@ -49,6 +49,26 @@ def unencodable_path(value: Any, path: str = "") -> str | None:
     return None
 
 
+def unencodable_key_path(value: Any, free_form: frozenset[str] = frozenset()) -> str | None:
+    """Where the first mapping key that cannot be encoded sits in a JSON-like value, as `key[index]`
+    ("" for the top level); None when every key can be. Values are not judged, and neither are the
+    keys under a `free_form` key (data, such as a scripted call's `arguments`, not field names).
+
+    A walk with its own stack: a file nested thousands deep must not overflow Python's."""
+    pending: list[tuple[Any, str]] = [(value, "")]
+    while pending:
+        item, path = pending.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and not is_encodable(key):
+                    return path
+                if key not in free_form:
+                    pending.append((child, f"{path}.{key}" if path else str(key)))
+        elif isinstance(item, list):
+            pending.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+    return None
+
+
 def holds_unencodable(value: Any) -> bool:
     """True when a string of a JSON-like value (dict keys included) cannot be encoded.
 
