@@ -30,6 +30,7 @@ from tools.vocabulary import ErrorCode
 
 if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils loads only for `audit`
     from audit.browse import AuditBrowser, Page, RunTimeline
+    from audit.common import PruneReport
     from audit.location import AuditLocation
     from audit.port import AuditBackend
 
@@ -85,7 +86,8 @@ def _time_arg(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{exc}; or an age like 2h") from None
 
 
-def _trace_endpoint(value: str) -> str:
+def trace_endpoint(value: str) -> str:
+    """An OTLP/HTTP endpoint as an argparse type: `diagnose run` and `diagnose audit export` alike."""
     from agent.settings import check_trace_endpoint
 
     try:
@@ -196,7 +198,7 @@ def add_audit_parser(subparsers: Any) -> None:
     where.add_argument("--output", type=Path, help="file to write (a new file, owner-only; default stdout)")
     where.add_argument(
         "--otlp",
-        type=_trace_endpoint,
+        type=trace_endpoint,
         metavar="URL",
         help="send runs as OpenTelemetry traces to this OTLP/HTTP endpoint instead "
         "(e.g. http://localhost:4318/v1/traces; [telemetry.traces] sets headers and content capture)",
@@ -424,12 +426,7 @@ def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend,
 
     now = datetime.now(UTC)
     plan = browser.prunable(audit_timestamp(now - args.older_than))
-    what = (
-        f"{counted(plan.runs, 'run')} finished before {plan.cutoff} "
-        f"({counted(plan.model_rounds, 'model round')}, {counted(plan.invocations, 'invocation')}, "
-        f"{counted(plan.protocol_events, 'protocol event')}) "
-        f"from {_clean(store.location)}"
-    )
+    what = f"{_pruned_rows(plan)} from {_clean(store.location)}"
     if args.dry_run:
         out.write(f"would prune {what}\n")
         return 0
@@ -445,12 +442,17 @@ def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend,
     report = store.prune(args.older_than, now=now)
     if args.vacuum:
         store.vacuum()
-    out.write(
-        f"pruned {counted(report.runs, 'run')} finished before {report.cutoff} "
-        f"({counted(report.model_rounds, 'model round')}, {counted(report.invocations, 'invocation')}, "
-        f"{counted(report.protocol_events, 'protocol event')})\n"
-    )
+    out.write(f"pruned {_pruned_rows(report)}\n")
     return 0
+
+
+def _pruned_rows(report: PruneReport) -> str:
+    """What a prune takes (or would take): the preview and the result say it alike."""
+    return (
+        f"{counted(report.runs, 'run')} finished before {report.cutoff} "
+        f"({counted(report.model_rounds, 'model round')}, {counted(report.invocations, 'invocation')}, "
+        f"{counted(report.protocol_events, 'protocol event')})"
+    )
 
 
 def _confirm(question: str) -> bool:

@@ -57,7 +57,7 @@ MAX_INPUT_FILE_BYTES = MIB
 def _parser() -> argparse.ArgumentParser:
     # Each command's own module defines its options: imported here, so a bare `diagnose` (which
     # builds no parser) opens the console without loading them.
-    from console.audit_cli import add_audit_parser
+    from console.audit_cli import add_audit_parser, trace_endpoint
     from console.demo_cli import add_demo_parser
     from console.eval_cli import add_eval_parser
 
@@ -120,7 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the execution result as JSON")
     run.add_argument(
         "--trace-endpoint",
-        type=_trace_endpoint,
+        type=trace_endpoint,
         metavar="URL",
         help="send this run as an OpenTelemetry trace to this OTLP/HTTP endpoint, e.g. "
         "http://localhost:4318/v1/traces (default: [telemetry.traces] endpoint; none: no trace)",
@@ -175,15 +175,6 @@ def _port(value: str) -> int:
     if not (value.isascii() and value.isdigit() and len(value) <= 5 and 1 <= int(value) <= 65535):
         raise argparse.ArgumentTypeError(f"not a TCP port: {neutralize(value, newlines=False)!r}")
     return int(value)
-
-
-def _trace_endpoint(value: str) -> str:
-    from agent.settings import check_trace_endpoint
-
-    try:
-        return check_trace_endpoint(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _console_cap(value: str) -> int:

@@ -108,8 +108,9 @@ def score_run(
         if item.kind == "FINDING" and isinstance(item.evidence, list)
         for i in item.evidence
     ]
-    cited = sorted({checks[i].tool for i in finding_ids if grounded(i)})
-    citations, grounded_citations = len(finding_ids), sum(1 for i in finding_ids if grounded(i))
+    grounded_ids = [i for i in finding_ids if grounded(i)]
+    cited = sorted({checks[i].tool for i in grounded_ids})
+    citations, grounded_citations = len(finding_ids), len(grounded_ids)
     if draft is None and result.failure is not None and result.failure.violation in CITATION_VIOLATIONS:
         citations, grounded_citations = 1, 0
     concluded = draft is not None and draft.conclusion is not None
@@ -132,15 +133,7 @@ def score_run(
     offered, valid = _tool_rounds(
         events, cut=(result.failure is not None and result.failure.cause == ModelFailureCause.MAX_TOKENS)
     )
-    found = {
-        c.tool_call_id
-        for c in (result.progress.checks if result.progress else [])
-        if c.evidence_status == EvidenceStatus.FOUND
-    }
-    backed = any(
-        item.kind == "FINDING" and isinstance(item.evidence, list) and set(item.evidence) & found
-        for item in (draft.analysis if draft else [])
-    )
+    backed = any(i in checks and checks[i].evidence_status == EvidenceStatus.FOUND for i in finding_ids)
     return RunScore(
         case=case.name,
         repetition=repetition,

@@ -42,6 +42,7 @@ from agent.run_events import (
     ToolStarted,
 )
 from agent.vocabulary import INTERRUPTED_RUN, InvocationStatus, Outcome, ProtocolCode
+from audit.replay import stored_number
 from console.traces.content import ContentCapture
 from console.traces.ids import PlannedIds, span_id_of, trace_id_of
 
@@ -169,10 +170,6 @@ class TraceSink:
             case RunFinished():
                 self._run_finished(event)
 
-    @property
-    def open_runs(self) -> list[str]:
-        return list(self._runs)
-
     def end_unfinished(self) -> None:
         """End every run still open as INTERRUPTED, at the last instant its events showed."""
         for run_id in list(self._runs):
@@ -241,9 +238,9 @@ class TraceSink:
         attributes: Attributes = {}
         for key, value in (event.limits or {}).items():
             if key in _LIMIT_ATTRIBUTES:
-                _set(attributes, PREFIX + _LIMIT_ATTRIBUTES[key], _number(value))
+                _set(attributes, PREFIX + _LIMIT_ATTRIBUTES[key], stored_number(value))
         for key, value in (event.protocol or {}).items():
-            _set(attributes, f"{PREFIX}protocol.{key}", _number(value))
+            _set(attributes, f"{PREFIX}protocol.{key}", stored_number(value))
         messages = self._input_messages(event.query, event.previous_turn)
         _set(attributes, "gen_ai.input.messages", messages)
         if event.run_id in self._runs:  # a start after other events of the run: the root exists
@@ -395,9 +392,9 @@ class TraceSink:
             f"{PREFIX}outcome": str(event.outcome),
             f"{PREFIX}stop_reason": str(event.stop_reason),
         }
-        _set(attributes, "gen_ai.usage.input_tokens", _number(usage.get("prompt_tokens")))
-        _set(attributes, "gen_ai.usage.output_tokens", _number(usage.get("completion_tokens")))
-        _set(attributes, f"{PREFIX}usage.model_calls", _number(usage.get("model_calls")))
+        _set(attributes, "gen_ai.usage.input_tokens", stored_number(usage.get("prompt_tokens")))
+        _set(attributes, "gen_ai.usage.output_tokens", stored_number(usage.get("completion_tokens")))
+        _set(attributes, f"{PREFIX}usage.model_calls", stored_number(usage.get("model_calls")))
         for key in ("code", "violation", "cause"):
             _set(attributes, f"{PREFIX}failure.{key}", _word_or_number(failure.get(key)))
         _set(attributes, f"{PREFIX}failure.detail", self._content.text(failure.get("detail")))
@@ -440,10 +437,6 @@ class TraceSink:
         self._close_children(run, run.last_ns, INTERRUPTED_RUN, True, {})
         self._fail(run.root, INTERRUPTED_RUN)
         self._end(run.root, run.started_ns, run.last_ns)
-
-
-def _number(value: Any) -> int | float | None:
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _word_or_number(value: Any) -> Any:
