@@ -47,12 +47,13 @@ def bounded_non_blank_pattern(max_chars: int) -> str:
     output the server itself could not parse). So it is narrower than `NON_BLANK_TEXT_PATTERN` with
     `maxLength`: no character JSON must escape, and the first one is not blank (the parser allows a
     leading blank; a model never needs one)."""
-    return f"^[^{BLANK_CLASS}{_JSON_ESCAPED}]{_PLAIN_CHAR}{{0,{max(max_chars - 1, 0)}}}$"
+    return f"^[^{BLANK_CLASS}{_JSON_ESCAPED}]{PLAIN_CHAR}{{0,{max(max_chars - 1, 0)}}}$"
 
 
 # The characters JSON writes escaped: the quote, the backslash and the C0 controls (the last are blank).
 _JSON_ESCAPED = '"\\\\'
-_PLAIN_CHAR = '[^"\\\\\\x00-\\x1f\\x7f]'
+# A character a schema string may hold: none that JSON must escape (a grammar writes it raw).
+PLAIN_CHAR = '[^"\\\\\\x00-\\x1f\\x7f]'
 
 
 # Bytes of the canonical JSON (`canonical_text`) one character may take: 3 for any character of the

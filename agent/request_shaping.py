@@ -72,17 +72,15 @@ class RoundShaper:
             )
         if mode == "off":
             return RoundRequest(kwargs)
+        pending = core.ledger.pending.tool_call_id if core.ledger.pending else None
+        strict = mode == "strict"
         if core.no_tool_round:
             # No call can come of them now: the last round's tools, unchanged, keep the server's cached
             # prompt valid up to the new messages (narrowed for a new pending ID, most of it is re-read).
-            pending = core.ledger.pending.tool_call_id if core.ledger.pending else None
-            tools = self._last_tools or narrowed_tools(
-                pending, self._settings.model.max_tokens, mode == "strict"
-            )
-            return RoundRequest(kwargs, tools, tools_strict=mode == "strict" or None)
-        pending = core.ledger.pending.tool_call_id if core.ledger.pending else None
-        tools = self._last_tools = narrowed_tools(pending, self._settings.model.max_tokens, mode == "strict")
-        if mode == "strict":
+            tools = self._last_tools or narrowed_tools(pending, self._settings.model.max_tokens, strict)
+            return RoundRequest(kwargs, tools, tools_strict=strict or None)
+        tools = self._last_tools = narrowed_tools(pending, self._settings.model.max_tokens, strict)
+        if strict:
             return RoundRequest({"parallel_tool_calls": False}, tools, tools_strict=True)
         return RoundRequest(
             {"tool_choice": "required", "parallel_tool_calls": False, "stop": [TOOL_CALL_CLOSE]},

@@ -28,24 +28,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent.budget import utf8_len
+from agent.draft_rules import MAX_BYTES_PER_CHAR, PLAIN_CHAR, token_byte_limit
+from agent.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from tools.definitions import MAX_SQL_BYTES, ToolName
 from tools.input_models import envelope_schema
 from tools.vocabulary import Evaluation
 
-# A character may be 3 UTF-8 bytes (Han); a token carries at least 2 bytes of them (the rates the
-# run's Draft schema is fitted with, agent.draft_schema).
-BYTES_PER_CHAR = 3
-MIN_BYTES_PER_TOKEN = 2
-# A call beside its strings is measured as a model writes it: the server's frame around it, JSON
-# indented by 4, and this much more whitespace per key (a grammar allows up to ~22 bytes per gap).
-CALL_FRAME = "<tool_call>\n{call}\n</tool_call>"
+# A call is fitted at the rates the run's Draft schema is (agent.draft_rules): a character may be 3
+# UTF-8 bytes (Han), a token carries at least 2 bytes. Beside its strings a call is measured as a model
+# writes it: the server's frame around it, JSON indented by 4, and this much more whitespace per key
+# (a grammar allows up to ~22 bytes per gap).
+CALL_FRAME = TOOL_CALL_OPEN + "{call}\n" + TOOL_CALL_CLOSE
 WHITESPACE_SLACK_PER_KEY = 6
 # No string shorter than this, however small `max_tokens` is: below ~320 tokens a call may not fit.
 MIN_STRING_CHARS = 8
 # A character is at most 4 UTF-8 bytes: this many always fit `sql`'s byte limit.
 _BYTE_BOUNDED_CHARS: dict[tuple[str, str], int] = {(ToolName.QUERY_MYSQL, "sql"): MAX_SQL_BYTES // 4}
-# Characters a string may hold: none that JSON must escape.
-_PLAIN_CHARS = '[^"\\\\\\x00-\\x1f\\x7f]'
 
 
 def round_tool_schema(
@@ -71,7 +70,7 @@ def round_tool_schema(
         if value.get("type") == "string" and "format" not in value and "enum" not in value:
             free_strings[name] = _BYTE_BOUNDED_CHARS.get((tool, name), value.get("maxLength", 0))
     overhead = _skeleton_bytes(tool, previous, fields)
-    budget_chars = max(0, max_tokens * MIN_BYTES_PER_TOKEN - overhead) // BYTES_PER_CHAR
+    budget_chars = max(0, token_byte_limit(max_tokens) - overhead) // MAX_BYTES_PER_CHAR
     for name, chars in fair_shares(free_strings, budget_chars).items():
         fields[name] = _bounded_string(chars, nullable="anyOf" in fields[name])
     required = list(fields) if strict else list(business.get("required", []))
@@ -124,7 +123,7 @@ def _field(value: dict[str, Any], nullable: bool) -> dict[str, Any]:
 
 
 def _bounded_string(chars: int, *, nullable: bool) -> dict[str, Any]:
-    bounded = {"type": "string", "pattern": f"^{_PLAIN_CHARS}{{1,{chars}}}$"}
+    bounded = {"type": "string", "pattern": f"^{PLAIN_CHAR}{{1,{chars}}}$"}
     return {"anyOf": [bounded, {"type": "null"}]} if nullable else bounded
 
 
@@ -136,13 +135,13 @@ def _skeleton_bytes(tool: str, previous: dict[str, Any], fields: dict[str, dict[
     }
     call = json.dumps({"name": tool, "arguments": arguments}, ensure_ascii=False, indent=4)
     keys = 4 + len(fields) + (2 if previous.get("type") == "object" else 0)
-    return _utf8_len(CALL_FRAME.format(call=call)) + WHITESPACE_SLACK_PER_KEY * keys
+    return utf8_len(CALL_FRAME.format(call=call)) + WHITESPACE_SLACK_PER_KEY * keys
 
 
 def _longest_value(field: dict[str, Any]) -> Any:
     """The value of `field` with the most bytes, a free string counted without its characters."""
     if "enum" in field:
-        return max(field["enum"], key=lambda value: _utf8_len(json.dumps(value, ensure_ascii=False)))
+        return max(field["enum"], key=lambda value: utf8_len(json.dumps(value, ensure_ascii=False)))
     if "anyOf" in field:
         return max((_longest_value(o) for o in field["anyOf"]), key=lambda v: len(json.dumps(v)))
     kind = field.get("type")
@@ -162,7 +161,3 @@ def _closed(properties: dict[str, Any], required: list[str] | None = None) -> di
         "required": list(properties) if required is None else required,
         "additionalProperties": False,
     }
-
-
-def _utf8_len(text: str) -> int:
-    return len(text.encode("utf-8"))

@@ -35,7 +35,6 @@ from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.input_files import OversizedInput
 from agent.model_call import GuardedChatGenerator, ModelCallError
 from agent.model_failure import model_endpoint
-from agent.models import server_enforces_draft_schema
 from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
 from agent.request_shaping import RoundShaper
@@ -256,10 +255,6 @@ class DiagnosisUseCase:
             max_agent_steps=self.settings.budget.max_model_calls + 2,
             hooks=hooks,
         )
-
-    @property
-    def _schema_enforced(self) -> bool:
-        return server_enforces_draft_schema(self.settings.model)
 
     def _prompt_bounds(self) -> DraftBounds:
         """The Draft limits the prompt states: the parser's, narrowed to what one round of a real model

@@ -72,8 +72,9 @@ def identifier_names_secret(name: str) -> bool:
     return False
 
 
-def _renames_columns(table: exp.Table) -> bool:
-    alias = table.args.get("alias")
+def _renames_columns(source: exp.Table | exp.CTE | exp.Subquery) -> bool:
+    """True when the source's alias renames its columns (`AS t (a, b)`)."""
+    alias = source.args.get("alias")
     return isinstance(alias, exp.TableAlias) and bool(alias.columns)
 
 
@@ -91,20 +92,15 @@ def _star_problem(star: exp.Star) -> str | None:
     holder = select.parent
     if holder is None or isinstance(holder, exp.Exists):
         return None
-    if isinstance(holder, exp.CTE) and not _renames(holder):
+    if isinstance(holder, exp.CTE) and not _renames_columns(holder):
         return None
     if (
         isinstance(holder, exp.Subquery)
         and isinstance(holder.parent, (exp.From, exp.Join))
-        and not _renames(holder)
+        and not _renames_columns(holder)
     ):
         return None
     return f"a * whose columns reach a {type(holder).__name__} unnamed"
-
-
-def _renames(source: exp.CTE | exp.Subquery) -> bool:
-    alias = source.args.get("alias")
-    return isinstance(alias, exp.TableAlias) and bool(alias.columns)
 
 
 def _has_positional_reference(select: exp.Select) -> bool:

@@ -17,12 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from agent.draft_rules import MAX_BYTES_PER_CHAR, MIN_BYTES_PER_TOKEN
 from agent.harness import _evaluation_problem
 from agent.haystack_tools import frozen_tools
 from agent.progress import CheckRecord
 from agent.tool_round_schema import (
-    BYTES_PER_CHAR,
-    MIN_BYTES_PER_TOKEN,
     MIN_STRING_CHARS,
     fair_shares,
     round_tool_schema,
@@ -232,4 +231,4 @@ def _objects_and_keys(node: Any, allowed: set[str]) -> list[dict[str, Any]]:
     return found
 
 
-assert BYTES_PER_CHAR == 3  # `_longest` writes 3-byte characters: the rate the fitting assumes
+assert MAX_BYTES_PER_CHAR == 3  # `_longest` writes 3-byte characters: the rate the fitting assumes
