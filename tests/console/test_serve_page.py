@@ -9,7 +9,6 @@ console process is started (the page is served before any WebSocket opens one). 
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import AsyncIterator
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
@@ -19,6 +18,7 @@ import pytest
 from aiohttp.test_utils import TestServer
 
 from console.serve import GuardedServer
+from tests.support.mysql import closed_port
 
 
 class Resources(HTMLParser):
@@ -49,15 +49,9 @@ class Resources(HTMLParser):
             self.scripts.append(data)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[GuardedServer, aiohttp.ClientSession]]:
-    port = _free_port()
+    port = closed_port()
     server = GuardedServer("true", host="127.0.0.1", port=port, max_consoles=1)
     test_server = TestServer(await server._make_app(), host="127.0.0.1", port=port)
     await test_server.start_server()

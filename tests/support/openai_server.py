@@ -93,13 +93,7 @@ def fake_openai(
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             state.gets.append(self.path)
-            status, body = (routes or {}).get(self.path, (404, '{"error": {"message": "not found"}}'))
-            data = body.encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._send_json(*(routes or {}).get(self.path, (404, '{"error": {"message": "not found"}}')))
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -127,7 +121,9 @@ def fake_openai(
                     if state.release.wait(reply.seconds / reply.pieces):
                         return
                 return
-            status, body = reply if isinstance(reply, tuple) else (200, json.dumps(reply))
+            self._send_json(*(reply if isinstance(reply, tuple) else (200, json.dumps(reply))))
+
+        def _send_json(self, status: int, body: str) -> None:
             data = body.encode("utf-8")
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

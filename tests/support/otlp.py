@@ -26,6 +26,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from tests.support.mysql import closed_port
+
 
 def any_value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
@@ -154,10 +156,7 @@ def _spans(requests: list[ExportTraceServiceRequest]) -> Iterator[ReceivedSpan]:
 
 def refused_endpoint() -> str:
     """An endpoint on a port that was free a moment ago: connecting is refused."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1/traces"
+    return f"http://127.0.0.1:{closed_port()}/v1/traces"
 
 
 class BlackHole:
