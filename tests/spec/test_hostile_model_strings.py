@@ -34,6 +34,8 @@ from tests.support.audit_reader import AuditReader
 from tests.support.hostile_text import hostile_strings, small_hostile_strings
 from tests.support.openai_server import completion, fake_openai
 from tests.support.resilience import (
+    QUERY,
+    WINDOW,
     CliRun,
     assert_audit_consistent,
     read_events,
@@ -41,10 +43,9 @@ from tests.support.resilience import (
     run_cli_process,
     write_config,
 )
-from tests.support.spec_scenarios import found
+from tests.support.spec_scenarios import call, found
 from tools.unicode_text import encodable
 
-QUERY = "payment-service 2026-11-30 02:10Z 起支付超时，请诊断。"
 KB = {"query": "支付超时 连接池"}
 NULL_DRAFT: dict[str, Any] = {
     "conclusion": None,
@@ -66,10 +67,6 @@ LONG = settings(max_examples=400, deadline=None, database=None, suppress_health_
 # pydantic warns when the OpenAI client serializes a usage count that is text; `diagnose` sends
 # warnings to its log (checked in a process of its own below), pytest would only collect them here.
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
-
-
-def _call(call_id: Any, name: str, business: Any, previous: Any = None) -> dict[str, Any]:
-    return {"id": call_id, "name": name, "arguments": {"previous_observation": previous, "input": business}}
 
 
 def _draft_with(field: str, s: str) -> dict[str, Any]:
@@ -112,24 +109,24 @@ def _then_draft(*rounds: dict[str, Any]) -> Rounds:
 
 
 SCRIPTED_PLACES: dict[str, Callable[[str], Rounds]] = {
-    "tool_name": lambda s: _then_draft({"tool_calls": [_call("c1", s, KB)]}),
-    "tool_call_id": lambda s: _then_draft({"tool_calls": [_call(s, "lookup_knowledge", KB)]}),
-    "argument_value": lambda s: _then_draft({"tool_calls": [_call("c1", "lookup_knowledge", {"query": s})]}),
+    "tool_name": lambda s: _then_draft({"tool_calls": [call("c1", s, KB)]}),
+    "tool_call_id": lambda s: _then_draft({"tool_calls": [call(s, "lookup_knowledge", KB)]}),
+    "argument_value": lambda s: _then_draft({"tool_calls": [call("c1", "lookup_knowledge", {"query": s})]}),
     "argument_key": lambda s: _then_draft(
-        {"tool_calls": [_call("c1", "lookup_knowledge", {"query": "x", s: 1})]}
+        {"tool_calls": [call("c1", "lookup_knowledge", {"query": "x", s: 1})]}
     ),
     "envelope_key": lambda s: _then_draft(
         {"tool_calls": [{"id": "c1", "name": "query_logs", "arguments": {"input": KB, s: None}}]}
     ),
     "evaluated_id": lambda s: _then_draft(
-        {"tool_calls": [_call("c1", "lookup_knowledge", KB)]},
+        {"tool_calls": [call("c1", "lookup_knowledge", KB)]},
         {
             "tool_calls": [
-                _call("c2", "lookup_knowledge", {"query": "y"}, {"tool_call_id": s, "evaluation": "GAINED"})
+                call("c2", "lookup_knowledge", {"query": "y"}, {"tool_call_id": s, "evaluation": "GAINED"})
             ]
         },
     ),
-    "reply_text": lambda s: _then_draft({"text": s, "tool_calls": [_call("c1", "lookup_knowledge", KB)]}),
+    "reply_text": lambda s: _then_draft({"text": s, "tool_calls": [call("c1", "lookup_knowledge", KB)]}),
     "draft_text": lambda s: [{"text": s}],
 }
 
@@ -360,10 +357,7 @@ def test_a_log_line_whose_json_escape_decodes_to_a_surrogate_is_evidence_not_a_c
     }
     (logs / "app.ndjson").write_text(json.dumps(line) + "\n", encoding="utf-8")  # the escape, as written
     config = write_config(tmp_path / "config.toml", {"logs": {"source": "file", "path": logs}})
-    window = {"start": "2026-11-30T02:00:00Z", "end": "2026-11-30T03:00:00Z"}
-    rounds = _then_draft(
-        {"tool_calls": [_call("c1", "query_logs", {"service": "payment-service", **window})]}
-    )
+    rounds = _then_draft({"tool_calls": [call("c1", "query_logs", {"service": "payment-service", **WINDOW})]})
     scenario = tmp_path / "scenario.json"
     scenario.write_text(json.dumps({"name": "logs", "query": QUERY, "rounds": rounds}), encoding="utf-8")
     audit, events = tmp_path / "audit.db", tmp_path / "events.ndjson"
@@ -400,7 +394,7 @@ async def test_any_evidence_string_reaches_the_model_and_the_audit_as_text(
     kb = RecordingAdapter(answer=found({"documents": documents, "returned": len(documents)}))
     folder = tmp_path_factory.mktemp("evidence")
     store = open_audit_store(SqliteLocation(folder / "audit.db"))
-    rounds = _then_draft({"tool_calls": [_call("c1", "lookup_knowledge", KB)]})
+    rounds = _then_draft({"tool_calls": [call("c1", "lookup_knowledge", KB)]})
     h = harness({"name": "evidence", "query": QUERY, "rounds": rounds}, adapters={"lookup_knowledge": kb})
     h.use_case.required_sinks.append(AuditSink(store))
     try:

@@ -28,7 +28,7 @@ from audit import AuditSink
 from tests.support import RecordingAdapter, tool_messages_seen_by_model
 from tests.support.audit_backends import AuditTarget, sqlite_target
 from tests.support.audit_reader import AuditReader
-from tests.support.resilience import assert_audit_consistent, read_events, run_cli, write_config
+from tests.support.resilience import assert_audit_consistent, read_events, run_cli, tool_call, write_config
 from tests.support.spec_scenarios import DOC_DATA, as_text, draft, found
 from tools.boundary import ToolBoundary
 from tools.redaction import Redactor
@@ -38,12 +38,7 @@ SECRET = "Zq8-vault-pass-5521"
 
 
 def _call(call_id: str, query: str, previous: str | None = None) -> dict[str, Any]:
-    evaluation = None if previous is None else {"tool_call_id": previous, "evaluation": "GAINED"}
-    return {
-        "id": call_id,
-        "name": "lookup_knowledge",
-        "arguments": {"previous_observation": evaluation, "input": {"query": query}},
-    }
+    return tool_call(call_id, "lookup_knowledge", {"query": query}, evaluates=previous)
 
 
 def _citing(*ids: str) -> str:
