@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from textual.widgets import Static, TextArea
 
@@ -23,30 +22,17 @@ from agent.vocabulary import InvocationStatus
 from console.widgets.result import ResultView
 from tests.support import RecordingAdapter
 from tests.support.audit_reader import AuditReader
-from tests.support.console import SIZE, engine_ready, has_row, make_app, plain, timeline_labels, wait_until
+from tests.support.console import (
+    SIZE,
+    engine_ready,
+    has_row,
+    make_app,
+    plain,
+    slow_environment,
+    timeline_labels,
+    wait_until,
+)
 from tools.definitions import ToolName
-
-
-def slow_environment(tmp_path: Path, adapter: RecordingAdapter) -> Any:
-    """A RunEnvironment whose evidence tools answer through a slow test adapter."""
-
-    def factory(scenario: str | None) -> Any:
-        from agent.scenarios import resolve_scenario
-        from agent.settings import load_settings
-        from audit.factory import open_audit_store
-        from audit.location import SqliteLocation
-        from console.wiring import RunEnvironment
-        from tools.boundary import ToolBoundary
-        from tools.redaction import NOOP
-
-        chosen = resolve_scenario(scenario or "evidence-backed-diagnosis")
-        settings = load_settings(None, overrides=chosen.settings)
-        boundary = ToolBoundary({"lookup_knowledge": adapter, "query_logs": adapter})
-        return RunEnvironment(
-            settings, chosen, boundary, open_audit_store(SqliteLocation(tmp_path / "audit.db")), NOOP
-        )
-
-    return factory
 
 
 async def test_escape_cancels_the_tool_in_flight(tmp_path: Path) -> None:

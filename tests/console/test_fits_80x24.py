@@ -17,18 +17,19 @@ from rich.cells import cell_len
 from textual.widgets import OptionList
 
 from console.app import DiagnoseApp
-from console.screens.audit import PagedTable
 from tests.support.console import (
     LAST_MISSING,
+    a_slow_run,
+    audit_app,
+    audit_loaded,
     engine_ready,
     long_draft_scenario,
     make_app,
     painted_text,
     run_to_end,
     settled,
-    wait_until,
+    slow_app,
 )
-from tests.support.recorded import fill_audit
 
 SMALL = [(80, 24), (100, 30)]
 SCROLLBAR = re.compile("[▁▂▃▄▅▆▇█▉▊▋▌▍▎▏▔▕]")  # a scrollbar's glyphs, painted at the end of text lines
@@ -176,25 +177,13 @@ async def test_help_fits_and_every_key_can_be_read(tmp_path: Path, size: tuple[i
 
 
 # ------------------------------------------------------------------ audit lists
-def audit_app(tmp_path: Path, recorded_runs: dict[str, Any]) -> DiagnoseApp:
-    fill_audit(tmp_path / "audit.db", recorded_runs, runs=6)
-    return make_app(tmp_path)
-
-
-async def open_audit(pilot: Any) -> None:
-    await engine_ready(pilot)
-    await pilot.press("f3")
-    tables = list(pilot.app.screen.query(PagedTable))
-    await wait_until(lambda: all(t.row_count and not t.loading_page for t in tables), pilot, what="pages")
-
-
 @size_ids
 async def test_the_audit_lists_show_calls_tokens_and_query(
-    tmp_path: Path, recorded_runs: dict[str, Any], size: tuple[int, int]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded_runs: dict[str, Any], size: tuple[int, int]
 ) -> None:
-    app = audit_app(tmp_path, recorded_runs)
+    app = audit_app(tmp_path, monkeypatch, recorded_runs)
     async with app.run_test(size=size) as pilot:
-        await open_audit(pilot)
+        await audit_loaded(pilot)
         lines = painted_text(app).splitlines()
         header = next(line for line in lines if "outcome" in line and "calls" in line).split()
         assert header[header.index("outcome") :] == ["outcome", "calls", "tokens", "query"]
@@ -234,9 +223,6 @@ async def test_a_long_follow_up_preview_can_be_read_to_its_end(tmp_path: Path, s
 # ------------------------------------------------------------------ the other dialogs
 @size_ids
 async def test_the_export_and_quit_dialogs_fit(tmp_path: Path, size: tuple[int, int]) -> None:
-    from tests.console.test_cancel_and_bursts import slow_environment
-    from tests.support.engine import RecordingAdapter
-
     app = make_app(tmp_path / "export", "evidence-backed-diagnosis")
     async with app.run_test(size=size) as pilot:
         await run_to_end(pilot)
@@ -247,14 +233,10 @@ async def test_the_export_and_quit_dialogs_fit(tmp_path: Path, size: tuple[int, 
         assert "Export run  Markdown + JSON · enter writes · escape cancels" in screen
         await pilot.press("escape")
 
-    adapter = RecordingAdapter(delay_s=30.0)
     (tmp_path / "quit").mkdir()
-    environment = slow_environment(tmp_path / "quit", adapter)
-    app = make_app(tmp_path / "quit", "evidence-backed-diagnosis", env_factory=environment)
+    app = slow_app(tmp_path / "quit")
     async with app.run_test(size=size) as pilot:
-        await engine_ready(pilot)
-        await pilot.press("ctrl+r")
-        await wait_until(lambda: "call-1" in app.investigate.state.calls, pilot, what="the first call")
+        await a_slow_run(pilot)
         await pilot.press("ctrl+q")
         await pilot.pause()
         screen = painted_text(app)

@@ -23,12 +23,14 @@ from console.widgets.result import ResultView
 from console.widgets.timeline import Timeline
 from tests.support.console import (
     SIZE,
+    a_slow_run,
     engine_ready,
     fail_reloads,
     make_app,
     painted_text,
     run_to_end,
     settled,
+    slow_app,
 )
 
 AppFactory = Callable[..., DiagnoseApp]
@@ -216,18 +218,9 @@ async def test_a_run_queued_while_loading_does_not_start_for_another_scenario(tm
 
 # ------------------------------------------------------------------ item 7: ctrl+q / ctrl+r in a run
 async def test_ctrl_q_during_a_run_asks_and_ctrl_r_says_why(tmp_path: Path) -> None:
-    from tests.console.test_cancel_and_bursts import slow_environment
-    from tests.support.engine import RecordingAdapter
-
-    adapter = RecordingAdapter(delay_s=30.0)
-    app = make_app(tmp_path, "evidence-backed-diagnosis", env_factory=slow_environment(tmp_path, adapter))
+    app = slow_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await engine_ready(pilot)
-        await pilot.press("ctrl+r")
-        for _ in range(200):
-            if "call-1" in app.investigate.state.calls:
-                break
-            await pilot.pause(0.02)
+        await a_slow_run(pilot)
         assert app.investigate.running
         assert "Cancel run" in {c.title for c in app.get_system_commands(app.screen)}
         await pilot.press("ctrl+r")

@@ -29,6 +29,7 @@ from console.screens.export_dialog import ExportDialog
 from console.widgets.protocol import ProtocolPanel
 from tests.support.console import (
     FIXED_NOW,
+    a_slow_run,
     engine_ready,
     long_draft_scenario,
     make_app,
@@ -36,6 +37,7 @@ from tests.support.console import (
     pinned_ids,
     run_to_end,
     settled,
+    slow_app,
     wait_until,
 )
 
@@ -47,27 +49,12 @@ def status_text(app: DiagnoseApp) -> str:
     return " ".join(" ".join(painted_text(app).splitlines()[:3]).split())
 
 
-async def a_slow_run(pilot: Any, app: DiagnoseApp) -> None:
-    """ctrl+r, then wait until the first tool call is running (it takes 30 s: long enough to act)."""
-    await engine_ready(pilot)
-    await pilot.press("ctrl+r")
-    await wait_until(lambda: "call-1" in app.investigate.state.calls, pilot, what="the first call")
-
-
-def slow_app(tmp_path: Path) -> DiagnoseApp:
-    from tests.console.test_cancel_and_bursts import slow_environment
-    from tests.support.engine import RecordingAdapter
-
-    adapter = RecordingAdapter(delay_s=30.0)
-    return make_app(tmp_path, "evidence-backed-diagnosis", env_factory=slow_environment(tmp_path, adapter))
-
-
 # ------------------------------------------------------------------ ctrl+c
 async def test_ctrl_c_cancels_the_run_from_any_screen(tmp_path: Path) -> None:
     app = slow_app(tmp_path)
     async with app.run_test(size=SMALL) as pilot:
         for where in ("investigate", "audit"):
-            await a_slow_run(pilot, app)
+            await a_slow_run(pilot)
             if where == "audit":
                 await pilot.press("f3")
                 await wait_until(lambda: isinstance(app.screen, AuditScreen), pilot, what="the audit")
@@ -121,7 +108,7 @@ async def test_after_a_stop_the_reason_names_the_outcome_and_in_a_run_says_wait(
     (tmp_path / "slow").mkdir()  # an audit of its own: the pinned run IDs start again at run-0001
     app = slow_app(tmp_path / "slow")
     async with app.run_test(size=SMALL) as pilot:
-        await a_slow_run(pilot, app)
+        await a_slow_run(pilot)
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert "run in progress" in status_text(app)

@@ -15,9 +15,7 @@ import pytest
 from textual.pilot import Pilot
 
 from console.app import DiagnoseApp
-from console.screens.audit import PagedTable
-from tests.support.console import SIZE, engine_ready, make_app, run_to_end
-from tests.support.recorded import fill_audit
+from tests.support.console import SIZE, audit_app, audit_loaded, engine_ready, make_app, run_to_end
 
 SnapCompare = Callable[..., bool]
 
@@ -95,25 +93,6 @@ def test_controlled_stop(snap_compare: SnapCompare, tmp_path: Path) -> None:
 def test_budget_exhausted(snap_compare: SnapCompare, tmp_path: Path) -> None:
     app = make_app(tmp_path, "model-call-budget-exhausted")
     assert snap_compare(app, terminal_size=SIZE, run_before=finished())
-
-
-async def audit_loaded(pilot: Pilot[Any]) -> None:
-    await engine_ready(pilot)
-    await pilot.press("f3")
-    tables = pilot.app.screen.query(PagedTable)
-    for _ in range(500):
-        if all(t.row_count and not t.loading_page for t in tables):
-            break
-        await asyncio.sleep(0.02)
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
-
-
-def audit_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded_runs: Any) -> DiagnoseApp:
-    """An app on a filled audit, named relatively (the screen shows the file as it was given)."""
-    fill_audit(tmp_path / "audit.db", recorded_runs, runs=6)
-    monkeypatch.chdir(tmp_path)
-    return make_app(tmp_path, audit_db=Path("audit.db"))
 
 
 def test_audit_screen(

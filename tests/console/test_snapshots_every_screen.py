@@ -12,16 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from textual.pilot import Pilot
 
-from console.app import DiagnoseApp
 from console.screens.replay import ReplayScreen
 from console.widgets.run_view import RunView
-from tests.console.test_snapshots import audit_app, audit_loaded
-from tests.support.console import engine_ready, long_draft_scenario, make_app, run_to_end, wait_until
+from tests.support.console import (
+    a_slow_run,
+    audit_app,
+    audit_loaded,
+    engine_ready,
+    long_draft_scenario,
+    make_app,
+    run_to_end,
+    slow_app,
+    wait_until,
+)
 
 SnapCompare = Callable[..., bool]
 SIZES = [(80, 24), (100, 30)]
@@ -111,17 +119,10 @@ def test_follow_up_with_a_long_draft(
 
 @at_sizes
 def test_confirm_quit_during_a_run(snap_compare: SnapCompare, tmp_path: Path, size: tuple[int, int]) -> None:
-    from tests.console.test_cancel_and_bursts import slow_environment
-    from tests.support.engine import RecordingAdapter
-
     async def run_before(pilot: Pilot[Any]) -> None:
-        await engine_ready(pilot)
-        await pilot.press("ctrl+r")
-        investigate = cast(DiagnoseApp, pilot.app).investigate
-        await wait_until(lambda: "call-1" in investigate.state.calls, pilot, what="the first call")
+        await a_slow_run(pilot)
         await pilot.press("ctrl+q")
         await pilot.pause()
 
-    environment = slow_environment(tmp_path, RecordingAdapter(delay_s=60.0))
-    app = make_app(tmp_path, "evidence-backed-diagnosis", env_factory=environment)
+    app = slow_app(tmp_path, delay_s=60.0)
     assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -9,14 +9,13 @@ evidence account is refused, and nothing is created on disk.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.support.audit_backends import AuditTarget
-from tests.support.resilience import REPO, run_cli, run_cli_process, write_config
+from tests.support.resilience import cli_env, run_cli_process, write_config
 
 PASSWORD = "Hunter2-audit-PW"
 SCENARIO = "evidence-backed-diagnosis"
@@ -37,12 +36,6 @@ COMMANDS = {
 }
 
 
-def env_for(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIAGNOSE_")}
-    env.update(HOME=str(tmp_path / "home"), XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(REPO))
-    return env
-
-
 def files_under(folder: Path) -> set[Path]:
     """Everything a command could have created, apart from its own state folder (the log)."""
     return {p for p in folder.rglob("*") if "state" not in p.relative_to(folder).parts}
@@ -55,27 +48,17 @@ def no_trace_of_the_password(tmp_path: Path, *outputs: str) -> None:
     assert not log.exists() or PASSWORD not in log.read_text(encoding="utf-8")
 
 
-@pytest.fixture
-def in_folder(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., tuple[int, str, str]]:
-    """`diagnose` in this process, from the test's folder (where a path-like URL would land)."""
-    monkeypatch.chdir(tmp_path)
-
-    def call(*args: str | Path) -> tuple[int, str, str]:
-        run = run_cli(capsys, *args)
-        return run.code, run.out, run.err
-
-    return call
-
-
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_a_url_with_a_password_is_refused_by_every_command_without_echo_or_file(
     tmp_path: Path, command: str
 ) -> None:
     before = files_under(tmp_path)
     run = run_cli_process(
-        *COMMANDS[command], "--audit-db", WITH_PASSWORD[0], env=env_for(tmp_path), cwd=tmp_path
+        *COMMANDS[command],
+        "--audit-db",
+        WITH_PASSWORD[0],
+        env=cli_env(tmp_path, home=tmp_path / "home"),
+        cwd=tmp_path,
     )
     assert run.code == 3, run.err
     assert run.err.count("\n") == 1 and "--audit-db must not carry a password" in run.err

@@ -18,18 +18,12 @@ import pytest
 
 from agent.vocabulary import EXIT_CODE_OF, USAGE_ERROR, Outcome
 from tests.support.audit_reader import AuditReader
-from tests.support.resilience import REPO, run_cli, run_cli_process
+from tests.support.resilience import REPO, cli_env, run_cli, run_cli_process
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
 from tools.definitions import ToolName
 
 SCENARIO = "evidence-backed-diagnosis"
-
-
-def env_for(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIAGNOSE_")}
-    env.update(HOME=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(REPO))
-    return env
 
 
 def test_a_100k_deep_previous_turn_is_rejected_not_a_traceback(
@@ -61,7 +55,7 @@ def test_devices_and_fifos_are_refused_at_once(tmp_path: Path, option: str, spec
     args = ["run", "--audit-db", str(tmp_path / "a.db"), option, path]
     if option != "--scenario":
         args += ["--scenario", SCENARIO]
-    run = run_cli_process(*args, env=env_for(tmp_path), timeout_s=60)
+    run = run_cli_process(*args, env=cli_env(tmp_path), timeout_s=60)
     assert run.code == 3, run.err
     assert run.err.startswith("diagnose: ") and "not a regular file" in run.err
     assert "Traceback" not in run.err
@@ -115,7 +109,7 @@ def test_events_that_cannot_be_written_are_an_error_but_the_result_is_not_lost(t
             pipe,
             "--audit-db",
             tmp_path / "a.db",
-            env=env_for(tmp_path),
+            env=cli_env(tmp_path),
         )
     finally:
         reader.join(timeout=60)
@@ -131,7 +125,7 @@ def test_a_closed_stdout_ends_quietly_with_the_runs_own_exit_code(tmp_path: Path
     args = [sys.executable, "-m", "console", "run", "--scenario", "fenced-json-fails-closed", "--json"]
     args += ["--audit-db", str(tmp_path / "a.db")] + (["--events", "-"] if events else [])
     process = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(tmp_path), cwd=REPO
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(tmp_path), cwd=REPO
     )
     assert process.stdout is not None and process.stderr is not None
     assert len(process.stdout.read(1)) == 1

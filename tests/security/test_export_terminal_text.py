@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from console.export import RunRecord, draft_json, draft_markdown, run_json, run_markdown, write_run
 from console.safe_text import neutralize
-from tests.security.test_terminal_text import BIDI, ESCAPES, INVISIBLE, SEPARATORS, hostile_scenario, unsafe
 from tests.support.console import SIZE, make_app, run_to_end
+from tests.support.hostile_text import BIDI, ESCAPES, INVISIBLE, SEPARATORS, hostile_scenario, unsafe
 
 # OSC 52 (write the clipboard), OSC 8 (a link whose text lies), a cursor-hiding CSI, C1 CSI, a bidi
 # override that reverses what follows, and a zero-width joiner: each must arrive as visible text.

@@ -29,39 +29,18 @@ from audit.location import SqliteLocation
 from audit.output_files import OutputExistsError, OutputFile, write_output
 from tests.support.audit_events import Events
 from tests.support.audit_reader import AuditReader
-from tests.support.resilience import REPO, run_cli, run_cli_process
+from tests.support.resilience import cli_env, run_cli_process
 
 SCENARIO = "evidence-backed-diagnosis"
 ACCOUNTS = "root:x:0:0:root:/root:/bin/bash\noperator:x:1000:1000::/home/operator:/bin/sh\n"
 
 
-def env_for(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIAGNOSE_")}
-    env.update(HOME=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(REPO))
-    return env
-
-
 def diagnose(
     tmp_path: Path, *args: str | Path, stdin: int | None = subprocess.DEVNULL
 ) -> tuple[int, str, str]:
-    run = run_cli_process(*args, env=env_for(tmp_path), cwd=tmp_path, stdin=stdin)
+    run = run_cli_process(*args, env=cli_env(tmp_path), cwd=tmp_path, stdin=stdin)
     assert "Traceback" not in run.err, run.err
     return run.code, run.out, run.err
-
-
-@pytest.fixture
-def in_process(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., tuple[int, str, str]]:
-    """`diagnose` in this process (the same `main`), from the test's folder: for the variants of a case
-    whose first instance runs as a process."""
-    monkeypatch.chdir(tmp_path)
-
-    def call(*args: str | Path) -> tuple[int, str, str]:
-        run = run_cli(capsys, *args)
-        return run.code, run.out, run.err
-
-    return call
 
 
 def mode(path: Path) -> int:
@@ -177,7 +156,7 @@ def test_only_the_last_missing_folder_is_created(tmp_path: Path) -> None:
 
 
 def test_export_output_refuses_an_existing_file_and_the_audit_itself(
-    audit_db: Path, tmp_path: Path, in_process: Callable[..., tuple[int, str, str]]
+    audit_db: Path, tmp_path: Path, in_folder: Callable[..., tuple[int, str, str]]
 ) -> None:
     precious = accounts_copy(tmp_path)
     before = fingerprint(precious)
@@ -190,20 +169,20 @@ def test_export_output_refuses_an_existing_file_and_the_audit_itself(
         tmp_path, "audit", "export", "--audit-db", audit_db, "--output", audit_db, "--force"
     )
     assert code == 3 and "is the audit database in use; it is never replaced" in err
-    code, _, err = in_process("audit", "export", "--audit-db", audit_db, "--output", audit_db)
+    code, _, err = in_folder("audit", "export", "--audit-db", audit_db, "--output", audit_db)
     assert code == USAGE_ERROR and "already exists" in err
     assert fingerprint(audit_db)[0] == audit_before[0]  # not one byte of the audit lost
-    code, out, _ = in_process("audit", "runs", "--audit-db", audit_db)
+    code, out, _ = in_folder("audit", "runs", "--audit-db", audit_db)
     assert code == 0 and "run-1" in out
 
 
 def test_export_output_with_force_replaces_a_file_of_ours_with_a_new_private_one(
-    audit_db: Path, tmp_path: Path, in_process: Callable[..., tuple[int, str, str]]
+    audit_db: Path, tmp_path: Path, in_folder: Callable[..., tuple[int, str, str]]
 ) -> None:
     earlier = tmp_path / "export.jsonl"
     earlier.write_text("an earlier export\n")
     os.chmod(earlier, 0o644)
-    code, _, err = in_process(
+    code, _, err = in_folder(
         "audit", "export", "--audit-db", audit_db, "--per", "run", "--output", earlier, "--force"
     )
     assert code == 0, err
@@ -212,14 +191,14 @@ def test_export_output_with_force_replaces_a_file_of_ours_with_a_new_private_one
 
 
 def test_export_output_never_writes_through_a_link(
-    audit_db: Path, tmp_path: Path, in_process: Callable[..., tuple[int, str, str]]
+    audit_db: Path, tmp_path: Path, in_folder: Callable[..., tuple[int, str, str]]
 ) -> None:
     target = accounts_copy(tmp_path)
     link = tmp_path / "export.jsonl"
     link.symlink_to(target)
     before = fingerprint(target)
-    assert in_process("audit", "export", "--audit-db", audit_db, "--output", link)[0] == USAGE_ERROR
-    code, _, err = in_process("audit", "export", "--audit-db", audit_db, "--output", link, "--force")
+    assert in_folder("audit", "export", "--audit-db", audit_db, "--output", link)[0] == USAGE_ERROR
+    code, _, err = in_folder("audit", "export", "--audit-db", audit_db, "--output", link, "--force")
     assert code == 3 and "symbolic link" in err
     assert fingerprint(target) == before and link.is_symlink()
 
@@ -228,7 +207,7 @@ def test_export_output_never_writes_through_a_link(
 
 
 def test_events_never_overwrite_follow_a_link_or_come_out_world_readable(
-    tmp_path: Path, in_process: Callable[..., tuple[int, str, str]]
+    tmp_path: Path, in_folder: Callable[..., tuple[int, str, str]]
 ) -> None:
     audit = tmp_path / "a.db"
     run = ("run", "--scenario", SCENARIO, "--audit-db", audit)
@@ -238,9 +217,9 @@ def test_events_never_overwrite_follow_a_link_or_come_out_world_readable(
     before = fingerprint(precious)
     code, out, err = diagnose(tmp_path, *run, "--events", precious)
     assert code == 3 and "already exists; --force replaces it" in err and out == ""
-    code, out, err = in_process(*run, "--events", link)
+    code, out, err = in_folder(*run, "--events", link)
     assert code == 3 and "already exists" in err
-    code, _, err = in_process(*run, "--events", link, "--force")
+    code, _, err = in_folder(*run, "--events", link, "--force")
     assert code == 3 and "symbolic link" in err and link.is_symlink()
     assert fingerprint(precious) == before
 
@@ -249,15 +228,15 @@ def test_events_never_overwrite_follow_a_link_or_come_out_world_readable(
     assert code == 0 and mode(fresh) == 0o600  # the process's umask is 022
     first = fresh.read_text()
     assert json.loads(first.splitlines()[0])["type"] == "run_started"
-    code, _, _ = in_process(*run, "--events", fresh, "--force")
+    code, _, _ = in_folder(*run, "--events", fresh, "--force")
     assert code == 0 and fresh.read_text() != first and mode(fresh) == 0o600
 
 
 def test_events_never_replace_the_audit_of_the_run(
-    audit_db: Path, in_process: Callable[..., tuple[int, str, str]]
+    audit_db: Path, in_folder: Callable[..., tuple[int, str, str]]
 ) -> None:
     before = fingerprint(audit_db)[0]
-    code, _, err = in_process(
+    code, _, err = in_folder(
         "run", "--scenario", SCENARIO, "--audit-db", audit_db, "--events", audit_db, "--force"
     )
     assert code == 3 and "audit database" in err
@@ -306,13 +285,13 @@ def test_checking_an_existing_audit_keeps_sqlites_locks(audit_db: Path) -> None:
 
 
 def test_a_new_audit_is_created_in_at_most_one_new_folder(
-    tmp_path: Path, in_process: Callable[..., tuple[int, str, str]]
+    tmp_path: Path, in_folder: Callable[..., tuple[int, str, str]]
 ) -> None:
     deep = tmp_path / "srv" / "diagnose" / "audit.db"
     code, _, err = diagnose(tmp_path, "run", "--scenario", SCENARIO, "--audit-db", deep)
     assert code == 3 and f"folder {tmp_path / 'srv'} does not exist" in err
     assert not (tmp_path / "srv").exists()
-    code, _, err = in_process("run", "--scenario", SCENARIO, "--audit-db", tmp_path / "audits" / "a.db")
+    code, _, err = in_folder("run", "--scenario", SCENARIO, "--audit-db", tmp_path / "audits" / "a.db")
     assert code == 0, err
     assert mode(tmp_path / "audits") == 0o700 and mode(tmp_path / "audits" / "a.db") == 0o600
 
@@ -321,11 +300,11 @@ def test_a_new_audit_is_created_in_at_most_one_new_folder(
 
 
 def test_eval_keeps_a_previous_report_unless_forced(
-    tmp_path: Path, in_process: Callable[..., tuple[int, str, str]]
+    tmp_path: Path, in_folder: Callable[..., tuple[int, str, str]]
 ) -> None:
     out = tmp_path / "eval"
     eval_args = ("eval", "--case", "payment-timeout", "--out", out)
-    code, _, err = in_process(*eval_args)
+    code, _, err = in_folder(*eval_args)
     assert code == 0, err
     report = out / "report.json"
     assert mode(report) == 0o600 and mode(out / "report.md") == 0o600
@@ -333,11 +312,11 @@ def test_eval_keeps_a_previous_report_unless_forced(
     code, _, err = diagnose(tmp_path, *eval_args)
     assert code == 3 and "report.json already exists" in err and "--force" in err
     assert fingerprint(report) == before
-    code, _, err = in_process(*eval_args, "--force")
+    code, _, err = in_folder(*eval_args, "--force")
     assert code == 0, err
     assert report.stat().st_ino != before[2] and mode(report) == 0o600
 
-    code, _, err = in_process("eval", "--case", "payment-timeout", "--out", tmp_path / "a" / "b")
+    code, _, err = in_folder("eval", "--case", "payment-timeout", "--out", tmp_path / "a" / "b")
     assert code == 3 and f"folder {tmp_path / 'a'} does not exist" in err and not (tmp_path / "a").exists()
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.support.resilience import REPO, run_cli_process
+from tests.support.resilience import cli_env, run_cli_process
 
 URL_LINE = re.compile(r"diagnose serve: open (https?://[^/]+(/[0-9a-f]{32}/)\?token=([A-Za-z0-9_-]+))")
 
@@ -67,13 +67,8 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def serving(tmp_path: Path, *extra: str) -> Iterator[Served]:
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIAGNOSE_")}
-    env.update(
-        HOME=str(tmp_path),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        DIAGNOSE_AUDIT__PATH=str(tmp_path / "audit.db"),
-        PYTHONPATH=str(REPO),
-    )
+    env = cli_env(tmp_path)
+    env["DIAGNOSE_AUDIT__PATH"] = str(tmp_path / "audit.db")
     process = subprocess.Popen(
         [sys.executable, "-m", "console", "serve", "--port", str(port), "--max-consoles", "1", *extra],
         cwd=tmp_path,
@@ -301,9 +296,9 @@ async def test_served_as_localhost_the_loopback_address_is_admitted_too(
 
 
 def _serve_once(tmp_path: Path, *args: str) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DIAGNOSE_")}
-    env.update(HOME=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(REPO))
-    run = run_cli_process("serve", "--max-consoles", "1", *args, env=env, cwd=tmp_path, timeout_s=60)
+    run = run_cli_process(
+        "serve", "--max-consoles", "1", *args, env=cli_env(tmp_path), cwd=tmp_path, timeout_s=60
+    )
     return run.code, run.out, run.err
 
 

@@ -21,23 +21,17 @@ from textual.color import Color
 
 from console.safe_text import neutralize
 from tests.support.console import SIZE, make_app, run_to_end
-from tests.support.resilience import run_cli, scenario, tool_call
-
-UNSAFE_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
-BIDI = "\u202e\u2066\u2069\u202a"
-INVISIBLE = "\u200b\u200d\u2060\ufeff\u00ad\U000e0041"
-SEPARATORS = "\u2028\u2029\x85"
-ESCAPES = "\x1b[2J\x1b]0;pwned\x07\x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\\x9b31m\r\x08"
-HOSTILE = f"evil{BIDI}gnp.exe{INVISIBLE}{SEPARATORS}{ESCAPES}end"
-
-
-def unsafe(text: str, *, allow_layout: bool = True) -> list[str]:
-    """Characters of `text` a terminal must never receive raw (judged by unicodedata, independently)."""
-    return [
-        f"U+{ord(ch):04X}"
-        for ch in text
-        if unicodedata.category(ch) in UNSAFE_CATEGORIES and not (allow_layout and ch in "\n\t")
-    ]
+from tests.support.hostile_text import (
+    BIDI,
+    ESCAPES,
+    HOSTILE,
+    INVISIBLE,
+    SEPARATORS,
+    UNSAFE_CATEGORIES,
+    hostile_scenario,
+    unsafe,
+)
+from tests.support.resilience import run_cli
 
 
 def test_one_function_neutralises_every_unsafe_code_point() -> None:
@@ -56,32 +50,6 @@ def test_the_json_form_stays_json_with_the_same_values() -> None:
     value = {"k" + BIDI: HOSTILE, "n": [SEPARATORS, "\U000e0041"]}
     text = neutralize(json.dumps(value, ensure_ascii=False), form="json")
     assert not unsafe(text) and json.loads(text) == value
-
-
-def draft_with(text: str) -> str:
-    return json.dumps(
-        {
-            "conclusion": text,
-            "analysis": [
-                {"kind": "FINDING", "statement": text, "scope": text, "evidence": [f"call{BIDI}1"]},
-            ],
-            "action_plan": [text],
-            "recommendations": [text],
-            "limitations": {"checked_scope": [text], "missing_info": [text]},
-        },
-        ensure_ascii=False,
-    )
-
-
-def hostile_scenario(tmp_path: Path) -> Path:
-    rounds: list[dict[str, Any]] = [
-        {"tool_calls": [tool_call(f"call{BIDI}1", "lookup_knowledge", {"query": "连接池"})]},
-        {"text": draft_with(HOSTILE)},
-    ]
-    path = tmp_path / "hostile.json"  # JSON escapes: YAML itself refuses some of these characters raw
-    text = json.dumps(scenario(rounds, name="hostile-text"))  # YAML reads "\\U000e0041", not a surrogate pair
-    path.write_text(text.replace("\\udb40\\udc41", "\\U000e0041"), encoding="utf-8")
-    return path
 
 
 @pytest.mark.parametrize("output", [[], ["--json"], ["--events", "-"]])

@@ -15,13 +15,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import OptionList, Static
 
 from console.app import DiagnoseApp
 from console.host import ConsoleOptions
+from console.screens.audit import PagedTable
 from console.widgets.result import ResultView
+from tests.support.engine import RecordingAdapter
+from tests.support.recorded import fill_audit
 
 SIZE = (120, 40)
 FIXED_NOW = datetime(2026, 11, 30, 3, 0, 0, tzinfo=UTC)
@@ -58,6 +62,59 @@ def make_app(tmp_path: Path, scenario: str | None = None, **overrides: Any) -> D
     arguments: dict[str, Any] = {"audit_db": tmp_path / "audit.db", "options": pinned_options(tmp_path)}
     arguments.update(overrides)
     return DiagnoseApp(scenario=scenario, **arguments)
+
+
+def slow_environment(tmp_path: Path, adapter: RecordingAdapter) -> Any:
+    """A RunEnvironment whose evidence tools answer through a slow test adapter."""
+
+    def factory(scenario: str | None) -> Any:
+        from agent.scenarios import resolve_scenario
+        from agent.settings import load_settings
+        from audit.factory import open_audit_store
+        from audit.location import SqliteLocation
+        from console.wiring import RunEnvironment
+        from tools.boundary import ToolBoundary
+        from tools.redaction import NOOP
+
+        chosen = resolve_scenario(scenario or "evidence-backed-diagnosis")
+        settings = load_settings(None, overrides=chosen.settings)
+        boundary = ToolBoundary({"lookup_knowledge": adapter, "query_logs": adapter})
+        return RunEnvironment(
+            settings, chosen, boundary, open_audit_store(SqliteLocation(tmp_path / "audit.db")), NOOP
+        )
+
+    return factory
+
+
+def slow_app(tmp_path: Path, delay_s: float = 30.0) -> DiagnoseApp:
+    """The console on a run whose every tool call takes `delay_s`: long enough to act during a run."""
+    adapter = RecordingAdapter(delay_s=delay_s)
+    return make_app(tmp_path, "evidence-backed-diagnosis", env_factory=slow_environment(tmp_path, adapter))
+
+
+async def a_slow_run(pilot: Pilot[Any]) -> None:
+    """ctrl+r, then wait until the first tool call is running (on a `slow_app`, it stays running)."""
+    await engine_ready(pilot)
+    await pilot.press("ctrl+r")
+    investigate = cast(DiagnoseApp, pilot.app).investigate
+    await wait_until(lambda: "call-1" in investigate.state.calls, pilot, what="the first call")
+
+
+def audit_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recorded_runs: Any) -> DiagnoseApp:
+    """An app on a filled audit, named relatively (the screen shows the file as it was given)."""
+    fill_audit(tmp_path / "audit.db", recorded_runs, runs=6)
+    monkeypatch.chdir(tmp_path)
+    return make_app(tmp_path, audit_db=Path("audit.db"))
+
+
+async def audit_loaded(pilot: Pilot[Any]) -> None:
+    """Open the audit screen (f3) and wait until every list shows its first page."""
+    await engine_ready(pilot)
+    await pilot.press("f3")
+    tables = list(pilot.app.screen.query(PagedTable))
+    await wait_until(lambda: all(t.row_count and not t.loading_page for t in tables), pilot, what="pages")
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
 
 
 async def engine_ready(pilot: Pilot[Any]) -> None:

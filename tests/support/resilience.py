@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -132,6 +133,14 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> CliRun:
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err, captured.err
     return CliRun(code, captured.out, captured.err, seconds)
+
+
+def cli_env(tmp_path: Path, home: Path | None = None) -> dict[str, str]:
+    """The environment for a `diagnose` process: none of the caller's DIAGNOSE_* settings, its home
+    (`tmp_path` unless given) and state folder under the test's folder, and this checkout importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIAGNOSE_")}
+    env.update(HOME=str(home or tmp_path), XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(REPO))
+    return env
 
 
 def run_cli_process(
