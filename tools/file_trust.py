@@ -128,6 +128,14 @@ def existing_own_file(path: Path) -> os.stat_result | None:
     return info
 
 
+def fresh_file(path: Path) -> int:
+    """A new empty file at `path` (its descriptor): a regular file of ours there (a log, a partial
+    download from an interrupted run) is removed first; a link or another user's file is refused."""
+    if existing_own_file(path) is not None:
+        os.unlink(path)
+    return create_new(path)
+
+
 def sha256_of(path: Path) -> str:
     """The SHA-256 of a regular file of ours, read without following a link."""
     existing_own_file(path)
@@ -157,10 +165,8 @@ class HashedFile:
         self.target = target
         self._sha256 = sha256
         self._partial = target.with_name(target.name + ".partial")
-        if existing_own_file(self._partial) is not None:
-            os.unlink(self._partial)
         existing_own_file(target)  # a link or someone else's file at the target is not replaced
-        self._fd = create_new(self._partial)
+        self._fd = fresh_file(self._partial)
         self._digest = hashlib.sha256()
         self.size = 0
 
