@@ -1,5 +1,5 @@
 """The team-audit writer KILLs its cut connection only on the server that held it
-(docs/RELIABILITY.md, "The audit on a server").
+(docs/RELIABILITY.md, "Threat model").
 
 Behind a fail-over address the reconnect may reach another server, where the old thread id is
 another client's session. Two private MariaDB servers started together (so their uptimes agree, as a
