@@ -87,13 +87,7 @@ def private_folder(path: Path) -> Path:
                 folder.mkdir(mode=PRIVATE_DIR)
             except FileExistsError:
                 pass
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode):
-        raise UnsafeFileError(f"{path} is a symbolic link, not a folder of ours")
-    if not stat.S_ISDIR(info.st_mode):
-        raise UnsafeFileError(f"{path} is not a folder")
-    if not is_mine(info):
-        raise UnsafeFileError(f"{path} is owned by another user (uid {info.st_uid})")
+    _check_own(path, os.lstat(path), folder=True)
     return path
 
 
@@ -119,13 +113,18 @@ def existing_own_file(path: Path) -> os.stat_result | None:
         info = os.lstat(path)
     except FileNotFoundError:
         return None
+    _check_own(path, info, folder=False)
+    return info
+
+
+def _check_own(path: Path, info: os.stat_result, *, folder: bool) -> None:
+    """The entry (its `lstat`) is no link, a folder or a regular file as asked, and the operator's."""
     if stat.S_ISLNK(info.st_mode):
         raise UnsafeFileError(f"{path} is a symbolic link; it is neither followed nor replaced")
-    if not stat.S_ISREG(info.st_mode):
-        raise UnsafeFileError(f"{path} is not a regular file")
+    if not (stat.S_ISDIR(info.st_mode) if folder else stat.S_ISREG(info.st_mode)):
+        raise UnsafeFileError(f"{path} is not a {'folder' if folder else 'regular file'}")
     if not is_mine(info):
         raise UnsafeFileError(f"{path} is owned by another user (uid {info.st_uid})")
-    return info
 
 
 def fresh_file(path: Path) -> int:
