@@ -241,6 +241,21 @@ def test_the_model_client_sends_the_prompt_to_no_other_origin() -> None:
         assert elsewhere.received == []
 
 
+@pytest.mark.parametrize("hostile", [*sorted(HOSTILE), "redirect"])
+def test_the_request_shaping_probe_is_bounded(hostile: str) -> None:
+    from agent import server_kind
+
+    with HostileServer(whole(200, b'{"data": [{"owned_by": "llamacpp"}]}')) as elsewhere:
+        answer = redirect(f"{elsewhere.origin}/v1/models") if hostile == "redirect" else HOSTILE[hostile]()
+        with HostileServer(answer) as server:
+            settings = ModelSettings(provider="openai", base_url=f"{server.origin}/v1", timeout_s=0.5)
+            modes: list[str] = []
+            peak = peak_memory(lambda: modes.append(asyncio.run(server_kind.shaping_mode(settings))))
+        assert modes == ["off"]
+        assert peak < 16 * MIB
+        assert elsewhere.received == []
+
+
 def span() -> Any:
     from opentelemetry.sdk.trace import TracerProvider
 
