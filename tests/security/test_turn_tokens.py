@@ -9,6 +9,7 @@ template `diagnose demo model-server` writes escapes the model's tokens once mor
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -63,7 +64,7 @@ def has_markup(text: str) -> bool:
     return TURN_MARKUP.search(text) is not None or any(token in text for token in MARKUP)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(value=HOSTILE_VALUES)
 def test_what_the_model_reads_decodes_exactly_and_holds_no_markup(value: Any) -> None:
     text = model_json(value)
@@ -100,13 +101,16 @@ def test_the_query_and_previous_turn_cannot_either(query: str, conclusion: str, 
     assert json.loads(text)["previous_turn"]["conclusion"] == conclusion
 
 
-def render(turns: TurnTokens, messages: list[dict[str, Any]]) -> str:
+@functools.cache
+def template(turns: TurnTokens) -> jinja2.Template:
     env = jinja2.Environment()
     env.filters["tojson"] = lambda value: json.dumps(value, ensure_ascii=False)
+    return env.from_string(chat_template(turns))
+
+
+def render(turns: TurnTokens, messages: list[dict[str, Any]]) -> str:
     tools = [{"type": "function", "function": {"name": "query_logs", "parameters": {"type": "object"}}}]
-    return env.from_string(chat_template(turns)).render(
-        messages=messages, tools=tools, add_generation_prompt=True
-    )
+    return template(turns).render(messages=messages, tools=tools, add_generation_prompt=True)
 
 
 @pytest.mark.parametrize("turns", [CHATML, GEMMA])
