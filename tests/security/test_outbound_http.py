@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import random
 import tracemalloc
 import zlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import httpx
 import pytest
@@ -26,7 +28,17 @@ from hypothesis import strategies as st
 
 from agent.models import build_model
 from agent.settings import ModelSettings
-from tests.support.hostile_http import MIB, HostileServer, bomb, drip, endless, gzip_bomb, redirect, whole
+from tests.support.hostile_http import (
+    MIB,
+    HostileServer,
+    bomb,
+    drip,
+    endless,
+    gzip_bomb,
+    in_chunks,
+    redirect,
+    whole,
+)
 from tests.support.resilience import run_cli, write_config
 from tools.outbound_http import (
     DeadlineExceeded,
@@ -184,6 +196,99 @@ def test_the_deadline_covers_the_whole_answer_not_each_read() -> None:
 
 
 # ------------------------------------------------------------------------------------------ its users
+# Each user against a real local server, with generated answers around its own cap.
+AROUND_THE_CAP = st.one_of(st.integers(-2000, 0), st.integers(1, 2000))
+WIRE = st.sampled_from(["identity", "gzip", "deflate", "raw deflate"])
+
+
+def padded(document: bytes, size: int) -> bytes:
+    """`document` followed by spaces up to `size` bytes (JSON ignores them; the client counts them)."""
+    return document + b" " * max(0, size - len(document))
+
+
+CHAT_COMPLETION = json.dumps(
+    {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+).encode()
+
+
+@settings(max_examples=15, deadline=None)
+@given(delta=AROUND_THE_CAP, encoding=WIRE, chunk=st.integers(64, 4096))
+def test_the_model_client_reads_any_answer_within_its_cap_and_none_past_it(
+    delta: int, encoding: str, chunk: int
+) -> None:
+    import openai
+
+    import agent.models
+
+    cap = 20_000  # the client is the model's own; only its cap is smaller than 16 MiB, to be quick
+    wire, headers = encode(padded(CHAT_COMPLETION, cap + delta), encoding)
+    with (
+        mock.patch.object(agent.models, "MAX_MODEL_ANSWER_BYTES", cap),
+        HostileServer(in_chunks(wire, {**headers, "Content-Type": "application/json"}, chunk)) as server,
+    ):
+        if delta <= 0:
+            assert model_reply(server.origin)["replies"][0].text == "ok"
+        else:
+            with pytest.raises(openai.APIConnectionError):
+                model_reply(server.origin)
+
+
+@settings(max_examples=15, deadline=None)
+@given(delta=AROUND_THE_CAP, encoding=WIRE, chunk=st.integers(64, 4096))
+def test_the_trace_export_reads_any_answer_within_its_cap_and_none_past_it(
+    delta: int, encoding: str, chunk: int
+) -> None:
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from console.traces.otlp_http import MAX_COLLECTOR_ANSWER_BYTES, OtlpHttpExporter
+
+    wire, headers = encode(bytes(MAX_COLLECTOR_ANSWER_BYTES + delta), encoding)
+    with HostileServer(in_chunks(wire, headers, chunk)) as collector:
+        result = OtlpHttpExporter(f"{collector.origin}/v1/traces", {}, 2.0).export([span()])
+    assert result == (SpanExportResult.SUCCESS if delta <= 0 else SpanExportResult.FAILURE)
+
+
+@settings(max_examples=15, deadline=None)
+@given(delta=AROUND_THE_CAP, encoding=WIRE, chunk=st.integers(64, 4096))
+def test_loki_reads_any_answer_within_its_cap_and_none_past_it(delta: int, encoding: str, chunk: int) -> None:
+    from tools.adapter import ToolError
+    from tools.vocabulary import EvidenceStatus
+
+    cap = 20_000
+    document = json.dumps({"status": "success", "data": {"resultType": "streams", "result": []}}).encode()
+    wire, headers = encode(padded(document, cap + delta), encoding)
+    with HostileServer(in_chunks(wire, {**headers, "Content-Type": "application/json"}, chunk)) as loki:
+        if delta <= 0:
+            assert asyncio.run(loki_query(loki.origin, max_body_bytes=cap)).status == EvidenceStatus.EMPTY
+        else:
+            with pytest.raises(ToolError) as failed:
+                asyncio.run(loki_query(loki.origin, max_body_bytes=cap))
+            assert failed.value.code == "RESULT_TOO_LARGE"
+
+
+async def loki_query(origin: str, **options: Any) -> Any:
+    from tools.adapter import ToolRequest
+    from tools.input_models import QueryLogsInput
+    from tools.logs_loki import LokiLogAdapter
+
+    adapter = LokiLogAdapter(origin, {"payment-service": '{app="payment"}'}, **options)
+    business = QueryLogsInput(
+        service="payment-service", start="2026-11-30T02:00:00Z", end="2026-11-30T03:00:00Z"
+    )
+    try:
+        return await adapter.execute(ToolRequest("run-1", "s-1", "call-1", "query_logs", business))
+    finally:
+        await adapter.aclose()
+
+
+# Hostile answers: a gzip bomb, a slow drip, a body that does not end.
 HOSTILE = {
     "gzip bomb": lambda: bomb(128 * MIB),
     "slow drip": lambda: drip(60, every_s=0.05),

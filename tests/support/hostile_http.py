@@ -53,6 +53,17 @@ def whole(status: int, body: bytes, headers: dict[str, str] | None = None) -> An
     return answer
 
 
+def in_chunks(body: bytes, headers: dict[str, str], chunk: int) -> Answer:
+    """A 200 with these headers and a Content-Length, the body written `chunk` bytes at a time."""
+
+    def answer(sock: socket.socket) -> None:
+        sock.sendall(head(200, {**headers, "Content-Length": str(len(body))}))
+        for start in range(0, len(body), chunk):
+            sock.sendall(body[start : start + chunk])
+
+    return answer
+
+
 def bomb(inflated_bytes: int, content_type: str = "application/json") -> Answer:
     """A small gzip body that inflates to `inflated_bytes`."""
     return whole(200, gzip_bomb(inflated_bytes), {"Content-Encoding": "gzip", "Content-Type": content_type})
