@@ -86,22 +86,27 @@ def origin_of(url: httpx.URL | str) -> tuple[str, str, int | None]:
 
 class _Inflater:
     """gzip or deflate decoded a bounded step at a time (`zlib`'s `max_length`), concatenated gzip
-    members included; `deflate` is zlib-wrapped or raw, as servers disagree (the first bytes say)."""
+    members included; `deflate` is zlib-wrapped or raw, as servers disagree (the two-byte zlib
+    header, when its check holds, says which)."""
 
     def __init__(self, encoding: str) -> None:
         self._encoding = encoding
         self._gzip = encoding in ("gzip", "x-gzip")
         self._inflater: Any = zlib.decompressobj(_GZIP_WBITS) if self._gzip else None
+        self._head = b""  # deflate's first byte, until the second one says which kind it is
 
     def feed(self, data: bytes, room: int) -> list[bytes]:
         """Decoded pieces of `data`, stopping once more than `room` bytes came out (the caller refuses)."""
+        if self._inflater is None:
+            data, self._head = self._head + data, b""
+            if len(data) < 2:
+                self._head = data
+                return []
+            zlib_header = data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            self._inflater = zlib.decompressobj(_ZLIB_WBITS if zlib_header else _RAW_DEFLATE_WBITS)
         pieces: list[bytes] = []
         made = 0
         while made <= room:
-            if self._inflater is None:
-                self._inflater = zlib.decompressobj(
-                    _ZLIB_WBITS if data[:1] and data[0] & 0x0F == 8 else _RAW_DEFLATE_WBITS
-                )
             step = min(_INFLATE_STEP, room - made + 1)
             try:
                 piece = self._inflater.decompress(data, step)
