@@ -1,7 +1,9 @@
 """Model factory: the scripted replay model or any OpenAI-compatible server.
 
 No retry anywhere: the OpenAI client is built with `max_retries=0`, because a retried model call is
-a second model call the budget did not authorize.
+a second model call the budget did not authorize. Its HTTP client is the bounded one
+(`tools.outbound_http`): the server's answer is capped, the whole call has `timeout_s` as its deadline,
+and no redirect carries the prompt and evidence to another server.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from agent.scenarios import Scenario, resolve_scenario
 from agent.settings import ConfigError, ModelSettings
 
 DEFAULT_SCENARIO = "evidence-backed-diagnosis"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+# One chat completion: a reply of `max_tokens` tokens in JSON, with room for any server's extras
+# (timings, logprobs). Far above any real answer, far below what would hurt the console.
+MAX_MODEL_ANSWER_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,8 @@ def _openai(settings: ModelSettings) -> ModelChoice:
     from haystack.components.generators.chat import OpenAIChatGenerator
     from haystack.utils import Secret
 
+    from tools.outbound_http import HttpBounds, client_options
+
     check_model_settings(settings)
     if os.environ.get(settings.api_key_env):
         api_key = Secret.from_env_var(settings.api_key_env)
@@ -94,6 +102,9 @@ def _openai(settings: ModelSettings) -> ModelChoice:
         max_retries=0,
         generation_kwargs=generation_kwargs(settings),
         tools_strict=settings.strict_tools,
+        http_client_kwargs=client_options(
+            settings.base_url or OPENAI_BASE_URL, HttpBounds(MAX_MODEL_ANSWER_BYTES, settings.timeout_s)
+        ),
     )
     where = settings.base_url or "api.openai.com"
     return ModelChoice(generator, f"openai: {settings.name} @ {where}")

@@ -12,7 +12,8 @@ constrain them. So "auto" asks before the first model round of a base URL (docs/
 - `owned_by: "vllm"`: vLLM constrains strict functions: "strict";
 - anything else: "off"; no answer at all (refused, timed out) is "off" for this run only, and the
   next run asks again.
-The probe is two small GETs bounded by `min(timeout_s, 5 s)`; the API key (when its variable is set)
+The probe is two small GETs through the bounded client (tools.outbound_http: each answer at most
+4 MiB, each GET within `min(timeout_s, 5 s)`, no redirect); the API key (when its variable is set)
 travels only in the Authorization header, as with every model request, and never into the log.
 """
 
@@ -30,6 +31,8 @@ ShapingMode = Literal["llama.cpp", "strict", "off"]
 TOOL_CALL_OPEN = "<tool_call>\n"
 TOOL_CALL_CLOSE = "</tool_call>"
 PROBE_TIMEOUT_S = 5.0
+# `/props` carries the chat template and the server's settings: tens of KiB.
+PROBE_ANSWER_BYTES = 4 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 _resolved: dict[str, ShapingMode] = {}
@@ -57,13 +60,16 @@ async def shaping_mode(settings: ModelSettings) -> ShapingMode:
 async def _probe(settings: ModelSettings) -> ShapingMode | None:
     import httpx
 
+    from tools.outbound_http import HttpBounds, bounded_client
+
     assert settings.base_url is not None
     base = settings.base_url.rstrip("/")
     key = os.environ.get(settings.api_key_env)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     timeout = min(settings.timeout_s, PROBE_TIMEOUT_S)
+    bounds = HttpBounds(PROBE_ANSWER_BYTES, timeout, connect_timeout_s=timeout)
     try:
-        async with httpx.AsyncClient(timeout=timeout, headers=headers, follow_redirects=False) as client:
+        async with bounded_client(base, bounds, headers=headers) as client:
             owners = _owners(await _json(client, f"{base}/models"))
             if "llamacpp" in owners:
                 root = base.removesuffix("/v1")
@@ -73,8 +79,8 @@ async def _probe(settings: ModelSettings) -> ShapingMode | None:
                 return "llama.cpp" if marked else "strict"
     except (httpx.HTTPStatusError, ValueError):
         return "off"  # it answered, but not as a server we know
-    except httpx.HTTPError as exc:
-        log.info("asking the model server what it is failed: %s", type(exc).__name__)
+    except httpx.HTTPError as exc:  # no answer, or one past the client's bounds
+        log.info("asking the model server what it is failed: %s", getattr(exc, "reason", type(exc).__name__))
         return None
     return "strict" if "vllm" in owners else "off"
 

@@ -9,7 +9,6 @@ execution result (docs/contracts.md, "Execution result") and announced as the `r
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -50,6 +49,7 @@ from agent.run_events import (
 from agent.settings import Settings
 from agent.vocabulary import OUTCOME_OF, Outcome, StopReason
 from tools.boundary import ToolBoundary
+from tools.model_text import model_json
 from tools.redaction import NOOP, Redactor
 from tools.unicode_text import holds_unencodable, is_encodable
 
@@ -67,8 +67,8 @@ class _Rejected(Exception):
 
 
 def agent_input_text(query: str, previous_turn: PreviousTurn | None) -> str:
-    payload = AgentInput(query=query, previous_turn=previous_turn).model_dump(mode="json")
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    """The user message: the query and previous turn as JSON, their turn tokens neutralised."""
+    return model_json(AgentInput(query=query, previous_turn=previous_turn).model_dump(mode="json"))
 
 
 class DiagnosisUseCase:

@@ -3,7 +3,8 @@
 So they are owner-only: folders we create are 0700, files 0600, whatever the umask. A path is never
 followed through a symbolic link (someone who can plant a link next to our file could point our writes
 at any file we can write), a file of ours that is group- or world-accessible is tightened, and an
-existing file owned by another user is refused: its owner can change it under us.
+existing file owned by another user is refused: its owner can change it under us. This is the
+program-wide file-trust rule (`tools.file_trust`) applied to the audit and the operator's files.
 """
 
 from __future__ import annotations
@@ -14,14 +15,9 @@ import stat
 from pathlib import Path
 from typing import TextIO
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-PRIVATE_FILE = 0o600
-PRIVATE_DIR = 0o700
-
-
-class UnsafeFileError(OSError):
-    """A path we were asked to write is not a private regular file of ours; the message says why."""
+from tools.file_trust import CLOEXEC as _CLOEXEC
+from tools.file_trust import NOFOLLOW as _NOFOLLOW
+from tools.file_trust import PRIVATE_DIR, PRIVATE_FILE, UnsafeFileError, is_mine
 
 
 class MissingFolderError(FileNotFoundError):
@@ -68,8 +64,7 @@ def private_state_dir(path: Path, *, ours: bool = False) -> Path:
         os.chmod(folder, PRIVATE_DIR)  # mkdir's mode is filtered by the umask
     if ours and not missing:
         info = os.stat(path, follow_symlinks=False)
-        mine = not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
-        if stat.S_ISDIR(info.st_mode) and mine and stat.S_IMODE(info.st_mode) & 0o077:
+        if stat.S_ISDIR(info.st_mode) and is_mine(info) and stat.S_IMODE(info.st_mode) & 0o077:
             os.chmod(path, PRIVATE_DIR)
     return path
 
@@ -80,7 +75,7 @@ def check_private(fd: int, path: Path | str, *, tighten: bool = True) -> None:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         raise UnsafeFileError(f"{path} is not a regular file")
-    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+    if not is_mine(info):
         raise UnsafeFileError(f"{path} is owned by another user (uid {info.st_uid})")
     if tighten and stat.S_IMODE(info.st_mode) & 0o077:
         os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o700 | 0o600)

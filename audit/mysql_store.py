@@ -15,6 +15,11 @@ Synchronous PyMySQL, like the sink's synchronous calls. The guarantees are the f
   a COMMIT sent into a flow cut without a reset is given up with time left to retry it; the retry
   first KILLs the old connection by its thread id (its orphaned transaction would keep its row locks
   until the server noticed) and waits until the server let it go, so the token's answer is final.
+  Only on the server that held it: a thread id means nothing on another server, where it may be
+  another client's session. Behind a fail-over address or a proxy the reconnect may reach another
+  server, so each connection notes which server it reached (`@@server_uuid` where the server has
+  one, else `@@server_id` with `@@hostname` and `@@port`) and when that server started; no KILL
+  unless both match.
 - **Typed failure.** When the server stays away past the retry deadline, the write raises
   `AuditStoreError`, which stops the run exactly as a broken SQLite file does.
 - **Leases, not pids** (`audit.leases`): recovery closes only runs whose writer stopped renewing, and
@@ -74,6 +79,8 @@ _PATIENT_TIMEOUT_S = 30.0
 _NOT_OUR_THREAD = frozenset({1094, 1095})
 # Two estimates of the server's start this far apart are two server runs (uptime counts whole seconds).
 _SAME_SERVER_S = 2.0
+# MariaDB has no @@server_uuid (MySQL 5.6+ has): "Unknown system variable".
+_UNKNOWN_VARIABLE = 1193
 _REAP_POLL_S = 0.01
 # Write tokens only need to outlive the retries of their transaction.
 _TOKEN_RETENTION = "INTERVAL 1 DAY"
@@ -100,22 +107,42 @@ def _failure_kind(exc: BaseException) -> str | None:
 
 @dataclass(frozen=True)
 class _ServerThread:
-    """A connection's thread on the server, and when that server run started (this host's monotonic
-    clock minus the server's uptime), so a thread id is never taken for one of a later server run."""
+    """A connection's thread on the server: which server (`server`, its identity) and which run of it
+    (`server_started`: this host's monotonic clock minus the server's uptime), so a thread id is never
+    taken for one of another server, or of a later run of the same one."""
 
     thread_id: int
+    server: tuple[str, ...]
     server_started: float
 
     def __str__(self) -> str:
         return str(self.thread_id)
 
+    def same_server_run(self, other: _ServerThread) -> bool:
+        return (
+            self.server == other.server and abs(self.server_started - other.server_started) <= _SAME_SERVER_S
+        )
+
+
+def _server_identity(cursor: Any) -> tuple[str, ...]:
+    try:
+        cursor.execute("SELECT @@server_uuid")
+        return ("uuid", str(cursor.fetchone()[0]))
+    except pymysql.err.MySQLError as exc:
+        if not (exc.args and exc.args[0] == _UNKNOWN_VARIABLE):
+            raise
+    cursor.execute("SELECT @@server_id, @@hostname, @@port")
+    server_id, hostname, port = cursor.fetchone()
+    return ("id", str(server_id), str(hostname), str(port))
+
 
 def _server_thread(conn: Any) -> _ServerThread:
     with conn.cursor() as cursor:
+        server = _server_identity(cursor)
         cursor.execute("SHOW GLOBAL STATUS LIKE 'Uptime'")
         row = cursor.fetchone()
     uptime = float(row[1]) if row else 0.0
-    return _ServerThread(int(conn.thread_id()), time.monotonic() - uptime)
+    return _ServerThread(int(conn.thread_id()), server, time.monotonic() - uptime)
 
 
 @dataclass
@@ -276,9 +303,13 @@ class MysqlAuditStore(AuditStoreBase):
         it go: its transaction is then rolled back or committed for good (the write token tells which)
         and its locks are free, so the retry neither waits for them nor races a late COMMIT.
 
-        Only on the same server run: after a restart the thread is gone, and its id may be another
-        session's. A thread of another account (a reused id) is refused by the server and left alone."""
-        if abs(current.server_started - orphan.server_started) > _SAME_SERVER_S:
+        Only on the same server, in the same run of it: on another server (a fail-over behind the same
+        address) or after a restart, the thread is not there and its id may be another session's. A
+        thread of another account (a reused id) is refused by the server and left alone."""
+        if not current.same_server_run(orphan):
+            log.info(
+                "audit %s: reconnected to another server; connection %s left alone", self.location, orphan
+            )
             return
         with conn.cursor() as cursor:
             try:

@@ -26,10 +26,10 @@ from types import TracebackType
 from typing import TextIO
 
 from audit.files import PRIVATE_FILE, UnsafeFileError, make_last_folder
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_CREATE_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+from tools.file_trust import CLOEXEC as _CLOEXEC
+from tools.file_trust import CREATE_NEW as _CREATE_NEW
+from tools.file_trust import NOFOLLOW as _NOFOLLOW
+from tools.file_trust import is_mine
 
 
 class OutputExistsError(FileExistsError):
@@ -68,7 +68,7 @@ def check_replaceable(path: Path, *, force: bool, protected: Iterable[Path] = ()
         raise UnsafeFileError(f"{path} is a symbolic link; it is not replaced")
     if not stat.S_ISREG(info.st_mode):
         raise UnsafeFileError(f"{path} is not a regular file; it is not replaced")
-    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+    if not is_mine(info):
         raise UnsafeFileError(f"{path} is owned by another user (uid {info.st_uid}); it is not replaced")
     if _identity(info) in _identities(protected):
         raise UnsafeFileError(f"{path} is the audit database in use; it is never replaced")

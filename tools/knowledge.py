@@ -4,9 +4,10 @@ The index is built lazily (haystack is imported only then, so the console paints
 only when the set of files, their sizes or mtimes change. The model gets a bounded projection: title,
 source, one short snippet and a score per document, never a whole runbook.
 
-The folder is someone's content, not the operator's machine: a symbolic link (to a file or a folder)
-that resolves outside the configured folder is never followed, so `/etc/passwd` or
-`/proc/self/environ` linked in as `notes.md` never reaches the index, the model or the audit. A file
+The folder is someone's content, not the operator's machine: it is walked by the file-trust rule
+(`tools.file_trust.walk_folder`), so a symbolic link (to a file or a folder) that resolves outside the
+configured folder is never followed (`/etc/passwd` or `/proc/self/environ` linked in as `notes.md`
+never reaches the index, the model or the audit), a file another user planted is left out, and a file
 over the size cap (`[knowledge] max_file_bytes`) is skipped, so one huge file cannot stall every
 lookup. Skipped files are listed in `skipped` and logged, never shown to the model.
 """
@@ -18,7 +19,6 @@ import importlib.resources
 import logging
 import os
 import re
-import stat
 import threading
 import unicodedata
 from dataclasses import dataclass
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.file_trust import SkippedFile, UnsafeFileError, read_bounded_file, walk_folder
 from tools.input_models import LookupKnowledgeInput
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
@@ -49,7 +50,6 @@ _TOKENIZER = re.compile(BM25_TOKENIZATION_REGEX)
 _HEADING = re.compile(r"^#{1,6}\s")
 MAX_TITLE_CHARS = 200
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +76,6 @@ class _Index:
     fingerprint: frozenset[tuple[str, int, int]]
     retriever: InMemoryBM25Retriever
     runbooks: dict[str, _Runbook]
-
-
-@dataclass(frozen=True)
-class SkippedFile:
-    """A `*.md` entry of the folder that is not indexed, and why (for operators and the log only)."""
-
-    source: str
-    reason: str  # OUTSIDE_FOLDER, TOO_LARGE, NOT_A_FILE, UNREADABLE
 
 
 @dataclass(frozen=True)
@@ -165,67 +157,28 @@ class KnowledgeAdapter:
             return self._index
 
     def _list_files(self) -> _Listing:
-        """Every `*.md` regular file under the folder, reached only through links that stay inside it."""
+        """Every `*.md` file of the folder the file-trust rule lets in, and the ones it leaves out."""
         if not self._path.is_dir():
             raise ToolError(ErrorCode.UNAVAILABLE)
-        try:
-            root = self._path.resolve(strict=True)
-            with os.scandir(root):  # an unreadable folder is UNAVAILABLE, not an empty one
-                pass
-        except OSError as exc:
-            raise ToolError(ErrorCode.UNAVAILABLE) from exc
         found: list[tuple[str, Path, os.stat_result]] = []
         skipped: list[SkippedFile] = []
-        visited = {root}
-        pending = [(root, "")]
-        while pending:
-            folder, prefix = pending.pop()
-            try:
-                entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
-            except OSError:
-                skipped.append(SkippedFile(prefix or ".", "UNREADABLE"))
-                continue
-            for entry in entries:
-                source = f"{prefix}{entry.name}"
-                real = Path(os.path.realpath(entry.path))
-                if entry.is_symlink() and not real.is_relative_to(root):
-                    if entry.name.endswith(".md") or real.is_dir():
-                        skipped.append(SkippedFile(source, "OUTSIDE_FOLDER"))
-                    continue
-                try:
-                    info = real.stat()
-                except OSError:
-                    if entry.name.endswith(".md"):
-                        skipped.append(SkippedFile(source, "UNREADABLE"))
-                    continue
-                if stat.S_ISDIR(info.st_mode):
-                    if real not in visited:  # a link back up the tree is followed once, never in a loop
-                        visited.add(real)
-                        pending.append((real, f"{source}/"))
-                elif not entry.name.endswith(".md"):
-                    continue
-                elif not stat.S_ISREG(info.st_mode):
-                    skipped.append(SkippedFile(source, "NOT_A_FILE"))
-                elif info.st_size > self._max_file_bytes:
-                    skipped.append(SkippedFile(source, "TOO_LARGE"))
+        try:
+            for item in walk_folder(self._path, suffixes=(".md",), max_file_bytes=self._max_file_bytes):
+                if isinstance(item, SkippedFile):
+                    skipped.append(item)
                 else:
-                    found.append((source, real, info))
+                    found.append((item.source, item.path, item.info))
+        except OSError as exc:  # the folder itself cannot be read: UNAVAILABLE, not an empty one
+            raise ToolError(ErrorCode.UNAVAILABLE) from exc
         found.sort(key=lambda item: item[0])
-        skipped.sort(key=lambda item: item.source)
-        return _Listing(found, tuple(skipped))
+        return _Listing(found, tuple(sorted(skipped)))
 
 
 def _read_runbook(path: Path, max_bytes: int) -> str | None:
     """The file's text, or None when it cannot be read or has grown past the cap since it was listed."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-            return None
-        data = stream.read(max_bytes + 1)
-    if len(data) > max_bytes:
+        data = read_bounded_file(path, max_bytes)
+    except UnsafeFileError:
         return None
     return data.decode("utf-8", errors="replace")
 

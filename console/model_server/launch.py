@@ -8,6 +8,7 @@ before `/health` answers 200, the error quotes the log's last lines, made safe f
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -19,6 +20,8 @@ import httpx
 
 from console.model_server.fetch import ModelServerError
 from console.safe_text import neutralize
+from tools.file_trust import fresh_file, private_folder
+from tools.outbound_http import HttpBounds, bounded_client
 
 HOST = "127.0.0.1"
 CONTEXT_TOKENS = 8192
@@ -72,9 +75,12 @@ def start_server(spec: ServerSpec, ready_within_s: float = 300.0) -> subprocess.
     # A build in the cache keeps its shared libraries next to the binary.
     libs = str(spec.binary.parent)
     env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (libs, env.get("LD_LIBRARY_PATH")) if p)
-    spec.log.parent.mkdir(parents=True, exist_ok=True)
-    with spec.log.open("wb") as log:
+    private_folder(spec.log.parent)
+    log = fresh_file(spec.log)  # never through a link planted at the log's name
+    try:
         proc = subprocess.Popen(spec.command(), stdout=log, stderr=subprocess.STDOUT, env=env)
+    finally:
+        os.close(log)
     deadline = time.monotonic() + ready_within_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -98,10 +104,17 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+_HEALTH = HttpBounds(max_body_bytes=64 * 1024, deadline_s=2.0, connect_timeout_s=2.0)
+
+
 def _healthy(port: int) -> bool:
+    async def ask() -> int:
+        async with bounded_client(f"http://{HOST}:{port}", _HEALTH) as client:
+            return (await client.get("/health")).status_code
+
     try:
-        return httpx.get(f"http://{HOST}:{port}/health", timeout=2.0).status_code == 200
-    except httpx.HTTPError:
+        return asyncio.run(ask()) == 200
+    except httpx.HTTPError:  # the bounded client's refusals included
         return False
 
 

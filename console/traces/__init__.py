@@ -62,7 +62,7 @@ def trace_target(settings: TraceSettings, endpoint: str | None = None) -> TraceT
 def require_sdk() -> None:
     """`TracesUnavailable` unless the optional `traces` extra is installed."""
     try:
-        import opentelemetry.exporter.otlp.proto.http
+        import opentelemetry.exporter.otlp.proto.common.trace_encoder
         import opentelemetry.sdk.trace  # noqa: F401
     except ImportError:
         raise TracesUnavailable(f"the OpenTelemetry packages are not installed ({EXTRA_HINT})") from None

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import requests
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExportResult
@@ -27,8 +26,9 @@ from audit.browse import AuditBrowser
 from audit.replay import timeline_events
 from console.traces import TraceTarget
 from console.traces.content import ContentCapture
-from console.traces.export import BATCH_SIZE, DISTRIBUTION, otlp_exporter, tracer_provider
+from console.traces.export import BATCH_SIZE, DISTRIBUTION, tracer_provider
 from console.traces.ids import PlannedIds
+from console.traces.otlp_http import OtlpHttpExporter
 from console.traces.sink import TraceSink
 from tools.redaction import Redactor
 
@@ -71,9 +71,7 @@ class AuditedRunTraces:
         provider.add_span_processor(self._collected)
         content = ContentCapture(settings.capture_content, redactor, settings.max_content_bytes)
         self._sink = TraceSink(provider.get_tracer(DISTRIBUTION), ids, content)
-        self._exporter = otlp_exporter(
-            target.endpoint, target.headers, settings.export_timeout_s, requests.Session()
-        )
+        self._exporter = OtlpHttpExporter(target.endpoint, target.headers, settings.export_timeout_s)
 
     def send(self, browser: AuditBrowser, run_ids: Iterable[str]) -> BackfillReport:
         report = BackfillReport()

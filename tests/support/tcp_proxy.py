@@ -3,7 +3,8 @@ test's connections only, while the real server keeps serving everyone else.
 
 Two faults: `stop()` closes every connection and refuses new ones (the server is gone); `freeze()`
 cuts the connections open now without a word (no FIN, no RST: a dropped NAT entry, a pulled cable
-between two switches), while connections opened afterwards are forwarded as usual.
+between two switches), while connections opened afterwards are forwarded as usual. `retarget()`
+sends the connections opened afterwards to another server: a fail-over behind the same address.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class TcpProxy:
                 end.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def retarget(self, host: str, port: int) -> None:
+        self._target = (host, port)
 
     def freeze(self) -> None:
         """Stop forwarding, in both directions, on every connection open now, without closing any."""
