@@ -29,7 +29,7 @@ import pytest
 from tools.adapter import ToolRequest
 from tools.definitions import ToolName
 from tools.input_models import QueryMysqlInput
-from tools.mysql import MysqlAdapter, bundled_demo_sql_path, split_sql_script
+from tools.mysql.adapter import MysqlAdapter, bundled_demo_sql_path, split_sql_script
 
 MYSQL_HOST = "127.0.0.1"
 MYSQL_PORT = 3306

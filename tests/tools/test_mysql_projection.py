@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from tools.mysql import MysqlAdapter, _Cut, _Rows
+from tools.mysql.adapter import MysqlAdapter, _Cut, _Rows
+from tools.mysql.guard import guard_sql
 from tools.redaction import REDACTED
-from tools.sql_guard import guard_sql
 
 SQL = "SELECT id, name, amount, created_at, note FROM orders"
 COLUMNS = ["id", "name", "amount", "created_at", "note"]

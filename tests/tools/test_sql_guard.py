@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.sql_corpus import ALLOWED_SCHEMAS, DATABASE, HOSTILE, LEGIT
-from tools.sql_guard import (
+from tools.mysql.guard import (
     ALLOWED_FUNCTIONS,
     SYSTEM_SCHEMAS,
     GuardedStatement,

@@ -45,9 +45,7 @@ from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryMysqlInput
-from tools.json_members import hide_secret_members, may_hold_members
-from tools.redaction import REDACTED
-from tools.sql_guard import (
+from tools.mysql.guard import (
     BUILT_STRING_BYTES,
     SYSTEM_SCHEMAS,
     GuardedStatement,
@@ -55,6 +53,8 @@ from tools.sql_guard import (
     SqlPolicyError,
     guard_sql,
 )
+from tools.mysql.json_members import hide_secret_members, may_hold_members
+from tools.redaction import REDACTED
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 log = logging.getLogger(__name__)
@@ -578,7 +578,7 @@ class MysqlAdapter:
 
 def _json_members_hidden(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """A column's text values with the secret-named members of any JSON in them hidden, before they are
-    cut to `cell_chars`: the guard cannot see which keys a document holds (see `tools.json_members`)."""
+    cut to `cell_chars`: the guard cannot see which keys a document holds (see `tools.mysql.json_members`)."""
     if not any(may_hold_members(text) for text in map(_text_of, values)):
         return values  # most columns: a type test and a substring test per cell
     return tuple(_members_hidden(value) for value in values)

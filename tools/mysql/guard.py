@@ -11,7 +11,7 @@ matched by a strict grammar of our own, because sqlglot rewrites SHOW statements
 
 A statement that reads a secret-named column or JSON key anywhere in its tree (not only in its result
 columns: a join condition, WHERE, a CTE, a window, a function argument) is refused as `SECRET_COLUMN`,
-and so is a `*` placed where its columns could be compared or renamed unnamed (`tools.sql_secret_reads`).
+and so is a `*` placed where its columns could be compared or renamed unnamed (`tools.mysql.secret_reads`).
 
 Every rejection is a `SqlPolicyError` with a stable `reason`; the adapter reports it as
 `POLICY_REJECTED` and never contacts the server.
@@ -31,8 +31,8 @@ from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
+from tools.mysql.secret_reads import secret_read
 from tools.redaction import names_secret
-from tools.sql_secret_reads import secret_read
 
 
 class PolicyReason(StrEnum):
@@ -274,7 +274,7 @@ class GuardedStatement:
     """What the adapter executes: `sql` exactly as given, never the caller's text.
 
     For a SELECT, `columns_sql` is the same statement with LIMIT 0, which tells the adapter the result
-    columns before it fetches (see `tools.mysql`)."""
+    columns before it fetches (see `tools.mysql.adapter`)."""
 
     kind: Literal["SELECT", "SHOW", "DESCRIBE", "EXPLAIN"]
     sql: str
