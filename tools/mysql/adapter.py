@@ -45,6 +45,7 @@ from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryMysqlInput
+from tools.mysql.diagnostic_surface import Flavor, variable_is_secret
 from tools.mysql.guard import (
     BUILT_STRING_BYTES,
     SYSTEM_SCHEMAS,
@@ -52,8 +53,12 @@ from tools.mysql.guard import (
     PolicyReason,
     SqlPolicyError,
     guard_sql,
+    spelled_for,
 )
+from tools.mysql.innodb_status import COLUMNS as INNODB_STATUS_COLUMNS
+from tools.mysql.innodb_status import status_lines
 from tools.mysql.json_members import hide_secret_members, may_hold_members
+from tools.mysql.statement_digest import WITHHELD, digest_or_withheld, mask_quoted
 from tools.redaction import REDACTED
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
@@ -71,6 +76,8 @@ _FIXTURE_TIMEOUT_S = 60.0
 _KILL_VERIFY_S = 2.0
 _KILL_POLL_S = 0.05
 _RESULT_CTE = "diagnose_result"
+# How much of another session's SQL crosses the wire to be digested (trx_query itself stops at 1024).
+_STATEMENT_WIRE_BYTES = 16_384
 # GROUP_CONCAT cuts what it builds here, as the guard has CONCAT do inside a query.
 _SESSION_CAPS = f"SET SESSION group_concat_max_len = {BUILT_STRING_BYTES}"
 
@@ -335,6 +342,9 @@ class MysqlAdapter:
         except (MySQLError, OSError) as exc:
             raise _tool_error(exc) from None
         thread_id = conn.thread_id()
+        if (missing := _missing_view(guarded, conn.get_server_info())) is not None:
+            pool.release(conn, reusable=True)
+            raise ToolError(ErrorCode.BACKEND_ERROR, missing)
         try:
             async with asyncio.timeout(self._statement_timeout_ms / 1000 + _CLIENT_MARGIN_S):
                 result = await self._statement(conn, guarded, database)
@@ -373,32 +383,36 @@ class MysqlAdapter:
             if database is not None:
                 await conn.select_db(database)
             await cur.execute("START TRANSACTION READ ONLY")
-            if guarded.columns_sql is None:  # SHOW / DESCRIBE / EXPLAIN: schema metadata
-                await cur.execute(guarded.sql)
+            if guarded.columns_sql is None:  # SHOW / DESCRIBE / EXPLAIN: metadata and server state
+                await cur.execute(spelled_for(guarded.sql, conn.get_server_info()))
                 columns = [str(column[0]) for column in cur.description or ()]
                 rows = list(await cur.fetchmany(self._max_rows + 1)) if columns else []
             else:
                 await cur.execute(guarded.columns_sql)
                 columns = [str(column[0]) for column in cur.description or ()]
                 kinds = _column_kinds(cur, self._max_columns + 1)
-                await cur.execute(self._capped_sql(guarded.sql, len(columns), kinds))
+                statements = {index for index, name in enumerate(columns) if _digested(guarded, index, name)}
+                await cur.execute(self._capped_sql(guarded.sql, len(columns), kinds, statements))
                 fetched = await cur.fetchmany(self._max_rows + 1)
                 rows = [_uncapped(row, kinds) for row in fetched] if _PAIR in kinds else list(fetched)
             await cur.execute("ROLLBACK")
         return _Rows(columns, rows)
 
-    def _capped_sql(self, sql: str, width: int, kinds: Sequence[int]) -> str:
+    def _capped_sql(self, sql: str, width: int, kinds: Sequence[int], statements: set[int]) -> str:
         """The statement wrapped so each of its first `max_columns + 1` values crosses the wire capped.
 
         How, per column (`_column_kinds`): a number or a time is bounded by its type and comes as it is;
         a text value longer than the cap comes as its first characters, in the same field (the
         projection then cuts it and says so); any other value comes as a (whole or NULL, prefix or NULL)
-        pair, so a long one keeps its type and is known to be cut.
+        pair, so a long one keeps its type and is known to be cut. Another session's SQL, shown only as a
+        digest, crosses with a wider cap: a statement cut inside a string literal cannot be digested.
         """
         names = [f"`c{index}`" for index in range(width)]
-        limit, prefix = self._wire_cell_bytes, self._cell_chars + 1
         values = []
-        for name, kind in zip(names, kinds, strict=False):
+        for index, (name, kind) in enumerate(zip(names, kinds, strict=False)):
+            wide = index in statements
+            limit = _STATEMENT_WIRE_BYTES if wide else self._wire_cell_bytes
+            prefix = _STATEMENT_WIRE_BYTES // 4 if wide else self._cell_chars + 1
             if kind == _PLAIN:
                 values.append(name)
             elif kind == _TEXT:
@@ -479,6 +493,7 @@ class MysqlAdapter:
 
         A column that selects a secret under another name is hidden here; one named like a secret is
         hidden by the redaction step (both are `[REDACTED]`)."""
+        result = _other_sessions_hidden(result, guarded)
         secret = {
             index
             for index, name in enumerate(result.columns)
@@ -574,6 +589,59 @@ class MysqlAdapter:
         if isinstance(value, set | frozenset):
             return self._cut(",".join(sorted(str(item) for item in value)))
         return self._cut(str(value))
+
+
+def _missing_view(guarded: GuardedStatement, server_version: str) -> str | None:
+    """The stable reason for a diagnostic view this server does not have, naming the one it has instead."""
+    flavor = Flavor.of(server_version)
+    for view in guarded.views:
+        if flavor not in view.servers:
+            where = f"NOT_ON_{flavor.upper()}"
+            return f"{where}:{view.equivalent}" if view.equivalent else where
+    return None
+
+
+def _digested(guarded: GuardedStatement, index: int, name: str) -> bool:
+    return index in guarded.digest_columns or name.lower() in guarded.digest_names
+
+
+def _other_sessions_hidden(result: _Rows, guarded: GuardedStatement) -> _Rows:
+    """Other sessions' SQL as digests, server messages with their quoted values masked, secret-looking
+    variables' values hidden, the InnoDB status as lines (`tools.mysql.diagnostic_surface`)."""
+    if guarded.innodb_status:
+        text = next((row[-1] for row in result.rows if row and isinstance(row[-1], str)), "")
+        return _Rows(list(INNODB_STATUS_COLUMNS), [tuple(row) for row in status_lines(text)])
+    statements = [index for index, name in enumerate(result.columns) if _digested(guarded, index, name)]
+    messages = [
+        index
+        for index, name in enumerate(result.columns)
+        if index in guarded.message_columns or name.lower() in guarded.message_names
+    ]
+    variables = guarded.variable_rows and len(result.columns) >= 2
+    if not (statements or messages or variables):
+        return result
+    rows = []
+    for row in result.rows:
+        cells = list(row)
+        for index in statements:
+            cells[index] = digest_or_withheld(cells[index])
+        for index in messages:
+            cells[index] = _masked(cells[index])
+        if (
+            variables
+            and isinstance(cells[0], str)
+            and variable_is_secret(cells[0])
+            and cells[1] not in (None, "")
+        ):
+            cells[1] = REDACTED
+        rows.append(tuple(cells))
+    return _Rows(result.columns, rows)
+
+
+def _masked(value: Any) -> Any:
+    if value is None:
+        return None
+    return mask_quoted(value) if isinstance(value, str) else WITHHELD
 
 
 def _json_members_hidden(values: tuple[Any, ...]) -> tuple[Any, ...]:
