@@ -45,6 +45,7 @@ from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryMysqlInput
+from tools.mysql.access_probe import DiagnosticAccess, probe_access
 from tools.mysql.diagnostic_surface import Flavor, variable_is_secret
 from tools.mysql.guard import (
     BUILT_STRING_BYTES,
@@ -323,6 +324,37 @@ class MysqlAdapter:
                 raise ToolError(ErrorCode.POLICY_REJECTED, PolicyReason.SCHEMA_NOT_ALLOWED)
         result = await self._run(guarded, schema)
         return self._project(result, guarded)
+
+    async def diagnostic_access(self) -> DiagnosticAccess:
+        """Which diagnostic views the account can read (`tools.mysql.access_probe`), asked once at start;
+        `ToolError` UNAVAILABLE when the server cannot be reached or does not answer in time."""
+        pool = self._pool_or_create()
+        try:
+            async with asyncio.timeout(self._connect_timeout_s):
+                conn = await pool.acquire()
+        except TimeoutError:
+            raise ToolError(ErrorCode.UNAVAILABLE) from None
+        except (MySQLError, OSError) as exc:
+            raise _tool_error(exc) from None
+        try:
+            async with (
+                asyncio.timeout(self._statement_timeout_ms / 1000 + _CLIENT_MARGIN_S),
+                conn.cursor() as cur,
+            ):
+                await cur.execute(self._time_limit_sql(conn))
+                await cur.execute("SET SESSION TRANSACTION READ ONLY")
+                access = await probe_access(cur, conn.get_server_info())
+        except TimeoutError:
+            pool.release(conn, reusable=False)
+            raise ToolError(ErrorCode.UNAVAILABLE) from None
+        except (MySQLError, OSError) as exc:
+            pool.release(conn, reusable=False)
+            raise _tool_error(exc) from None
+        except BaseException:
+            pool.release(conn, reusable=False)
+            raise
+        pool.release(conn, reusable=True)
+        return access
 
     def _pool_or_create(self) -> _ConnectionPool:
         if self._pool is None:
