@@ -248,7 +248,7 @@ async def test_the_start_up_check_names_what_a_business_account_cannot_read(mysq
     assert dict(limited.missing) == {
         "other sessions and InnoDB transactions and locks": "PROCESS",
         "performance_schema": "SELECT on performance_schema.*",
-        "sys": "SELECT on sys.* (with PROCESS)",
+        "sys": "SELECT, EXECUTE on sys.* (with PROCESS)",
         "replication status": "SLAVE MONITOR",
         "binary log status": "BINLOG MONITOR",
         "the slow query log": "SELECT on mysql.slow_log",

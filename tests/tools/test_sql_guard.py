@@ -431,7 +431,7 @@ _NEVER_READ = frozenset(
 # Columns holding another session's SQL or a server message: an accepted statement only shows them
 # (`SELECT ..., x, ...` or `x AS y`) or tests them for NULL; comparing them is an oracle on their text.
 _OTHER_SESSIONS_TEXT = frozenset(
-    """info info_binary trx_query lock_data processlist_info sql_text digest_text query_sample_text
+    """info info_binary trx_query lock_data processlist_info sql_text query_sample_text
     waiting_query blocking_query current_statement last_statement query message_text last_error_message
     trx_last_foreign_key_error""".split()
 )

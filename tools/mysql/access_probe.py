@@ -40,7 +40,7 @@ _FAMILIES = (
     _Family(
         "sys",
         "SELECT 1 FROM sys.innodb_lock_waits LIMIT 0",
-        {flavor: "SELECT on sys.* (with PROCESS)" for flavor in Flavor},
+        {flavor: "SELECT, EXECUTE on sys.* (with PROCESS)" for flavor in Flavor},
     ),
     _Family(
         "replication status",

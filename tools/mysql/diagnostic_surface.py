@@ -46,7 +46,7 @@ MARIADB_ONLY = frozenset({Flavor.MARIADB})
 # The privilege each family of views needs (README, "The monitoring account").
 PROCESS = "PROCESS"
 PERFORMANCE_SCHEMA = "SELECT on performance_schema"
-SYS = "SELECT on sys (and PROCESS, SELECT on performance_schema)"
+SYS = "SELECT, EXECUTE on sys (and PROCESS, SELECT on performance_schema)"
 SLOW_LOG = "SELECT on mysql.slow_log"
 NONE = "none"
 
@@ -170,6 +170,9 @@ DIAGNOSTIC_VIEWS: dict[tuple[str, str], DiagnosticView] = {
 # column of another view than the one it reads).
 STATEMENT_TEXT_COLUMNS = frozenset(name for view in _VIEWS for name in view.statement_text)
 MESSAGE_COLUMNS = frozenset(name for view in _VIEWS for name in view.messages)
+# performance_schema's DIGEST_TEXT is the server's own digest, its literals already `?`: a statement may
+# filter and sort on it (`WHERE DIGEST_TEXT LIKE 'UPDATE%'`); it is still shown through our digest.
+SERVER_DIGEST_COLUMNS = frozenset({"digest_text"})
 
 
 def diagnostic_view(schema: str, table: str) -> DiagnosticView | None:

@@ -34,6 +34,7 @@ from sqlglot.tokens import Token, TokenType
 from tools.mysql.diagnostic_surface import (
     MESSAGE_COLUMNS,
     SECRET_VARIABLE_PATTERNS,
+    SERVER_DIGEST_COLUMNS,
     STATEMENT_TEXT_COLUMNS,
     DiagnosticView,
     diagnostic_view,
@@ -700,7 +701,7 @@ def _statement_text_problem(root: exp.Expr, views: Sequence[DiagnosticView]) -> 
     """
     if not views:
         return None
-    seeds = STATEMENT_TEXT_COLUMNS | MESSAGE_COLUMNS
+    seeds = (STATEMENT_TEXT_COLUMNS - SERVER_DIGEST_COLUMNS) | MESSAGE_COLUMNS
     _, names = _derived_columns(root, lambda name: name in seeds)
     names |= seeds
     for node in root.walk():

@@ -35,7 +35,8 @@ _INNODB_LINES = re.compile(
             r"History list length \d+",
             r"LIST OF TRANSACTIONS FOR EACH SESSION:",
             r"(?:---)?TRANSACTION \d+, (?:ACTIVE(?: \(PREPARED\))? \d+ sec|not started)[a-z ,]*",
-            r"\*\*\* \(\d+\) (?:TRANSACTION|HOLDS THE LOCK\(S\)|WAITING FOR THIS LOCK TO BE GRANTED):",
+            r"\*\*\* (?:\(\d+\) )?(?:TRANSACTION|HOLDS THE LOCK\(S\)|WAITING FOR THIS LOCK TO BE GRANTED"
+            r"|CONFLICTING WITH):",
             r"\*\*\* WE ROLL BACK TRANSACTION \(\d+\)",
             r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: 0x[0-9a-f]+)?",
             r"mysql tables in use \d+, locked \d+",

@@ -29,7 +29,7 @@ _LITERALS = frozenset(
     }
 )  # fmt: skip
 # What may be shown as written: a word (keyword or name) or an operator; anything else becomes `?`.
-_WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*", re.ASCII)
+_WORDS = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:[ \t\r\n]+[A-Za-z_$][A-Za-z0-9_$]*)*", re.ASCII)
 _OPERATOR = re.compile(r"[-+*/%=<>!~^&|.,;:()\[\]{}@?]{1,3}", re.ASCII)
 _LIST = re.compile(r"\(\?(?:, \?)+\)")
 _NO_SPACE_BEFORE = frozenset({",", ")", ".", ";"})
@@ -50,7 +50,7 @@ def digest(text: str) -> str | None:
             tokens = tokenizer.tokenize(text)
         except Exception:  # any failure to read the text withholds it; the text is never logged
             return None
-        readings.append(_render(tokens))
+        readings.append(_render(text, tokens))
     first, second = readings
     return first if first == second else None
 
@@ -65,10 +65,10 @@ def digest_or_withheld(value: object) -> object:
     return WITHHELD
 
 
-def _render(tokens: list[Token]) -> str:
+def _render(text: str, tokens: list[Token]) -> str:
     out: list[str] = []
     for token in tokens:
-        piece = _shown(token)
+        piece = _shown(token, text[token.start : token.end + 1])
         if piece is None:
             continue
         if out and piece not in _NO_SPACE_BEFORE and out[-1] not in _NO_SPACE_AFTER:
@@ -77,7 +77,8 @@ def _render(tokens: list[Token]) -> str:
     return _LIST.sub("(...)", "".join(out))
 
 
-def _shown(token: Token) -> str | None:
+def _shown(token: Token, written: str) -> str | None:
+    """The token as written (sqlglot's own text respells some keywords), or `?`."""
     kind = token.token_type
     if kind in _LITERALS:
         return "?"
@@ -85,9 +86,10 @@ def _shown(token: Token) -> str | None:
         return None
     if kind == TokenType.IDENTIFIER:
         return "`" + token.text.replace("`", "``") + "`"
-    text = token.text
-    if _WORD.fullmatch(text) or _OPERATOR.fullmatch(text):
-        return text
+    if _WORDS.fullmatch(written):  # a keyword of several words (`PRIMARY KEY`) has one space
+        return " ".join(written.split())
+    if _OPERATOR.fullmatch(written):
+        return written
     return "?"
 
 
