@@ -28,6 +28,7 @@ from tests.support.mysql_incident import Incident, lock_wait
 from tests.support.private_mariadb import PrivateMariaDB, start_private_mariadb, stop_private_mariadb
 from tools.adapter import AdapterResult, ToolError
 from tools.mysql.adapter import MysqlAdapter
+from tools.mysql.guard import SqlPolicyError, guard_sql
 from tools.redaction import REDACTED
 
 pytestmark = pytest.mark.mysql
@@ -39,6 +40,23 @@ KEY_CANARY = f"KEYCANARY{secrets.token_hex(4)}"
 ROOT = Path(__file__).resolve().parents[2]
 # The grants README documents for MariaDB (README, "The monitoring account"), read from README itself.
 GRANT_BLOCK = re.compile(r"```sql\n-- MariaDB monitoring account\n(.*?)```", re.DOTALL)
+
+
+# docs/MYSQL.md's table: number, statement, section, server, privilege, answered.
+DOCUMENTED_ROW = re.compile(
+    r"^\| (\d+) \| `([^`]+)` \| ([^|]+) \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$", re.MULTILINE
+)
+
+
+def documented_statements() -> list[tuple[str, str, bool]]:
+    """(statement, server, answered) for every row of docs/MYSQL.md's table."""
+    text = (ROOT / "docs" / "MYSQL.md").read_text(encoding="utf-8")
+    return [(sql, server.strip(), answered.strip() == "yes")
+            for _, sql, _, server, _, answered in DOCUMENTED_ROW.findall(text)]  # fmt: skip
+
+
+DOCUMENTED = documented_statements()
+ON_MARIADB = [sql for sql, server, answered in DOCUMENTED if answered and server in ("both", "MariaDB")]
 
 
 def documented_grants() -> list[str]:
@@ -74,7 +92,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateMariaDB]
             "--performance-schema-consumer-events-statements-history=ON",
             "--performance-schema-instrument=wait/lock/metadata/sql/mdl=ON",
             "--slow-query-log=ON", "--log-output=TABLE", "--long-query-time=0",
-            "--log-bin=binlog", "--server-id=7",
+            "--log-bin=binlog", "--server-id=7", "--plugin-load-add=metadata_lock_info",
             *tls_options(folder),
         ],
     )  # fmt: skip
@@ -307,3 +325,27 @@ async def test_a_missing_grant_is_access_denied_not_empty(server: PrivateMariaDB
             assert (caught.value.code, caught.value.reason) == ("POLICY_REJECTED", "ACCESS_DENIED"), sql
     finally:
         await business.aclose()
+
+
+def test_the_documented_table_is_answered_as_it_says() -> None:
+    """At least 90 % of the manuals' statements are answered, and each row's claim holds for the guard:
+    an answered statement is accepted, an unanswered one refused before any server."""
+    assert len(DOCUMENTED) == 63
+    answered = [sql for sql, _, yes in DOCUMENTED if yes]
+    assert len(answered) == 58 and len(answered) / len(DOCUMENTED) >= 0.9
+    for sql, _, yes in DOCUMENTED:
+        try:
+            guard_sql(sql, database=DATABASE, allowed_schemas=[DATABASE], max_rows=100)
+        except SqlPolicyError:
+            assert not yes, sql
+        else:
+            assert yes, sql
+
+
+@pytest.mark.parametrize("sql", ON_MARIADB, ids=[f"row-{i}" for i in range(len(ON_MARIADB))])
+async def test_each_documented_mariadb_statement_is_answered(
+    adapter: MysqlAdapter, incident: Incident, sql: str
+) -> None:
+    """Run as the monitoring account during the lock wait: rows or an honest EMPTY, never an error."""
+    result = await answer(adapter, sql, incident.canary)
+    assert result.status in ("FOUND", "EMPTY")

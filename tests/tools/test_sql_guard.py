@@ -440,7 +440,7 @@ _SHOWN_BEFORE = ("SELECT ", "SELECT DISTINCT ", ", ")
 _SHOWN_AFTER = (", ", " AS `", " FROM ")
 _DIAGNOSTIC_SHOW = re.compile(
     r"SHOW (?:FULL PROCESSLIST|(?:(?:GLOBAL|SESSION) )?(?:STATUS|VARIABLES)(?: LIKE '[A-Za-z0-9_%$]*')?"
-    r"|ENGINE INNODB STATUS|REPLICA STATUS|BINARY LOG STATUS|BINARY LOGS"
+    r"|ENGINE INNODB (?:STATUS|MUTEX)|REPLICA STATUS|ALL SLAVES STATUS|BINARY LOG STATUS|BINARY LOGS"
     r"|OPEN TABLES(?: FROM `\w+`)?"
     r"(?: WHERE (?:In_use|Name_locked) (?:>=|<=|<>|!=|=|>|<) \d+| LIKE '[A-Za-z0-9_%$]*')?"
     r"|TABLE STATUS FROM `\w+`(?: LIKE '[A-Za-z0-9_%$]*')?)"

@@ -626,10 +626,11 @@ class MysqlAdapter:
 def _missing_view(guarded: GuardedStatement, server_version: str) -> str | None:
     """The stable reason for a diagnostic view this server does not have, naming the one it has instead."""
     flavor = Flavor.of(server_version)
-    for view in guarded.views:
-        if flavor not in view.servers:
+    missing = [(view.servers, view.equivalent) for view in guarded.views]
+    for servers, equivalent in [(guarded.servers, guarded.equivalent), *missing]:
+        if flavor not in servers:
             where = f"NOT_ON_{flavor.upper()}"
-            return f"{where}:{view.equivalent}" if view.equivalent else where
+            return f"{where}:{equivalent}" if equivalent else where
     return None
 
 

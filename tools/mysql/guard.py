@@ -32,11 +32,14 @@ from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
 from tools.mysql.diagnostic_surface import (
+    BOTH,
+    MARIADB_ONLY,
     MESSAGE_COLUMNS,
     SECRET_VARIABLE_PATTERNS,
     SERVER_DIGEST_COLUMNS,
     STATEMENT_TEXT_COLUMNS,
     DiagnosticView,
+    Flavor,
     diagnostic_view,
 )
 from tools.mysql.secret_reads import has_positional_reference, renames_columns, secret_read
@@ -268,6 +271,8 @@ _SCOPE = rf"(?:{_WS}(?P<scope>GLOBAL|SESSION|LOCAL))?"
 _SHOW_PROCESSLIST = re.compile(rf"SHOW(?:{_WS}FULL)?{_WS}PROCESSLIST{_END}", _FLAGS)
 _SHOW_STATUS = re.compile(rf"SHOW{_SCOPE}{_WS}(?P<what>STATUS|VARIABLES){_LIKE}{_END}", _FLAGS)
 _SHOW_INNODB_STATUS = re.compile(rf"SHOW{_WS}ENGINE{_WS}INNODB{_WS}STATUS{_END}", _FLAGS)
+_SHOW_INNODB_MUTEX = re.compile(rf"SHOW{_WS}ENGINE{_WS}INNODB{_WS}MUTEX{_END}", _FLAGS)
+_SHOW_ALL_REPLICAS_STATUS = re.compile(rf"SHOW{_WS}ALL{_WS}(?:REPLICAS|SLAVES){_WS}STATUS{_END}", _FLAGS)
 _SHOW_REPLICA_STATUS = re.compile(rf"SHOW{_WS}(?:REPLICA|SLAVE){_WS}STATUS{_END}", _FLAGS)
 _SHOW_BINLOG_STATUS = re.compile(rf"SHOW{_WS}(?:MASTER|BINLOG|BINARY{_WS}LOG){_WS}STATUS{_END}", _FLAGS)
 _SHOW_BINARY_LOGS = re.compile(rf"SHOW{_WS}(?:BINARY|MASTER){_WS}LOGS{_END}", _FLAGS)
@@ -329,6 +334,9 @@ class GuardedStatement:
     message_names: frozenset[str] = frozenset()
     variable_rows: bool = False
     innodb_status: bool = False
+    # A statement only one server family has, and what answers it on the other.
+    servers: frozenset[Flavor] = BOTH
+    equivalent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -983,8 +991,15 @@ def _guard_diagnostic_show(text: str, policy: _Policy) -> GuardedStatement | Non
         return GuardedStatement("SHOW", rebuilt, (), None, variable_rows=what == "VARIABLES")
     if _SHOW_INNODB_STATUS.match(text):
         return GuardedStatement("SHOW", "SHOW ENGINE INNODB STATUS", (), None, innodb_status=True)
+    if _SHOW_INNODB_MUTEX.match(text):
+        return GuardedStatement("SHOW", "SHOW ENGINE INNODB MUTEX", (), None)
     if _SHOW_REPLICA_STATUS.match(text):
         return GuardedStatement("SHOW", REPLICA_STATUS, (), None, message_names=_REPLICA_MESSAGES)
+    if _SHOW_ALL_REPLICAS_STATUS.match(text):  # MariaDB's multi-source replication: every connection
+        return GuardedStatement(
+            "SHOW", "SHOW ALL SLAVES STATUS", (), None, message_names=_REPLICA_MESSAGES,
+            servers=MARIADB_ONLY, equivalent=REPLICA_STATUS,
+        )  # fmt: skip
     if _SHOW_BINLOG_STATUS.match(text):
         return GuardedStatement("SHOW", BINARY_LOG_STATUS, (), None)
     if _SHOW_BINARY_LOGS.match(text):
