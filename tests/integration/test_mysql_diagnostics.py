@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from console.cli import main
 from tests.support.mysql import MysqlTestEnv, mysql_request, root_connection
@@ -353,3 +355,105 @@ async def test_the_reads_take_no_lock_the_incident_waits_for(
     async with asyncio.timeout(5):
         result = await adapter.execute(mysql_request("SELECT COUNT(*) AS n FROM accounts"))
     assert result.data["rows"] == [[2]]
+
+
+# --- generated statements over the diagnostic views, on the server, during the incident -------------
+
+_VIEWS = {
+    "information_schema.PROCESSLIST": ["ID", "USER", "COMMAND", "TIME", "STATE", "INFO"],
+    "information_schema.INNODB_TRX": [
+        "trx_id",
+        "trx_state",
+        "trx_started",
+        "trx_mysql_thread_id",
+        "trx_query",
+    ],
+    "information_schema.INNODB_LOCKS": ["lock_id", "lock_mode", "lock_table", "lock_data"],
+    "sys.`x$innodb_lock_waits`": ["waiting_pid", "blocking_pid", "waiting_query", "blocking_query"],
+    "information_schema.GLOBAL_VARIABLES": ["VARIABLE_NAME", "VARIABLE_VALUE"],
+}
+_WRAPPERS = ["{c}", "{c} AS shown", "LEFT({c}, 12)", "COUNT({c})", "LENGTH({c})",
+             "SUBSTRING_INDEX({c}, ' ', 2)", "CONCAT({c}, '')", "GROUP_CONCAT({c})", "MAX({c})"]  # fmt: skip
+_CONDITIONS = ["{c} IS NOT NULL", "{c} LIKE '%CANARY%'", "{c} = 'x'", "{c} > 'M'", "LEFT({c}, 1) = 'U'",
+               "{c} IN (SELECT {c} FROM {v})", "LENGTH({c}) > 10", "1 = 1"]  # fmt: skip
+_SUFFIXES = ["", "ORDER BY {c}", "ORDER BY 1", "GROUP BY {c}", "LIMIT 3", "UNION SELECT {c} FROM {v}"]
+
+
+@st.composite
+def diagnostic_statements(draw: st.DrawFn) -> str:
+    view = draw(st.sampled_from(sorted(_VIEWS)))
+    columns = _VIEWS[view]
+    picked = draw(st.lists(st.sampled_from(columns), min_size=1, max_size=3, unique=True))
+    items = ", ".join(draw(st.sampled_from(_WRAPPERS)).format(c=column) for column in picked)
+    sql = f"SELECT {items} FROM {view}"
+    if draw(st.booleans()):
+        sql += " WHERE " + draw(st.sampled_from(_CONDITIONS)).format(c=draw(st.sampled_from(columns)), v=view)
+    return sql + " " + draw(st.sampled_from(_SUFFIXES)).format(c=draw(st.sampled_from(columns)), v=view)
+
+
+_REASONS = {
+    "STATEMENT_TEXT",
+    "SECRET_COLUMN",
+    "UNSUPPORTED_STATEMENT",
+    "FUNCTION_NOT_ALLOWED",
+    "COSTLY_EXPRESSION",
+}
+
+
+@settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(statements=st.lists(diagnostic_statements(), min_size=1, max_size=6))
+def test_generated_statements_over_the_diagnostic_views_never_show_the_canary(
+    incident: Incident, mysql_env: MysqlTestEnv, statements: list[str]
+) -> None:
+    check_generated_statements(incident, mysql_env, statements)
+
+
+@pytest.mark.long
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(statements=st.lists(diagnostic_statements(), min_size=1, max_size=6))
+def test_generated_statements_over_the_diagnostic_views_never_show_the_canary_long(
+    incident: Incident, mysql_env: MysqlTestEnv, statements: list[str]
+) -> None:
+    check_generated_statements(incident, mysql_env, statements)
+
+
+def check_generated_statements(incident: Incident, mysql_env: MysqlTestEnv, statements: list[str]) -> None:
+    """Whatever a model composes over the views (functions, comparisons, sorting, unions on statement
+    text), the answer holds no canary and the server is unchanged; what is refused is refused for a
+    stable reason, before the server."""
+    before = server_state(mysql_env)
+
+    async def run_all() -> None:
+        adapter = mysql_env.adapter()
+        try:
+            for sql in statements:
+                try:
+                    result = await adapter.execute(mysql_request(sql))
+                except ToolError as refused:
+                    assert refused.code in ("POLICY_REJECTED", "BACKEND_ERROR"), sql
+                    if refused.code == "POLICY_REJECTED":
+                        assert refused.reason in _REASONS, (sql, refused.reason)
+                    continue
+                assert incident.canary not in json.dumps(result.data), sql
+        finally:
+            await adapter.aclose()
+
+    asyncio.run(run_all())
+    assert server_state(mysql_env) == before
+
+
+def server_state(env: MysqlTestEnv) -> list[Any]:
+    """What a write reaching the server would change, read on one connection without waiting on the
+    incident's locks (the fixture's full fingerprint checksums `accounts`, whose row the holder locks)."""
+    with root_connection() as conn, conn.cursor() as cur:
+        state: list[Any] = []
+        for sql in (
+            "SELECT @@global.read_only, @@global.max_connections, @@global.sql_mode",
+            f"SHOW TABLES FROM `{env.shop}`",
+            f"SHOW TABLES FROM `{env.ops}`",
+            f"SELECT id, secret FROM `{env.shop}`.canary ORDER BY id",
+            f"SELECT COUNT(*), MAX(id) FROM `{env.shop}`.orders",
+        ):
+            cur.execute(sql)
+            state.append(cur.fetchall())
+    return state

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 
 import pymysql
 
-Connect = Callable[[], pymysql.connections.Connection]
+Connect = Callable[..., pymysql.connections.Connection]  # takes read_timeout=
 _WAIT_S = 20.0
+# The two sessions wait on each other for as long as the tests of a module take.
+_SESSION_READ_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,10 @@ def lock_wait(connect: Connect, database: str) -> Iterator[Incident]:
             f"CREATE TABLE `{database}`.accounts (id INT PRIMARY KEY, email VARCHAR(120)) ENGINE=InnoDB"
         )
         cur.execute(f"INSERT INTO `{database}`.accounts VALUES (1, 'a@example.com'), (2, 'b@example.com')")
-    holder, waiter = connect(), connect()
+    holder, waiter = (
+        connect(read_timeout=_SESSION_READ_TIMEOUT_S),
+        connect(read_timeout=_SESSION_READ_TIMEOUT_S),
+    )
     blocked = threading.Thread(target=_update, args=(waiter, database, canary), daemon=True)
     try:
         with holder.cursor() as cur:

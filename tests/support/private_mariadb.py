@@ -37,7 +37,7 @@ class PrivateMariaDB:
     process: subprocess.Popen[bytes]
 
     def connect(
-        self, user: str = "root", password: str = "", database: str | None = None
+        self, user: str = "root", password: str = "", database: str | None = None, read_timeout: float = 60
     ) -> pymysql.connections.Connection:
         return pymysql.connect(
             host=MYSQL_HOST,
@@ -46,7 +46,7 @@ class PrivateMariaDB:
             password=password,
             database=database,
             connect_timeout=3,
-            read_timeout=60,
+            read_timeout=read_timeout,
             autocommit=True,
             charset="utf8mb4",
         )
