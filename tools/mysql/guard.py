@@ -978,10 +978,12 @@ def _guard_show(sql: str, policy: _Policy) -> GuardedStatement:
 
 
 def _guard_diagnostic_show(text: str, policy: _Policy) -> GuardedStatement | None:
-    """Server state. SHOW PROCESSLIST always runs FULL: its Info is shown only as a digest, and the
-    100-character cut of the short form would leave most statements cut inside a literal (withheld)."""
+    """Server state. SHOW [FULL] PROCESSLIST runs as the same columns of information_schema.PROCESSLIST,
+    so its Info crosses the wire capped like any SELECT's values (SHOW would fetch every statement
+    whole, megabytes each) and in full otherwise: it is shown only as a digest, and the short form's
+    100-character cut would leave most statements cut inside a literal (withheld)."""
     if _SHOW_PROCESSLIST.match(text):
-        return GuardedStatement("SHOW", "SHOW FULL PROCESSLIST", (), None, digest_names=frozenset({"info"}))
+        return _guard_query(_PROCESSLIST_AS_SELECT, policy)
     if match := _SHOW_STATUS.match(text):
         scope = (
             {"LOCAL": "SESSION"}.get(match["scope"].upper(), match["scope"].upper()) if match["scope"] else ""
@@ -1021,6 +1023,10 @@ def _guard_diagnostic_show(text: str, policy: _Policy) -> GuardedStatement | Non
     return None
 
 
+_PROCESSLIST_AS_SELECT = (
+    "SELECT ID AS Id, USER AS User, HOST AS Host, DB AS db, COMMAND AS Command, TIME AS Time, "
+    "STATE AS State, INFO AS Info FROM information_schema.PROCESSLIST ORDER BY ID"
+)
 REPLICA_STATUS = "SHOW REPLICA STATUS"
 BINARY_LOG_STATUS = "SHOW BINARY LOG STATUS"
 
