@@ -22,7 +22,7 @@ async def notices(tmp_path: Path, dsn: str) -> list[tuple[str, str, str]]:
     async with app.run_test(size=SIZE) as pilot:
         await engine_ready(pilot)
         for _ in range(200):  # the question runs in its own worker after the engine is ready
-            said = [(n.title, n.severity, n.message) for n in app._notifications if n.title == TITLE]
+            said = [(n.title, str(n.severity), n.message) for n in app._notifications if n.title == TITLE]
             if said:
                 return said
             await pilot.pause(0.05)
