@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from console.cli import main
 from tests.support.mysql import MysqlTestEnv, mysql_request, root_connection
-from tests.support.mysql_incident import Incident, lock_wait
+from tests.support.mysql_incident import Incident, by_column, lock_wait, waiting_digest
 from tests.support.otlp import OtlpReceiver
 from tools.adapter import AdapterResult, ToolError
 from tools.mysql.adapter import MysqlAdapter
@@ -53,15 +53,6 @@ async def rows(adapter: MysqlAdapter, sql: str, incident: Incident) -> AdapterRe
     result = await adapter.execute(mysql_request(sql))
     assert incident.canary not in json.dumps(result.data), sql
     return result
-
-
-def by_column(result: AdapterResult) -> list[dict[str, Any]]:
-    columns = [name.lower() for name in result.data["columns"]]
-    return [dict(zip(columns, row, strict=True)) for row in result.data["rows"]]
-
-
-def waiting_digest(incident: Incident) -> str:
-    return f"UPDATE `{incident.database}`.accounts SET email = ? WHERE id = ?"
 
 
 async def test_show_processlist_shows_both_sessions_and_the_waiters_statement_as_a_digest(

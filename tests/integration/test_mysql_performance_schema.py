@@ -18,13 +18,12 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pymysql
 import pytest
 
 from tests.support.mysql import mysql_request
-from tests.support.mysql_incident import Incident, lock_wait
+from tests.support.mysql_incident import Incident, by_column, lock_wait, waiting_digest
 from tests.support.private_mariadb import PrivateMariaDB, start_private_mariadb, stop_private_mariadb
 from tools.adapter import AdapterResult, ToolError
 from tools.mysql.adapter import MysqlAdapter
@@ -131,15 +130,6 @@ async def answer(adapter: MysqlAdapter, sql: str, *canaries: str) -> AdapterResu
     for canary in (KEY_CANARY, *canaries):
         assert canary not in shown, sql
     return result
-
-
-def by_column(result: AdapterResult) -> list[dict[str, Any]]:
-    columns = [name.lower() for name in result.data["columns"]]
-    return [dict(zip(columns, row, strict=True)) for row in result.data["rows"]]
-
-
-def waiting_digest(incident: Incident) -> str:
-    return f"UPDATE `{incident.database}`.accounts SET email = ? WHERE id = ?"
 
 
 async def test_the_documented_monitoring_account_reads_every_family(adapter: MysqlAdapter) -> None:

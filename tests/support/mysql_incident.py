@@ -14,8 +14,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import pymysql
+
+from tools.adapter import AdapterResult
 
 Connect = Callable[..., pymysql.connections.Connection]  # takes read_timeout=
 _WAIT_S = 20.0
@@ -84,3 +87,14 @@ def _wait_for_the_lock_wait(connect: Connect, waiter: int) -> None:
                 return
             time.sleep(0.05)
     raise RuntimeError("the waiter never blocked on the holder's lock")
+
+
+def waiting_digest(incident: Incident) -> str:
+    """The waiter's statement as query_mysql shows it: its shape, the canary a `?`."""
+    return f"UPDATE `{incident.database}`.accounts SET email = ? WHERE id = ?"
+
+
+def by_column(result: AdapterResult) -> list[dict[str, Any]]:
+    """A query_mysql answer's rows as dicts keyed by lower-case column name."""
+    columns = [name.lower() for name in result.data["columns"]]
+    return [dict(zip(columns, row, strict=True)) for row in result.data["rows"]]

@@ -330,13 +330,7 @@ class MysqlAdapter:
         """Which diagnostic views the account can read (`tools.mysql.access_probe`), asked once at start;
         `ToolError` UNAVAILABLE when the server cannot be reached or does not answer in time."""
         pool = self._pool_or_create()
-        try:
-            async with asyncio.timeout(self._connect_timeout_s):
-                conn = await pool.acquire()
-        except TimeoutError:
-            raise ToolError(ErrorCode.UNAVAILABLE) from None
-        except (MySQLError, OSError) as exc:
-            raise _tool_error(exc) from None
+        conn = await self._checkout(pool)
         try:
             async with (
                 asyncio.timeout(self._statement_timeout_ms / 1000 + _CLIENT_MARGIN_S),
@@ -357,6 +351,16 @@ class MysqlAdapter:
         pool.release(conn, reusable=True)
         return access
 
+    async def _checkout(self, pool: _ConnectionPool) -> Any:
+        """A connection within the connect timeout, or UNAVAILABLE / the error's stable code."""
+        try:
+            async with asyncio.timeout(self._connect_timeout_s):
+                return await pool.acquire()
+        except TimeoutError:
+            raise ToolError(ErrorCode.UNAVAILABLE) from None
+        except (MySQLError, OSError) as exc:
+            raise _tool_error(exc) from None
+
     def _pool_or_create(self) -> _ConnectionPool:
         if self._pool is None:
             self._pool = _ConnectionPool(
@@ -367,13 +371,7 @@ class MysqlAdapter:
 
     async def _run(self, guarded: GuardedStatement, database: str | None) -> _Rows:
         pool = self._pool_or_create()
-        try:
-            async with asyncio.timeout(self._connect_timeout_s):
-                conn = await pool.acquire()
-        except TimeoutError:
-            raise ToolError(ErrorCode.UNAVAILABLE) from None
-        except (MySQLError, OSError) as exc:
-            raise _tool_error(exc) from None
+        conn = await self._checkout(pool)
         thread_id = conn.thread_id()
         if (missing := _missing_view(guarded, conn.get_server_info())) is not None:
             pool.release(conn, reusable=True)
