@@ -19,9 +19,14 @@ the pair `IF(OCTET_LENGTH(c) > B, NULL, c), IF(OCTET_LENGTH(c) > B, LEFT(c, n), 
 most B bytes comes whole and keeps its type (a number stays a number), a longer one comes as its first
 n characters. So one call holds at most (max_rows + 1) x (max_columns + 1) x B bytes of
 values (101 x 31 x 804 B = 2.5 MB by default) whatever the data; without it, 100 rows of 3 MB cells
-cost 300 MB before the projection cut them. SHOW, DESCRIBE and EXPLAIN return schema metadata and are
-fetched as they are. The model only ever sees a bounded projection or a stable error code, never
-server text.
+cost 300 MB before the projection cut them. SHOW, DESCRIBE and EXPLAIN return metadata and server
+state of bounded size and are fetched as they are. The model only ever sees a bounded projection or a
+stable error code, never server text.
+
+Diagnostic reads (`tools.mysql.diagnostic_surface`) are checked against the connected server first (a
+view it lacks is `BACKEND_ERROR` naming its equivalent) and their results pass one more step before the
+projection: other sessions' SQL becomes a digest, server messages lose their quoted values, secret-looking
+variables are hidden and the InnoDB status becomes (section, line) rows.
 """
 
 from __future__ import annotations

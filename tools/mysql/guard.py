@@ -13,6 +13,13 @@ A statement that reads a secret-named column or JSON key anywhere in its tree (n
 columns: a join condition, WHERE, a CTE, a window, a function argument) is refused as `SECRET_COLUMN`,
 and so is a `*` placed where its columns could be compared or renamed unnamed (`tools.mysql.secret_reads`).
 
+The system schemas stay closed except for the diagnostic views `tools.mysql.diagnostic_surface`
+allows (anything else there is `SYSTEM_SCHEMA`), and the diagnostic SHOW statements (processlist,
+status, variables, InnoDB status, replica and binary log status, open tables, table status) are rebuilt
+from the same kind of grammar. Over those views another session's SQL may be selected or tested for
+NULL, never compared (`STATEMENT_TEXT`); which result columns the adapter must digest or mask travels
+with the `GuardedStatement`.
+
 Every rejection is a `SqlPolicyError` with a stable `reason`; the adapter reports it as
 `POLICY_REJECTED` and never contacts the server.
 """
@@ -396,7 +403,9 @@ def guard_sql(
     if first in _DESCRIBE_STARTS:
         if tokens[1].token_type in _QUERY_STARTS:
             body = _guard_query(sql[tokens[1].start :], policy)
-            return GuardedStatement("EXPLAIN", f"EXPLAIN {body.sql}", body.schemas, body.row_limit)
+            return GuardedStatement(
+                "EXPLAIN", f"EXPLAIN {body.sql}", body.schemas, body.row_limit, views=body.views
+            )
         return _guard_describe(sql, policy)
     return _guard_query(sql, policy)
 
