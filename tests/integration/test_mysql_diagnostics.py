@@ -214,6 +214,18 @@ async def test_a_view_this_server_lacks_is_an_error_naming_its_equivalent(
         assert (caught.value.code, caught.value.reason) == ("BACKEND_ERROR", f"NOT_ON_MARIADB:{equivalent}")
 
 
+async def test_a_view_of_a_plugin_that_is_not_loaded_names_the_view_that_answers_instead(
+    adapter: MysqlAdapter, incident: Incident
+) -> None:
+    """METADATA_LOCK_INFO exists only with MariaDB's metadata_lock_info plugin (not loaded here)."""
+    with pytest.raises(ToolError) as caught:
+        await adapter.execute(mysql_request("SELECT * FROM information_schema.METADATA_LOCK_INFO"))
+    assert (caught.value.code, caught.value.reason) == (
+        "BACKEND_ERROR",
+        "NOT_ON_THIS_SERVER:performance_schema.metadata_locks",
+    )
+
+
 async def test_comparing_another_sessions_sql_is_refused_before_the_server(incident: Incident) -> None:
     adapter = MysqlAdapter("mysql://nobody@127.0.0.1:1/none", password=None, allowed_schemas=["none"])
     for sql in (

@@ -93,6 +93,7 @@ _ACCESS_DENIED_ERRNOS = frozenset({1044, 1045, 1142, 1143, 1227, 1370})
 _READ_ONLY_ERRNOS = frozenset({1792})
 _UNAVAILABLE_ERRNOS = frozenset({1040, 1053, 1203})  # too many connections, shutdown, user connection cap
 # Stable hints that let the model fix its own query without seeing the server's text.
+_UNKNOWN_TABLE_ERRNOS = frozenset({1109, 1146})  # unknown information_schema table, unknown table
 _BACKEND_REASONS = {
     1049: "UNKNOWN_DATABASE",
     1054: "UNKNOWN_COLUMN",
@@ -393,6 +394,8 @@ class MysqlAdapter:
             raise
         except MySQLError as exc:
             pool.release(conn, reusable=await self._rolled_back(conn, exc))
+            if (absent := _absent_view(guarded, exc)) is not None:
+                raise ToolError(ErrorCode.BACKEND_ERROR, absent) from None
             raise _tool_error(exc) from None
         except BaseException:
             pool.release(conn, reusable=False)
@@ -636,6 +639,15 @@ def _missing_view(guarded: GuardedStatement, server_version: str) -> str | None:
             where = f"NOT_ON_{flavor.upper()}"
             return f"{where}:{equivalent}" if equivalent else where
     return None
+
+
+def _absent_view(guarded: GuardedStatement, exc: MySQLError) -> str | None:
+    """A diagnostic view this server's flavor should have but does not (a plugin not loaded, an older
+    version): the stable reason names what answers the same question, when the allow-list knows it."""
+    if _errno(exc) not in _UNKNOWN_TABLE_ERRNOS:
+        return None
+    equivalents = sorted({view.equivalent for view in guarded.views if view.equivalent})
+    return f"NOT_ON_THIS_SERVER:{','.join(equivalents)}" if equivalents else None
 
 
 def _digested(guarded: GuardedStatement, index: int, name: str) -> bool:
