@@ -46,22 +46,6 @@ async def test_the_console_names_the_grants_a_business_account_lacks(
     assert line in caplog.messages
 
 
-@pytest.mark.mysql
-async def test_an_account_that_reads_everything_hears_only_that_performance_schema_is_off(
-    tmp_path: Path, mysql_env: MysqlTestEnv
-) -> None:
-    said = await notices(tmp_path, mysql_env.dsn(mysql_env.shop))
-    assert said == [
-        (
-            TITLE,
-            "warning",
-            "MySQL diagnostics: can read other sessions and InnoDB transactions and locks, "
-            "performance_schema, sys, replication status, binary log status, the slow query log; "
-            "performance_schema is off on the server (its tables are empty)",
-        )
-    ]
-
-
 async def test_a_server_that_cannot_be_reached_is_said_once_and_the_console_runs_on(tmp_path: Path) -> None:
     said = await notices(tmp_path, f"mysql://nobody@127.0.0.1:{closed_port()}/shop")
     assert said == [(TITLE, "warning", "MySQL diagnostics: the server could not be asked (UNAVAILABLE)")]
