@@ -83,7 +83,7 @@ _KILL_VERIFY_S = 2.0
 _KILL_POLL_S = 0.05
 _RESULT_CTE = "diagnose_result"
 # How much of another session's SQL crosses the wire to be digested: trx_query itself stops at 1024
-# characters, and digesting 4 KB takes about 4 ms, so a full page of rows stays well under a second.
+# characters, and a digest tokenizes its text twice, so this cap bounds the work a page of rows costs.
 _STATEMENT_WIRE_BYTES = 4096
 # GROUP_CONCAT cuts what it builds here, as the guard has CONCAT do inside a query.
 _SESSION_CAPS = f"SET SESSION group_concat_max_len = {BUILT_STRING_BYTES}"
