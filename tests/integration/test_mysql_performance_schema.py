@@ -27,6 +27,7 @@ from tests.support.mysql_incident import Incident, by_column, lock_wait, waiting
 from tests.support.private_mariadb import PrivateMariaDB, start_private_mariadb, stop_private_mariadb
 from tools.adapter import AdapterResult, ToolError
 from tools.mysql.adapter import MysqlAdapter
+from tools.mysql.diagnostic_surface import DIAGNOSTIC_VIEWS, Flavor
 from tools.mysql.guard import SqlPolicyError, guard_sql
 from tools.redaction import REDACTED
 
@@ -339,3 +340,13 @@ async def test_each_documented_mariadb_statement_is_answered(
     """Run as the monitoring account during the lock wait: rows or an honest EMPTY, never an error."""
     result = await answer(adapter, sql, incident.canary)
     assert result.status in ("FOUND", "EMPTY")
+
+
+def test_every_view_the_allow_list_places_on_mariadb_exists_there(server: PrivateMariaDB) -> None:
+    """The allow-list's MariaDB column is true of a real MariaDB (its MySQL column cannot be checked
+    here: no MySQL server is installable on this system)."""
+    on_mariadb = [view for view in DIAGNOSTIC_VIEWS.values() if Flavor.MARIADB in view.servers]
+    with server.connect() as conn, conn.cursor() as cur:
+        for view in on_mariadb:
+            cur.execute(f"SELECT 1 FROM `{view.schema}`.`{view.name}` LIMIT 0")
+    assert len(on_mariadb) >= 60

@@ -99,7 +99,8 @@ _VIEWS: list[DiagnosticView] = [
     *_views(_IS, BOTH, PROCESS, "INNODB_METRICS INNODB_BUFFER_POOL_STATS"),
     *_views(_IS, BOTH, NONE, "TABLES STATISTICS COLUMNS PARTITIONS SCHEMATA ENGINES TABLE_CONSTRAINTS "
             "KEY_COLUMN_USAGE REFERENTIAL_CONSTRAINTS"),
-    *_views(_IS, MARIADB_ONLY, NONE, "TABLE_STATISTICS INDEX_STATISTICS"),
+    DiagnosticView(_IS, "TABLE_STATISTICS", MARIADB_ONLY, NONE, equivalent="sys.schema_table_statistics"),
+    DiagnosticView(_IS, "INDEX_STATISTICS", MARIADB_ONLY, NONE, equivalent="sys.schema_index_statistics"),
     DiagnosticView(_IS, "GLOBAL_STATUS", MARIADB_ONLY, NONE, equivalent="performance_schema.global_status"),
     DiagnosticView(_IS, "SESSION_STATUS", MARIADB_ONLY, NONE, equivalent="performance_schema.session_status"),
     DiagnosticView(_IS, "GLOBAL_VARIABLES", MARIADB_ONLY, NONE, variables=_VARIABLE_PAIR,
@@ -133,7 +134,9 @@ _VIEWS: list[DiagnosticView] = [
             messages=_text("LAST_ERROR_MESSAGE")),
     DiagnosticView(_PS, "replication_connection_status", MYSQL_ONLY, PERFORMANCE_SCHEMA,
                    messages=_text("LAST_ERROR_MESSAGE"), equivalent="SHOW REPLICA STATUS"),
-    *_views(_PS, MYSQL_ONLY, PERFORMANCE_SCHEMA, "replication_group_members replication_group_member_stats"),
+    # MariaDB's clusters are Galera: their state is in SHOW GLOBAL STATUS LIKE 'wsrep%'
+    *(DiagnosticView(_PS, name, MYSQL_ONLY, PERFORMANCE_SCHEMA, equivalent="SHOW GLOBAL STATUS LIKE 'wsrep%'")
+      for name in ("replication_group_members", "replication_group_member_stats")),
     DiagnosticView(_PS, "global_variables", MYSQL_ONLY, PERFORMANCE_SCHEMA, variables=_VARIABLE_PAIR,
                    equivalent="information_schema.GLOBAL_VARIABLES"),
     DiagnosticView(_PS, "session_variables", MYSQL_ONLY, PERFORMANCE_SCHEMA, variables=_VARIABLE_PAIR,
