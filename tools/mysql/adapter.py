@@ -673,7 +673,7 @@ def _other_sessions_hidden(result: _Rows, guarded: GuardedStatement) -> _Rows:
     for row in result.rows:
         cells = list(row)
         for index in statements:
-            cells[index] = digest_or_withheld(cells[index])
+            cells[index] = digest_or_withheld(_statement_text(cells[index]))
         for index in messages:
             cells[index] = _masked(cells[index])
         if (
@@ -685,6 +685,20 @@ def _other_sessions_hidden(result: _Rows, guarded: GuardedStatement) -> _Rows:
             cells[1] = REDACTED
         rows.append(tuple(cells))
     return _Rows(result.columns, rows)
+
+
+def _statement_text(value: Any) -> Any:
+    """Statement text as a string where it arrived as bytes (MySQL 8 keeps `slow_log.sql_text` in a
+    BLOB) or as the prefix of a long value; bytes that are not UTF-8 stay bytes and are withheld."""
+    if isinstance(value, _Cut):
+        value = value.prefix
+    if isinstance(value, bytes | bytearray):
+        for cut in range(4):  # a prefix may end inside a character: drop at most its first bytes
+            try:
+                return bytes(value[: len(value) - cut]).decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+    return value
 
 
 def _masked(value: Any) -> Any:
