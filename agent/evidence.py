@@ -40,7 +40,7 @@ def mysql_password(settings: Settings) -> str | None:
 
 
 def _mysql(settings: Settings) -> EvidenceAdapter:
-    from tools.mysql import MysqlAdapter
+    from tools.mysql.adapter import MysqlAdapter
 
     mysql = settings.mysql
     assert mysql.dsn is not None

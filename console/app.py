@@ -228,6 +228,9 @@ class DiagnoseApp(ConsoleHost):
             self.investigate.engine_ready(budget_limits(env))
             for line in env.warnings:  # e.g. traces that could not be set up: the runs go on
                 self.notify(neutralize(line), title="Warning", severity="warning", markup=False, timeout=15)
+            self.run_worker(
+                self._report_mysql_access(env), group="mysql-access", exclusive=True, exit_on_error=False
+            )
             if old is not None:
                 await old.aclose()
         elif event.state == WorkerState.ERROR:
@@ -242,6 +245,20 @@ class DiagnoseApp(ConsoleHost):
                 return
             self.notify(
                 message, title="The engine could not start", severity="error", markup=False, timeout=15
+            )
+
+    async def _report_mysql_access(self, env: RunEnvironment) -> None:
+        """Once the engine is ready: which MySQL diagnostic views the account can read, so a missing grant
+        is a message now rather than an EMPTY answer mid-incident. Runs beside the first frames."""
+        access = await env.mysql_access()
+        if access is not None:
+            line, complete = access
+            self.notify(
+                neutralize(line),
+                title="MySQL diagnostics",
+                severity="information" if complete else "warning",
+                markup=False,
+                timeout=15,
             )
 
     async def on_unmount(self) -> None:

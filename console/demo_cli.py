@@ -73,7 +73,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace) -> int:
     from agent.secrets import build_redactor
     from agent.settings import load_settings
-    from tools.mysql import load_demo_fixture, parse_dsn
+    from tools.mysql.adapter import load_demo_fixture, parse_dsn
 
     settings = load_settings(args.config)
     if not args.admin_dsn:

@@ -30,7 +30,9 @@ from audit.location import AuditLocation, local_files
 from audit.port import AuditBackend
 from console.errors import SetupError
 from console.run_config import resolve_run_config
+from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
+from tools.definitions import ToolName
 from tools.redaction import Redactor
 
 if TYPE_CHECKING:
@@ -108,6 +110,23 @@ class RunEnvironment:
         return TracedUseCase(
             self.settings, model.generator, self.boundary, trace_sink=trace_sink, **arguments
         )
+
+    async def mysql_access(self) -> tuple[str, bool] | None:
+        """One line saying which MySQL diagnostic views the configured account can read and which grant
+        each missing one needs, and whether all are readable; None when MySQL is not configured. Logged."""
+        from tools.mysql.adapter import MysqlAdapter
+
+        adapter = self.boundary.adapter(ToolName.QUERY_MYSQL)
+        if not isinstance(adapter, MysqlAdapter):
+            return None
+        try:
+            access = await adapter.diagnostic_access()
+        except ToolError as exc:
+            line, complete = f"MySQL diagnostics: the server could not be asked ({exc.code})", False
+        else:
+            line, complete = access.summary(), not access.missing and access.performance_schema_on
+        log.log(logging.INFO if complete else logging.WARNING, "%s", line)
+        return line, complete
 
     def close_traces(self) -> None:
         """Send what the runs traced, bounded by `[telemetry.traces] flush_timeout_s` (docs/contracts.md,

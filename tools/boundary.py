@@ -55,6 +55,10 @@ class ToolBoundary:
         self._redactor = redactor
         self._max_observation_bytes = max_observation_bytes
 
+    def adapter(self, tool: str) -> EvidenceAdapter | None:
+        """The adapter answering `tool`, for what the operator is told at start (not for runs)."""
+        return self._adapters.get(tool)
+
     async def aclose(self) -> None:
         """Release adapter resources (HTTP clients, connection pools)."""
         for adapter in self._adapters.values():

@@ -26,7 +26,7 @@ Three layers, applied in this order so the most precise one wins:
      "password rotation is due" stays readable;
 3. key-name rules for structured data (dict keys, table columns, labels), because a value under
    ``"password"`` is secret whatever it looks like. A SQL result column is judged by what it selects,
-   not by its alias (``SELECT password AS p``): see `tools.sql_guard`.
+   not by its alias (``SELECT password AS p``): see `tools.mysql.guard`.
 
 Secret values, not the tool's own words: a `key: value` whose unquoted value is one of the words
 systems write there instead of a secret (MySQL's `(using password: YES)`, `password: incorrect`,

@@ -10,7 +10,7 @@ the end), then times the same SELECT of every row, interleaved, in one event loo
   max_rows + 1, per-cell projection, result-size check) and the boundary's redaction of the projection;
   max_rows = rows and a large max_result_bytes, so both sides fetch every row;
 - raw: the statement on one reused aiomysql connection opened with the same settings
-  (`tools.mysql.open_connection`), `execute` + `fetchall`.
+  (`tools.mysql.adapter.open_connection`), `execute` + `fetchall`.
 
 Reports medians, the ratio (target: within 1.2x) and where the guarded side's extra time goes.
 """
@@ -31,9 +31,9 @@ from tests.benchmarks.machine import hardware
 from tools.adapter import ToolRequest
 from tools.boundary import ToolBoundary
 from tools.definitions import ToolName
-from tools.mysql import MysqlAdapter, _Rows, open_connection, parse_dsn
+from tools.mysql.adapter import MysqlAdapter, _Rows, open_connection, parse_dsn
+from tools.mysql.guard import GuardedStatement, guard_sql
 from tools.redaction import Redactor
-from tools.sql_guard import GuardedStatement, guard_sql
 
 TARGET_RATIO = 1.2
 # The floor: work no guarded path can skip, however it is written: the statement must be parsed and

@@ -22,7 +22,7 @@ from tests.support.mysql import (
     wait_until,
 )
 from tools.adapter import ToolError
-from tools.mysql import (
+from tools.mysql.adapter import (
     MysqlAdapter,
     bundled_demo_sql_path,
     load_demo_fixture,
@@ -30,7 +30,7 @@ from tools.mysql import (
     parse_dsn,
     split_sql_script,
 )
-from tools.sql_guard import guard_sql
+from tools.mysql.guard import guard_sql
 
 pytestmark = pytest.mark.mysql
 
@@ -52,7 +52,7 @@ def smuggle(monkeypatch: pytest.MonkeyPatch, sql: str) -> None:
     def broken_guard(_: str, **kwargs: Any) -> Any:
         return dataclasses.replace(guard_sql("SELECT 1", **kwargs), sql=sql, columns_sql=None)
 
-    monkeypatch.setattr("tools.mysql.guard_sql", broken_guard)
+    monkeypatch.setattr("tools.mysql.adapter.guard_sql", broken_guard)
 
 
 def test_parse_dsn_keeps_the_password_out_of_sight() -> None:

@@ -31,7 +31,7 @@ from tests.support.resilience import (
     write_scenario,
 )
 from tools.definitions import ToolName
-from tools.mysql import MysqlAdapter
+from tools.mysql.adapter import MysqlAdapter
 
 pytestmark = [pytest.mark.mysql, pytest.mark.usefixtures("mariadb_left_running")]
 

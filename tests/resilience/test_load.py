@@ -23,7 +23,7 @@ from tests.support.audit_reader import AuditReader
 from tests.support.expected import EXPECTED
 from tests.support.mysql import MysqlTestEnv, root_connection
 from tests.support.resilience import REPO, assert_audit_consistent
-from tools.mysql import load_demo_fixture
+from tools.mysql.adapter import load_demo_fixture
 
 pytestmark = pytest.mark.mysql
 

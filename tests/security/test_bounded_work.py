@@ -51,7 +51,7 @@ from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.input_models import QueryLogsInput
 from tools.logs_file import LogFileAdapter
-from tools.mysql import MysqlAdapter
+from tools.mysql.adapter import MysqlAdapter
 
 TOO_MANY_CALLS = {"code": "TOO_MANY_CALLS"}
 

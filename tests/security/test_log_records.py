@@ -119,7 +119,7 @@ def test_a_traceback_and_a_stack_dump_stay_on_their_record_line(log_file: Path) 
     try:
         raise RuntimeError(HOSTILE)
     except RuntimeError:
-        logging.getLogger("tools.mysql").exception("query failed")
+        logging.getLogger("tools.mysql.adapter").exception("query failed")
     logging.getLogger("agent.use_case").warning("where: %s", HOSTILE, stack_info=True)
     lines = assert_one_safe_line_per_record(log_file.read_text(encoding="utf-8"), 2)
     assert "\\nTraceback (most recent call last):\\n" in lines[0]

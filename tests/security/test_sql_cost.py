@@ -26,7 +26,7 @@ from tests.support.mysql import MysqlTestEnv, mysql_request, root_connection
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
 from tools.definitions import MAX_SQL_BYTES, ToolName
-from tools.sql_guard import (
+from tools.mysql.guard import (
     ALLOWED_FUNCTIONS,
     BUILT_STRING_BYTES,
     CONSTANT_BYTES,
@@ -190,6 +190,11 @@ TEMPLATES: dict[str, Callable[[str, str, str], Case]] = {
     ),
     "JSON_UNQUOTE": lambda a, b, f: Case("JSON_UNQUOTE(a)", '"' + a.replace('"', "") + '"'),
     "DATABASE": lambda a, b, f: Case("DATABASE()", a),
+    "VERSION": lambda a, b, f: Case("VERSION()", a),
+    # The delimiter is a short literal (the guard refuses longer ones): the value is a prefix of `a`.
+    "SUBSTRING_INDEX": lambda a, b, f: Case("SUBSTRING_INDEX(a, 'x', 1000000)", a),
+    "TIME_TO_SEC": lambda a, b, f: Case("TIME_TO_SEC(a)", "838:59:59.999999"),
+    "SEC_TO_TIME": lambda a, b, f: Case("SEC_TO_TIME(a)", "9" * 60),
 }
 
 
@@ -301,7 +306,7 @@ async def test_a_thread_that_outlives_the_kill_is_reported_to_the_audit(
     def broken_guard(_: str, **kwargs: Any) -> Any:
         return dataclasses.replace(guard_sql("SELECT 1", **kwargs), sql=smuggled, columns_sql=None)
 
-    monkeypatch.setattr("tools.mysql.guard_sql", broken_guard)
+    monkeypatch.setattr("tools.mysql.adapter.guard_sql", broken_guard)
     # The kill lands ~1.2 s in (the limit plus the client's margin); the search runs ~4 s, so it
     # outlives the 0.5 s verification by seconds, not by a margin a busy server could eat.
     adapter = mysql_env.adapter(statement_timeout_ms=200, kill_verify_s=0.5)

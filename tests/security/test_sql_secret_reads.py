@@ -42,11 +42,11 @@ from console.cli import main
 from tests.support.mysql import closed_port, mysql_request, root_connection
 from tools.adapter import ToolError
 from tools.canonical import canonical_sql
-from tools.json_members import hide_secret_members
-from tools.mysql import MysqlAdapter
+from tools.mysql.adapter import MysqlAdapter
+from tools.mysql.guard import GuardedStatement, SqlPolicyError, guard_sql
+from tools.mysql.json_members import hide_secret_members
+from tools.mysql.secret_reads import identifier_names_secret, secret_read
 from tools.redaction import names_secret
-from tools.sql_guard import GuardedStatement, SqlPolicyError, guard_sql
-from tools.sql_secret_reads import identifier_names_secret, secret_read
 
 SECRET_COLUMN = "SECRET_COLUMN"
 LONG = os.environ.get("DIAGNOSE_TEST_LONG") == "1"

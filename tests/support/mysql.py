@@ -29,7 +29,7 @@ import pytest
 from tools.adapter import ToolRequest
 from tools.definitions import ToolName
 from tools.input_models import QueryMysqlInput
-from tools.mysql import MysqlAdapter, bundled_demo_sql_path, split_sql_script
+from tools.mysql.adapter import MysqlAdapter, bundled_demo_sql_path, split_sql_script
 
 MYSQL_HOST = "127.0.0.1"
 MYSQL_PORT = 3306
@@ -38,7 +38,7 @@ REQUIRE_ENV = "DIAGNOSE_TEST_REQUIRE_MYSQL"
 CANARY_ROWS = ((1, "do-not-touch"), (2, "still-here"))
 
 
-def root_connection(database: str | None = None) -> pymysql.connections.Connection:
+def root_connection(database: str | None = None, read_timeout: float = 30) -> pymysql.connections.Connection:
     return pymysql.connect(
         host=MYSQL_HOST,
         port=MYSQL_PORT,
@@ -46,7 +46,7 @@ def root_connection(database: str | None = None) -> pymysql.connections.Connecti
         password="",
         database=database,
         connect_timeout=3,
-        read_timeout=30,
+        read_timeout=read_timeout,
         autocommit=True,
         charset="utf8mb4",
     )

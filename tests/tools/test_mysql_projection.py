@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from tools.mysql import MysqlAdapter, _Cut, _Rows
+from tools.mysql.adapter import MysqlAdapter, _Cut, _Rows
+from tools.mysql.guard import guard_sql
+from tools.mysql.statement_digest import WITHHELD
 from tools.redaction import REDACTED
-from tools.sql_guard import guard_sql
 
 SQL = "SELECT id, name, amount, created_at, note FROM orders"
 COLUMNS = ["id", "name", "amount", "created_at", "note"]
@@ -84,3 +85,26 @@ def test_too_many_columns_and_rows_are_cut_and_flagged() -> None:
     assert result.data["columns"] == ["id", "name"]
     assert result.data["rows"] == [[0, 1]] * 3
     assert result.data["truncated"] is True
+
+
+def test_statement_text_in_a_blob_is_digested_like_text() -> None:
+    """MySQL 8 keeps mysql.slow_log.sql_text in a BLOB; a long one arrives as a prefix."""
+    guarded = guard_sql(
+        "SELECT sql_text FROM mysql.slow_log", database="shop", allowed_schemas=["shop"], max_rows=10
+    )
+    adapter = MysqlAdapter("mysql://u@127.0.0.1:1/shop", password=None, allowed_schemas=["shop"])
+    rows = [
+        (b"UPDATE t SET a = 'x' WHERE id = 1",),
+        (_Cut("INSERT INTO t VALUES ('é".encode()[:-1]),),  # cut inside a character and a literal
+        (_Cut("SELECT 1 FROM t WHERE é = 2 AND b".encode()),),
+        (b"\xff\xfe not text",),
+        (None,),
+    ]
+    data = adapter._project(_Rows(["sql_text"], rows), guarded).data
+    assert data["rows"] == [
+        ["UPDATE t SET a = ? WHERE id = ?"],
+        [WITHHELD],
+        ["SELECT ? FROM t WHERE ? = ? AND b"],  # a name outside ASCII is shown as ? too
+        [WITHHELD],
+        [None],
+    ]

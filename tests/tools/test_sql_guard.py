@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.sql_corpus import ALLOWED_SCHEMAS, DATABASE, HOSTILE, LEGIT
-from tools.sql_guard import (
+from tools.mysql.guard import (
     ALLOWED_FUNCTIONS,
     SYSTEM_SCHEMAS,
     GuardedStatement,
@@ -62,8 +62,10 @@ def test_legit_statement_is_accepted(sql: str) -> None:
     guarded = guard(sql)
     first_word = sql.lstrip("( \n").split()[0].upper()
     expected_kind = {"SHOW": "SHOW", "DESCRIBE": "DESCRIBE", "DESC": "DESCRIBE", "EXPLAIN": "EXPLAIN"}
+    if sql.upper().endswith("PROCESSLIST"):  # runs as a SELECT of information_schema.PROCESSLIST
+        expected_kind = {}
     assert guarded.kind == expected_kind.get(first_word, "SELECT")
-    assert set(guarded.schemas) <= {"shop", "ops"}
+    assert set(guarded.schemas) <= {"shop", "ops"} | _SYSTEM_SCHEMAS
     assert_read_only(guarded)
     if guarded.kind in ("SELECT", "EXPLAIN"):
         assert guarded.row_limit == CAP
@@ -262,6 +264,10 @@ SAMPLE_CALLS = {
     "JSON_EXTRACT": "JSON_EXTRACT(payload, '$.error')",
     "JSON_UNQUOTE": "JSON_UNQUOTE(JSON_EXTRACT(payload, '$.error'))",
     "DATABASE": "DATABASE()",
+    "VERSION": "VERSION()",
+    "SUBSTRING_INDEX": "SUBSTRING_INDEX(note, ':', 1)",
+    "TIME_TO_SEC": "TIME_TO_SEC(created_at)",
+    "SEC_TO_TIME": "SEC_TO_TIME(total)",
 }
 
 
@@ -411,7 +417,36 @@ _FORBIDDEN_WORDS = frozenset(
     WAIT_FOR_EXECUTED_GTID_SET WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS SYS_EVAL SYS_EXEC USER CURRENT_USER
     SESSION_USER SYSTEM_USER CONNECTION_ID NEXTVAL SETVAL LASTVAL""".split()
 )
-_TABLE_REFERENCE = re.compile(r"\b(?:FROM|JOIN)\s+\(*\s*`((?:[^`]|``)+)`\.`", re.IGNORECASE)
+_TABLE_REFERENCE = re.compile(r"\b(?:FROM|JOIN)\s+\(*\s*`((?:[^`]|``)+)`\.`((?:[^`]|``)+)`", re.IGNORECASE)
+_SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
+# System tables that hold credentials, other sessions' variables or every statement ever run: whatever
+# the guard's allow-list says, no accepted statement names one.
+_NEVER_READ = frozenset(
+    {
+        ("mysql", "user"), ("mysql", "global_priv"), ("mysql", "general_log"), ("mysql", "servers"),
+        ("mysql", "db"), ("mysql", "proxies_priv"), ("information_schema", "user_privileges"),
+        ("information_schema", "routines"), ("information_schema", "user_variables"),
+        ("performance_schema", "user_variables_by_thread"), ("performance_schema", "session_connect_attrs"),
+        ("performance_schema", "session_account_connect_attrs"),
+    }
+)  # fmt: skip
+# Columns holding another session's SQL or a server message: an accepted statement only shows them
+# (`SELECT ..., x, ...` or `x AS y`) or tests them for NULL; comparing them is an oracle on their text.
+_OTHER_SESSIONS_TEXT = frozenset(
+    """info info_binary trx_query lock_data processlist_info sql_text query_sample_text
+    waiting_query blocking_query current_statement last_statement query message_text last_error_message
+    trx_last_foreign_key_error""".split()
+)
+_TEXT_REFERENCE = re.compile(r"(?:`[^`]+`\.)*`([^`]+)`")
+_SHOWN_BEFORE = ("SELECT ", "SELECT DISTINCT ", ", ", " AS ")  # " AS `info`": a result name
+_SHOWN_AFTER = (", ", " AS `", " FROM ")
+_DIAGNOSTIC_SHOW = re.compile(
+    r"SHOW (?:(?:(?:GLOBAL|SESSION) )?(?:STATUS|VARIABLES)(?: LIKE '[A-Za-z0-9_%$]*')?"
+    r"|ENGINE INNODB (?:STATUS|MUTEX)|REPLICA STATUS|ALL SLAVES STATUS|BINARY LOG STATUS|BINARY LOGS"
+    r"|OPEN TABLES(?: FROM `\w+`)?"
+    r"(?: WHERE (?:In_use|Name_locked) (?:>=|<=|<>|!=|=|>|<) \d+| LIKE '[A-Za-z0-9_%$]*')?"
+    r"|TABLE STATUS FROM `\w+`(?: LIKE '[A-Za-z0-9_%$]*')?)"
+)
 
 
 def unquoted(sql: str) -> str:
@@ -425,6 +460,10 @@ def assert_read_only(guarded: GuardedStatement) -> None:
     bare = unquoted(guarded.sql)
     words = [word.upper() for word in _WORD.findall(bare)]
     assert words and words[0] in _READ_STARTS, guarded.sql
+    allowed = {schema.lower() for schema in ALLOWED_SCHEMAS}
+    if guarded.kind == "SHOW" and _DIAGNOSTIC_SHOW.fullmatch(guarded.sql):
+        assert set(guarded.schemas) <= allowed and guarded.row_limit is None
+        return
     for marker in ("@", "--", "#", "/*", ";", ":=", "?", "\\"):
         assert marker not in bare, (marker, guarded.sql)
     body = words[3:] if words[:3] == ["SHOW", "CREATE", "TABLE"] else words
@@ -433,16 +472,32 @@ def assert_read_only(guarded: GuardedStatement) -> None:
     # REPLACE only as the string function, SET only as in CAST(x AS CHAR CHARACTER SET utf8mb4)
     assert not re.search(r"\bREPLACE\b(?!\()", bare, re.IGNORECASE), guarded.sql
     assert not re.search(r"(?<!\bCHARACTER )\bSET\b", bare, re.IGNORECASE), guarded.sql
-    allowed = {schema.lower() for schema in ALLOWED_SCHEMAS}
-    assert set(guarded.schemas) <= allowed
-    for schema in _TABLE_REFERENCE.findall(guarded.sql):
-        assert schema.lower() in allowed, guarded.sql
+    assert set(guarded.schemas) <= allowed | _SYSTEM_SCHEMAS
+    reads_system = False
+    for schema, table in _TABLE_REFERENCE.findall(guarded.sql):
+        if schema.lower() in _SYSTEM_SCHEMAS:
+            reads_system = True
+            assert (schema.lower(), table.lower()) not in _NEVER_READ, guarded.sql
+        else:
+            assert schema.lower() in allowed, guarded.sql
+    if reads_system:
+        assert_other_sessions_text_only_shown(guarded.sql)
     if guarded.kind in ("SELECT", "EXPLAIN"):
         assert guarded.row_limit == CAP
         assert re.search(r"\bLIMIT \d+( OFFSET \d+)?\Z", guarded.sql), guarded.sql
         assert outer_limit(guarded) <= CAP
     else:
         assert guarded.kind in ("SHOW", "DESCRIBE") and guarded.row_limit is None
+
+
+def assert_other_sessions_text_only_shown(sql: str) -> None:
+    for match in _TEXT_REFERENCE.finditer(sql):
+        if match[1].lower() not in _OTHER_SESSIONS_TEXT:
+            continue
+        before, after = sql[: match.start()], sql[match.end() :]
+        if after.startswith((" IS NULL", " IS NOT NULL")):
+            continue
+        assert before.endswith(_SHOWN_BEFORE) and after.startswith(_SHOWN_AFTER), sql
 
 
 def first_word_is_read(sql: str) -> bool:
@@ -484,11 +539,17 @@ _TOKEN = st.one_of(
 _SELECT_ITEMS = [
     "*", "id", "o.status", "1", "'x -- y'", "\"#\"", "NULL", "(SELECT COUNT(*) FROM ops.payments)",
     *SAMPLE_CALLS.values(), "SLEEP(1)", "BENCHMARK(1, 1)", "GET_LOCK('a', 1)", "USER()", "@x", "@@version",
+    "INFO", "p.INFO AS i", "LEFT(INFO, 5)", "trx_query", "q", "sql_text", "waiting_query", "VARIABLE_VALUE",
     "@x := 1", "(SELECT host FROM mysql.user)", "?", "`weird``name`", "id AS `a`",
 ]  # fmt: skip
 _SOURCES = [
     "orders", "orders AS o", "shop.orders", "ops.deploys", "SHOP.orders", "`ops`.`payments`", "c",
     "mysql.user", "information_schema.tables", "hr.salaries", "orders, ops.deploys",
+    "information_schema.PROCESSLIST", "information_schema.innodb_trx AS t", "performance_schema.threads",
+    "sys.innodb_lock_waits", "mysql.slow_log", "information_schema.GLOBAL_VARIABLES",
+    "performance_schema.user_variables_by_thread",
+    "information_schema.PROCESSLIST p JOIN orders o ON o.id = p.ID",
+    "(SELECT ID, INFO AS q FROM information_schema.PROCESSLIST) AS s",
     "orders o JOIN ops.payments p ON p.order_id = o.id", "(SELECT * FROM orders) AS s",
     "(SELECT * FROM mysql.user) AS s", "DUAL",
 ]  # fmt: skip
@@ -496,12 +557,15 @@ _CONDITIONS = [
     "id = 1", "status IN ('A', 'B')", "note LIKE '%--%'", "created_at > NOW() - INTERVAL 1 DAY",
     "id IN (SELECT order_id FROM ops.payments)", "EXISTS (SELECT 1 FROM sys.x)", "SLEEP(1) = 0",
     "id = @target", "note = 'a'';DROP TABLE orders;--'", "total BETWEEN 1 AND 2",
+    "INFO IS NOT NULL", "INFO LIKE '%password%'", "q = 'x'", "VARIABLE_VALUE LIKE 'a%'",
+    "'guess' IN (SELECT INFO FROM information_schema.PROCESSLIST)", "trx_query > 'm'",
 ]  # fmt: skip
 _SUFFIXES = [
     "", "ORDER BY id DESC", "LIMIT 5", "LIMIT 100000", "LIMIT 5, 100000", "GROUP BY status",
     "UNION SELECT id FROM ops.deploys", "UNION ALL SELECT host FROM mysql.user", "FOR UPDATE",
     "LOCK IN SHARE MODE", "INTO OUTFILE '/tmp/x'", "INTO @v", ";", "; DROP TABLE orders", "-- x", "# x",
-    "/*!50000 , SLEEP(1)*/", "PROCEDURE ANALYSE()", "LIMIT ?",
+    "/*!50000 , SLEEP(1)*/", "PROCEDURE ANALYSE()", "LIMIT ?", "ORDER BY INFO", "ORDER BY 2", "GROUP BY q",
+    "UNION SELECT 'guess'",
 ]  # fmt: skip
 _PREFIXES = [
     "",

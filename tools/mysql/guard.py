@@ -11,7 +11,14 @@ matched by a strict grammar of our own, because sqlglot rewrites SHOW statements
 
 A statement that reads a secret-named column or JSON key anywhere in its tree (not only in its result
 columns: a join condition, WHERE, a CTE, a window, a function argument) is refused as `SECRET_COLUMN`,
-and so is a `*` placed where its columns could be compared or renamed unnamed (`tools.sql_secret_reads`).
+and so is a `*` placed where its columns could be compared or renamed unnamed (`tools.mysql.secret_reads`).
+
+The system schemas stay closed except for the diagnostic views `tools.mysql.diagnostic_surface`
+allows (anything else there is `SYSTEM_SCHEMA`), and the diagnostic SHOW statements (processlist,
+status, variables, InnoDB status, replica and binary log status, open tables, table status) are rebuilt
+from the same kind of grammar. Over those views another session's SQL may be selected or tested for
+NULL, never compared (`STATEMENT_TEXT`); which result columns the adapter must digest or mask travels
+with the `GuardedStatement`.
 
 Every rejection is a `SqlPolicyError` with a stable `reason`; the adapter reports it as
 `POLICY_REJECTED` and never contacts the server.
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -31,8 +38,19 @@ from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import Token, TokenType
 
-from tools.redaction import names_secret
-from tools.sql_secret_reads import secret_read
+from tools.mysql.diagnostic_surface import (
+    BOTH,
+    MARIADB_ONLY,
+    MESSAGE_COLUMNS,
+    SECRET_VARIABLE_PATTERNS,
+    SERVER_DIGEST_COLUMNS,
+    STATEMENT_TEXT_COLUMNS,
+    DiagnosticView,
+    Flavor,
+    diagnostic_view,
+)
+from tools.mysql.secret_reads import has_positional_reference, renames_columns, secret_read
+from tools.redaction import REDACTED, names_secret
 
 
 class PolicyReason(StrEnum):
@@ -54,6 +72,7 @@ class PolicyReason(StrEnum):
     SYSTEM_SCHEMA = "SYSTEM_SCHEMA"
     SCHEMA_NOT_ALLOWED = "SCHEMA_NOT_ALLOWED"
     SECRET_COLUMN = "SECRET_COLUMN"
+    STATEMENT_TEXT = "STATEMENT_TEXT"
 
 
 SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
@@ -115,8 +134,10 @@ FUNCTION_COSTS: dict[str, Cost] = {
     "ROUND": _NUMBER, "FLOOR": _NUMBER, "CEIL": _NUMBER, "ABS": _NUMBER,
     # JSON: one path without wildcards selects one value, re-serialized with spaces after , and :
     "JSON_EXTRACT": Cost(2, "one value of the document, re-serialized"), "JSON_UNQUOTE": _PREFIX,
-    # the schema the adapter connected to
-    "DATABASE": Cost(0, "a schema name"),
+    # the schema the adapter connected to, and the server's version
+    "DATABASE": Cost(0, "a schema name"), "VERSION": Cost(0, "the server's version string"),
+    # what SREs write over the diagnostic views: a host without its port, seconds as a duration
+    "SUBSTRING_INDEX": _PREFIX, "TIME_TO_SEC": _NUMBER, "SEC_TO_TIME": _DATE,
 }  # fmt: skip
 ALLOWED_FUNCTIONS = frozenset(FUNCTION_COSTS)
 # CAST targets that never pad: numbers, dates and times, and character data without a length.
@@ -187,6 +208,8 @@ _TYPED_FUNCTIONS: dict[type[exp.Func], str] = {
     exp.Abs: "ABS",
     exp.JSONExtract: "JSON_EXTRACT",  # also `->`, which sqlglot renders as JSON_EXTRACT(...)
     exp.CurrentSchema: "DATABASE",
+    exp.CurrentVersion: "VERSION",
+    exp.SubstringIndex: "SUBSTRING_INDEX",
 }
 
 # Every other node a SELECT may contain. Anything not listed (PARTITION, LATERAL, VALUES, Dot for
@@ -250,6 +273,27 @@ _SHOW_INDEX = re.compile(
 )
 _SHOW_CREATE_TABLE = re.compile(rf"SHOW{_WS}CREATE{_WS}TABLE{_WS}{_NAME}{_END}", _FLAGS)
 _DESCRIBE_TABLE = re.compile(rf"(?:DESCRIBE|DESC|EXPLAIN){_WS}{_NAME}{_END}", _FLAGS)
+# The diagnostic SHOW statements (server state, not a schema's objects).
+_SCOPE = rf"(?:{_WS}(?P<scope>GLOBAL|SESSION|LOCAL))?"
+_SHOW_PROCESSLIST = re.compile(rf"SHOW(?:{_WS}FULL)?{_WS}PROCESSLIST{_END}", _FLAGS)
+_SHOW_STATUS = re.compile(rf"SHOW{_SCOPE}{_WS}(?P<what>STATUS|VARIABLES){_LIKE}{_END}", _FLAGS)
+_SHOW_INNODB_STATUS = re.compile(rf"SHOW{_WS}ENGINE{_WS}INNODB{_WS}STATUS{_END}", _FLAGS)
+_SHOW_INNODB_MUTEX = re.compile(rf"SHOW{_WS}ENGINE{_WS}INNODB{_WS}MUTEX{_END}", _FLAGS)
+_SHOW_ALL_REPLICAS_STATUS = re.compile(rf"SHOW{_WS}ALL{_WS}(?:REPLICAS|SLAVES){_WS}STATUS{_END}", _FLAGS)
+_SHOW_REPLICA_STATUS = re.compile(rf"SHOW{_WS}(?:REPLICA|SLAVE){_WS}STATUS{_END}", _FLAGS)
+_SHOW_BINLOG_STATUS = re.compile(rf"SHOW{_WS}(?:MASTER|BINLOG|BINARY{_WS}LOG){_WS}STATUS{_END}", _FLAGS)
+_SHOW_BINARY_LOGS = re.compile(rf"SHOW{_WS}(?:BINARY|MASTER){_WS}LOGS{_END}", _FLAGS)
+_OWS = r"[ \t\r\n]*"
+_COMPARISON = r"(?P<op>>=|<=|<>|!=|=|>|<)"
+_OPEN_TABLES_WHERE = (
+    rf"{_WS}WHERE{_WS}(?P<column>In_use|Name_locked){_OWS}{_COMPARISON}{_OWS}(?P<number>[0-9]{{1,9}})"
+)
+_SHOW_OPEN_TABLES = re.compile(
+    rf"SHOW{_WS}OPEN{_WS}TABLES{_FROM_DB}(?:{_LIKE}|{_OPEN_TABLES_WHERE})?{_END}", _FLAGS
+)
+_SHOW_TABLE_STATUS = re.compile(rf"SHOW{_WS}TABLE{_WS}STATUS{_FROM_DB}{_LIKE}{_END}", _FLAGS)
+# SHOW REPLICA STATUS quotes the statement a replica failed on in these columns.
+_REPLICA_MESSAGES = frozenset({"last_error", "last_sql_error", "last_io_error"})
 _ALLOWED_CONTROL_CHARACTERS = frozenset("\t\n\r")
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
 _VARIABLE_TOKENS = frozenset(
@@ -274,7 +318,7 @@ class GuardedStatement:
     """What the adapter executes: `sql` exactly as given, never the caller's text.
 
     For a SELECT, `columns_sql` is the same statement with LIMIT 0, which tells the adapter the result
-    columns before it fetches (see `tools.mysql`)."""
+    columns before it fetches (see `tools.mysql.adapter`)."""
 
     kind: Literal["SELECT", "SHOW", "DESCRIBE", "EXPLAIN"]
     sql: str
@@ -285,6 +329,21 @@ class GuardedStatement:
     # position, and by the names a CTE or derived table gave them (for `SELECT *` over it).
     secret_columns: tuple[int, ...] = ()
     secret_names: frozenset[str] = frozenset()
+    # The diagnostic views the statement reads (the adapter checks the server has them), and how its
+    # results must be shown (`tools.mysql.diagnostic_surface`): result columns carrying another session's
+    # SQL are shown as digests and server messages with their quoted parts masked, by position and by
+    # name as above; SHOW VARIABLES rows hide secret-looking values; SHOW ENGINE INNODB STATUS is cut
+    # into lines whose statements are digested (`tools.mysql.innodb_status`).
+    views: tuple[DiagnosticView, ...] = ()
+    digest_columns: tuple[int, ...] = ()
+    digest_names: frozenset[str] = frozenset()
+    message_columns: tuple[int, ...] = ()
+    message_names: frozenset[str] = frozenset()
+    variable_rows: bool = False
+    innodb_status: bool = False
+    # A statement only one server family has, and what answers it on the other.
+    servers: frozenset[Flavor] = BOTH
+    equivalent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -304,6 +363,17 @@ class _Policy:
         if lowered not in self.allowed:
             raise SqlPolicyError(PolicyReason.SCHEMA_NOT_ALLOWED, lowered)
         return self.allowed[lowered]
+
+    def view(self, schema: str | None, table: str) -> DiagnosticView | None:
+        """The diagnostic view `schema.table` names, None for a table of an allowed business schema;
+        anything else in a system schema is SYSTEM_SCHEMA."""
+        if schema is None or schema.lower() not in SYSTEM_SCHEMAS:
+            self.schema(schema)
+            return None
+        view = diagnostic_view(schema, table)
+        if view is None:
+            raise SqlPolicyError(PolicyReason.SYSTEM_SCHEMA, f"{schema.lower()}.{table}")
+        return view
 
 
 def guard_sql(
@@ -333,7 +403,9 @@ def guard_sql(
     if first in _DESCRIBE_STARTS:
         if tokens[1].token_type in _QUERY_STARTS:
             body = _guard_query(sql[tokens[1].start :], policy)
-            return GuardedStatement("EXPLAIN", f"EXPLAIN {body.sql}", body.schemas, body.row_limit)
+            return GuardedStatement(
+                "EXPLAIN", f"EXPLAIN {body.sql}", body.schemas, body.row_limit, views=body.views
+            )
         return _guard_describe(sql, policy)
     return _guard_query(sql, policy)
 
@@ -453,7 +525,13 @@ def _check_token_patterns(tokens: list[Token]) -> None:
 def _guard_query(sql: str, policy: _Policy) -> GuardedStatement:
     root = _parse_query(sql)
     _drop_from_dual(root)
-    schemas = _check_tree(root, policy)
+    schemas, views = _check_tree(root, policy)
+    # Decided on the statement as written, before a variables view is replaced by its safe form.
+    secret_positions, secret_names = _secret_results(root)
+    texts = STATEMENT_TEXT_COLUMNS if views else frozenset()
+    messages = MESSAGE_COLUMNS if views else frozenset()
+    digest_positions, digest_names = _derived_columns(root, lambda name: name in texts)
+    message_positions, message_names = _derived_columns(root, lambda name: name in messages)
     _qualify_tables(root, policy)
     _cap_built_strings(root)
     _clamp_limit(root, policy.row_limit)
@@ -462,15 +540,19 @@ def _guard_query(sql: str, policy: _Policy) -> GuardedStatement:
     # The same statement with LIMIT 0: its result columns without a row (the server skips the work).
     probe = root.copy()
     probe.args["limit"].set("expression", exp.Literal.number(0))
-    positions, names = _secret_results(root)
     return GuardedStatement(
         "SELECT",
         text,
         schemas,
         policy.row_limit,
         columns_sql=_generate(probe),
-        secret_columns=positions,
-        secret_names=names,
+        secret_columns=secret_positions,
+        secret_names=secret_names,
+        views=views,
+        digest_columns=digest_positions,
+        digest_names=digest_names | texts,  # a `*` over the view returns them under their own names
+        message_columns=message_positions,
+        message_names=message_names | messages,
     )
 
 
@@ -483,11 +565,21 @@ def _secret_results(root: exp.Query) -> tuple[tuple[int, ...], frozenset[str]]:
     `SECRET_COLUMN` now refuses such statements before this runs; it stays as a second line, so the
     adapter still hides them should that rule ever be relaxed.
     """
+    return _derived_columns(root, names_secret)
+
+
+def _derived_columns(
+    root: exp.Expr, carries: Callable[[str], bool]
+) -> tuple[tuple[int, ...], frozenset[str]]:
+    """The result positions that read a column whose (lower-case) name `carries` something, directly or
+    through the CTEs and derived tables built on it, and every name such a column goes by, to a fixed
+    point: `WITH c AS (SELECT INFO AS x ...) SELECT x FROM c` carries INFO as `x`."""
     derived: set[str] = set()
 
-    def reads_secret(node: exp.Expr) -> bool:
+    def reads(node: exp.Expr) -> bool:
         return any(
-            isinstance(column, exp.Column) and (names_secret(column.name) or column.name.lower() in derived)
+            isinstance(column, exp.Column)
+            and (carries(column.name.lower()) or column.name.lower() in derived)
             for column in node.walk()
         )
 
@@ -498,14 +590,14 @@ def _secret_results(root: exp.Query) -> tuple[tuple[int, ...], frozenset[str]]:
         for select in selects:
             for projection in select.expressions:
                 name = projection.alias_or_name.lower()
-                if name and name not in derived and reads_secret(projection):
+                if name and name not in derived and reads(projection):
                     derived.add(name)
                     changed = True
     positions = {
         index
         for select in _outer_selects(root)
         for index, projection in enumerate(select.expressions)
-        if reads_secret(projection)
+        if reads(projection)
     }
     return tuple(sorted(positions)), frozenset(derived)
 
@@ -554,7 +646,7 @@ def _set_args(node: exp.Expr) -> list[str]:
     return [key for key, value in node.args.items() if value not in (None, False, [])]
 
 
-def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[str, ...]:
+def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[tuple[str, ...], tuple[DiagnosticView, ...]]:
     """Apply every rule to every node, rule by rule, so the reported reason does not depend on
     where in the statement the first violation happens to sit."""
     nodes = list(root.walk())
@@ -588,20 +680,77 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[str, ...]:
     for node in nodes:
         _check_cost(node)
     schemas: set[str] = set()
+    views: dict[str, DiagnosticView] = {}
     for node in nodes:
         if isinstance(node, (exp.Table, exp.Column)) and node.args.get("catalog") is not None:
             raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "catalog-qualified name")
         if isinstance(node, exp.Column) and node.db:
-            policy.schema(node.db)  # `mysql.user.x` names a system table even where it cannot resolve
+            policy.view(
+                node.db, node.table
+            )  # `mysql.user.x` names a system table even where it cannot resolve
         if isinstance(node, exp.Table) and not _is_cte_reference(node):
             if not isinstance(node.this, exp.Identifier):
                 raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "table reference")
-            schemas.add(policy.schema(node.db or policy.database).lower())
+            schema = node.db or policy.database
+            view = policy.view(schema, node.name)
+            if view is not None:
+                views[view.qualified] = view
+                schemas.add(view.schema)
+            else:
+                schemas.add(policy.schema(schema).lower())
     # Last, so a statement that breaks another rule too keeps that rule's reason (`mysql.user` reads are
     # SYSTEM_SCHEMA whatever they select).
     if (secret := secret_read(root)) is not None:
         raise SqlPolicyError(PolicyReason.SECRET_COLUMN, secret)
-    return tuple(sorted(schemas))
+    read = tuple(views[name] for name in sorted(views))
+    if (problem := _statement_text_problem(root, read)) is not None:
+        raise SqlPolicyError(PolicyReason.STATEMENT_TEXT, problem)
+    return tuple(sorted(schemas)), read
+
+
+def _statement_text_problem(root: exp.Expr, views: Sequence[DiagnosticView]) -> str | None:
+    """Why the statement could spell out another session's SQL or a server message by comparison, or None.
+
+    Such a column (`tools.mysql.diagnostic_surface`) may be a result column, shown as a digest or
+    masked, and may be tested with IS [NOT] NULL; anywhere else (WHERE, ORDER BY, a function, a join,
+    IN (SELECT ...), a set operation, a column list renaming it) a statement could compare it with
+    guesses and read it a bit at a time.
+    """
+    if not views:
+        return None
+    seeds = (STATEMENT_TEXT_COLUMNS - SERVER_DIGEST_COLUMNS) | MESSAGE_COLUMNS
+    _, names = _derived_columns(root, lambda name: name in seeds)
+    names |= seeds
+    for node in root.walk():
+        if isinstance(node, (exp.Table, exp.CTE, exp.Subquery)) and renames_columns(node):
+            return "a column list renames columns"
+        if isinstance(node, exp.Join) and any(
+            name.name.lower() in names for name in node.args.get("using") or ()
+        ):
+            return "USING over statement text"
+        if isinstance(node, exp.Column) and node.name.lower() in names and not _shown_or_null_tested(node):
+            return f"{node.name} used beyond showing it"
+        if isinstance(node, exp.Select) and has_positional_reference(node):
+            if any(column.name.lower() in names for column in node.find_all(exp.Column)):
+                return "ORDER BY or GROUP BY a position beside statement text"
+    return None
+
+
+def _shown_or_null_tested(column: exp.Column) -> bool:
+    parent = column.parent
+    if isinstance(parent, exp.Is) and parent.this is column and isinstance(parent.expression, exp.Null):
+        return True
+    shown: exp.Expr = column
+    if isinstance(parent, exp.Alias) and parent.this is column:
+        shown, parent = parent, parent.parent
+    if not (isinstance(parent, exp.Select) and shown.arg_key == "expressions"):
+        return False
+    holder = parent.parent  # the statement itself, a CTE, or a derived table: places a name is read from
+    return (
+        holder is None
+        or isinstance(holder, exp.CTE)
+        or (isinstance(holder, exp.Subquery) and isinstance(holder.parent, (exp.From, exp.Join)))
+    )
 
 
 def _check_cost(node: exp.Expr) -> None:
@@ -624,6 +773,14 @@ def _check_cost(node: exp.Expr) -> None:
             raise SqlPolicyError(PolicyReason.COSTLY_EXPRESSION, "JSON_EXTRACT takes one literal path")
         if any(isinstance(part, exp.JSONPathWildcard) for part in path.walk()):
             raise SqlPolicyError(PolicyReason.COSTLY_EXPRESSION, "JSON path wildcard")
+    elif isinstance(node, exp.SubstringIndex):
+        delimiter = node.args.get("delimiter")
+        if not (isinstance(delimiter, exp.Literal) and delimiter.is_string):
+            raise SqlPolicyError(
+                PolicyReason.COSTLY_EXPRESSION, "SUBSTRING_INDEX delimiter must be a literal"
+            )
+        if len(delimiter.this.encode()) > MAX_LIKE_PATTERN_BYTES:
+            raise SqlPolicyError(PolicyReason.COSTLY_EXPRESSION, "SUBSTRING_INDEX delimiter too long")
     elif isinstance(node, exp.Like):
         pattern = node.expression
         if not (isinstance(pattern, exp.Literal) and pattern.is_string):
@@ -715,11 +872,53 @@ def _qualify_tables(root: exp.Expr, policy: _Policy) -> None:
     """Name every table's schema explicitly, in its configured spelling, so the executed statement
     does not depend on the connection's default database."""
     for table in list(root.find_all(exp.Table)):
-        if not _is_cte_reference(table):
+        if _is_cte_reference(table):
+            continue
+        view = policy.view(table.db or policy.database, table.name)
+        if view is None:
             table.set("db", exp.to_identifier(policy.schema(table.db or policy.database)))
+        elif view.variables and not _is_variables_view(table, view):
+            table.replace(
+                exp.Subquery(
+                    this=_variables_view(view),
+                    alias=exp.TableAlias(this=exp.to_identifier(table.alias_or_name)),
+                )
+            )
+        else:
+            _name_view(table, view)
     for column in list(root.find_all(exp.Column)):
         if column.db:
-            column.set("db", exp.to_identifier(policy.schema(column.db)))
+            view = policy.view(column.db, column.table)
+            column.set("db", exp.to_identifier(view.schema if view else policy.schema(column.db)))
+
+
+def _name_view(table: exp.Table, view: DiagnosticView) -> None:
+    """The view in the server's own spelling; a name spelled otherwise stays as the alias, so columns
+    qualified with it (`DATA_LOCKS.LOCK_TYPE`) still resolve where table names are case-sensitive."""
+    written = table.name
+    table.set("db", exp.to_identifier(view.schema))
+    table.set("this", exp.to_identifier(view.name))
+    if written != view.name and not table.alias:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(written)))
+
+
+def _variables_view(view: DiagnosticView) -> exp.Expr:
+    """A variables view as a derived table in which a secret-looking variable's value is already hidden,
+    so no clause of the statement can compare it (`WHERE VARIABLE_VALUE LIKE 'a%'`)."""
+    *others, value = view.variables
+    name = others[-1]
+    secret = " OR ".join(f"LOWER(`{name}`) LIKE '{pattern}'" for pattern in SECRET_VARIABLE_PATTERNS)
+    kept = ", ".join(f"`{column}`" for column in others)
+    source = f"`{view.schema}`.`{view.name}`"
+    return sqlglot.parse_one(
+        f"SELECT {kept}, IF({secret}, '{REDACTED}', `{value}`) AS `{value}` FROM {source}", read="mysql"
+    )
+
+
+def _is_variables_view(table: exp.Table, view: DiagnosticView) -> bool:
+    """Whether the table is already read through `_variables_view` (the guard's own output, guarded again)."""
+    select = table.find_ancestor(exp.Select)
+    return select is not None and _generate(select) == _generate(_variables_view(view))
 
 
 def _clamp_limit(root: exp.Expr, row_limit: int) -> None:
@@ -751,7 +950,7 @@ def _verify_generated(text: str, policy: _Policy, schemas: tuple[str, ...]) -> N
     if _has_comment(text, backslash_escapes=True) or _has_comment(text, backslash_escapes=False):
         raise SqlPolicyError(PolicyReason.COMMENT, "in generated text")
     root = _parse_query(text)
-    if _check_tree(root, policy) != schemas:
+    if _check_tree(root, policy)[0] != schemas:
         raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "generated text touches other schemas")
     limit = root.args.get("limit")
     value = _integer(limit.expression) if isinstance(limit, exp.Limit) else None
@@ -782,7 +981,79 @@ def _guard_show(sql: str, policy: _Policy) -> GuardedStatement:
         schema, table = _table_name(match, policy)
         rebuilt = f"SHOW CREATE TABLE {_quote(schema)}.{_quote(table)}"
         return GuardedStatement("SHOW", rebuilt, (schema.lower(),), None)
-    raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "only SHOW TABLES|COLUMNS|INDEX|CREATE TABLE")
+    if (diagnostic := _guard_diagnostic_show(text, policy)) is not None:
+        return diagnostic
+    raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, "not a SHOW statement of the grammar")
+
+
+def _guard_diagnostic_show(text: str, policy: _Policy) -> GuardedStatement | None:
+    """Server state. SHOW [FULL] PROCESSLIST runs as the same columns of information_schema.PROCESSLIST,
+    so its Info crosses the wire capped like any SELECT's values (SHOW would fetch every statement
+    whole, megabytes each) and in full otherwise: it is shown only as a digest, and the short form's
+    100-character cut would leave most statements cut inside a literal (withheld)."""
+    if _SHOW_PROCESSLIST.match(text):
+        return _guard_query(_PROCESSLIST_AS_SELECT, policy)
+    if match := _SHOW_STATUS.match(text):
+        scope = (
+            {"LOCAL": "SESSION"}.get(match["scope"].upper(), match["scope"].upper()) if match["scope"] else ""
+        )
+        what = match["what"].upper()
+        rebuilt = f"SHOW {scope + ' ' if scope else ''}{what}{_like(match['like'])}"
+        return GuardedStatement("SHOW", rebuilt, (), None, variable_rows=what == "VARIABLES")
+    if _SHOW_INNODB_STATUS.match(text):
+        return GuardedStatement("SHOW", "SHOW ENGINE INNODB STATUS", (), None, innodb_status=True)
+    if _SHOW_INNODB_MUTEX.match(text):
+        return GuardedStatement("SHOW", "SHOW ENGINE INNODB MUTEX", (), None)
+    if _SHOW_REPLICA_STATUS.match(text):
+        return GuardedStatement("SHOW", REPLICA_STATUS, (), None, message_names=_REPLICA_MESSAGES)
+    if _SHOW_ALL_REPLICAS_STATUS.match(text):  # MariaDB's multi-source replication: every connection
+        return GuardedStatement(
+            "SHOW", "SHOW ALL SLAVES STATUS", (), None, message_names=_REPLICA_MESSAGES,
+            servers=MARIADB_ONLY, equivalent=REPLICA_STATUS,
+        )  # fmt: skip
+    if _SHOW_BINLOG_STATUS.match(text):
+        return GuardedStatement("SHOW", BINARY_LOG_STATUS, (), None)
+    if _SHOW_BINARY_LOGS.match(text):
+        return GuardedStatement("SHOW", "SHOW BINARY LOGS", (), None)
+    if match := _SHOW_OPEN_TABLES.match(text):
+        schemas: tuple[str, ...] = ()
+        rebuilt = "SHOW OPEN TABLES"
+        if match["db"]:  # without FROM: the open tables of every schema the account may see
+            schema = policy.schema(_unquote(match["db"]))
+            schemas, rebuilt = (schema.lower(),), f"{rebuilt} FROM {_quote(schema)}"
+        if match["column"]:
+            column = "In_use" if match["column"].lower() == "in_use" else "Name_locked"
+            rebuilt += f" WHERE {column} {match['op']} {int(match['number'])}"
+        return GuardedStatement("SHOW", rebuilt + _like(match["like"]), schemas, None)
+    if match := _SHOW_TABLE_STATUS.match(text):
+        schema = policy.schema(_unquote(match["db"]) if match["db"] else policy.database)
+        rebuilt = f"SHOW TABLE STATUS FROM {_quote(schema)}{_like(match['like'])}"
+        return GuardedStatement("SHOW", rebuilt, (schema.lower(),), None)
+    return None
+
+
+_PROCESSLIST_AS_SELECT = (
+    "SELECT ID AS Id, USER AS User, HOST AS Host, DB AS db, COMMAND AS Command, TIME AS Time, "
+    "STATE AS State, INFO AS Info FROM information_schema.PROCESSLIST ORDER BY ID"
+)
+REPLICA_STATUS = "SHOW REPLICA STATUS"
+BINARY_LOG_STATUS = "SHOW BINARY LOG STATUS"
+
+
+def spelled_for(sql: str, server_version: str) -> str:
+    """A rebuilt statement in the spelling the connected server accepts: the model may write either
+    name, and MySQL 8.4 dropped SHOW SLAVE STATUS and SHOW MASTER STATUS, which MariaDB still needs."""
+    mariadb = "mariadb" in server_version.lower()
+    if sql == REPLICA_STATUS and mariadb:
+        return "SHOW SLAVE STATUS"
+    if sql == BINARY_LOG_STATUS and (mariadb or _version(server_version) < (8, 2)):
+        return "SHOW MASTER STATUS"
+    return sql
+
+
+def _version(server_version: str) -> tuple[int, ...]:
+    match = re.match(r"(\d+)\.(\d+)", server_version)
+    return (int(match[1]), int(match[2])) if match else (0, 0)
 
 
 def _guard_describe(sql: str, policy: _Policy) -> GuardedStatement:

@@ -45,7 +45,7 @@ def secret_read(root: exp.Expr) -> str | None:
             for name in node.args.get("using") or ():
                 if identifier_names_secret(name.name):
                     return f"USING {name.name}"
-        elif isinstance(node, exp.Table) and _renames_columns(node):
+        elif isinstance(node, exp.Table) and renames_columns(node):
             return "a column list renames a table's columns"
         elif isinstance(node, exp.Star) and (problem := _star_problem(node)) is not None:
             return problem
@@ -72,7 +72,7 @@ def identifier_names_secret(name: str) -> bool:
     return False
 
 
-def _renames_columns(source: exp.Table | exp.CTE | exp.Subquery) -> bool:
+def renames_columns(source: exp.Table | exp.CTE | exp.Subquery) -> bool:
     """True when the source's alias renames its columns (`AS t (a, b)`)."""
     alias = source.args.get("alias")
     return isinstance(alias, exp.TableAlias) and bool(alias.columns)
@@ -87,23 +87,23 @@ def _star_problem(star: exp.Star) -> str | None:
     select = projection.parent
     if not isinstance(select, exp.Select) or projection.arg_key != "expressions":
         return "a * outside a select list"
-    if _has_positional_reference(select):
+    if has_positional_reference(select):
         return "ORDER BY or GROUP BY a position over a *"
     holder = select.parent
     if holder is None or isinstance(holder, exp.Exists):
         return None
-    if isinstance(holder, exp.CTE) and not _renames_columns(holder):
+    if isinstance(holder, exp.CTE) and not renames_columns(holder):
         return None
     if (
         isinstance(holder, exp.Subquery)
         and isinstance(holder.parent, (exp.From, exp.Join))
-        and not _renames_columns(holder)
+        and not renames_columns(holder)
     ):
         return None
     return f"a * whose columns reach a {type(holder).__name__} unnamed"
 
 
-def _has_positional_reference(select: exp.Select) -> bool:
+def has_positional_reference(select: exp.Select) -> bool:
     """`ORDER BY 3` / `GROUP BY 3` name a result column by its position: over a `*`, maybe a secret one."""
     order = select.args.get("order")
     group = select.args.get("group")

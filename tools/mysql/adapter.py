@@ -19,9 +19,14 @@ the pair `IF(OCTET_LENGTH(c) > B, NULL, c), IF(OCTET_LENGTH(c) > B, LEFT(c, n), 
 most B bytes comes whole and keeps its type (a number stays a number), a longer one comes as its first
 n characters. So one call holds at most (max_rows + 1) x (max_columns + 1) x B bytes of
 values (101 x 31 x 804 B = 2.5 MB by default) whatever the data; without it, 100 rows of 3 MB cells
-cost 300 MB before the projection cut them. SHOW, DESCRIBE and EXPLAIN return schema metadata and are
-fetched as they are. The model only ever sees a bounded projection or a stable error code, never
-server text.
+cost 300 MB before the projection cut them. SHOW, DESCRIBE and EXPLAIN return metadata and server
+state of bounded size and are fetched as they are. The model only ever sees a bounded projection or a
+stable error code, never server text.
+
+Diagnostic reads (`tools.mysql.diagnostic_surface`) are checked against the connected server first (a
+view it lacks is `BACKEND_ERROR` naming its equivalent) and their results pass one more step before the
+projection: other sessions' SQL becomes a digest, server messages lose their quoted values, secret-looking
+variables are hidden and the InnoDB status becomes (section, line) rows.
 """
 
 from __future__ import annotations
@@ -45,16 +50,22 @@ from pymysql.err import InterfaceError, MySQLError
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryMysqlInput
-from tools.json_members import hide_secret_members, may_hold_members
-from tools.redaction import REDACTED
-from tools.sql_guard import (
+from tools.mysql.access_probe import DiagnosticAccess, probe_access
+from tools.mysql.diagnostic_surface import Flavor, variable_is_secret
+from tools.mysql.guard import (
     BUILT_STRING_BYTES,
     SYSTEM_SCHEMAS,
     GuardedStatement,
     PolicyReason,
     SqlPolicyError,
     guard_sql,
+    spelled_for,
 )
+from tools.mysql.innodb_status import COLUMNS as INNODB_STATUS_COLUMNS
+from tools.mysql.innodb_status import status_lines
+from tools.mysql.json_members import hide_secret_members, may_hold_members
+from tools.mysql.statement_digest import WITHHELD, digest_or_withheld, mask_quoted
+from tools.redaction import REDACTED
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 log = logging.getLogger(__name__)
@@ -71,6 +82,9 @@ _FIXTURE_TIMEOUT_S = 60.0
 _KILL_VERIFY_S = 2.0
 _KILL_POLL_S = 0.05
 _RESULT_CTE = "diagnose_result"
+# How much of another session's SQL crosses the wire to be digested: trx_query itself stops at 1024
+# characters, and a digest tokenizes its text twice, so this cap bounds the work a page of rows costs.
+_STATEMENT_WIRE_BYTES = 4096
 # GROUP_CONCAT cuts what it builds here, as the guard has CONCAT do inside a query.
 _SESSION_CAPS = f"SET SESSION group_concat_max_len = {BUILT_STRING_BYTES}"
 
@@ -79,6 +93,7 @@ _ACCESS_DENIED_ERRNOS = frozenset({1044, 1045, 1142, 1143, 1227, 1370})
 _READ_ONLY_ERRNOS = frozenset({1792})
 _UNAVAILABLE_ERRNOS = frozenset({1040, 1053, 1203})  # too many connections, shutdown, user connection cap
 # Stable hints that let the model fix its own query without seeing the server's text.
+_UNKNOWN_TABLE_ERRNOS = frozenset({1109, 1146})  # unknown information_schema table, unknown table
 _BACKEND_REASONS = {
     1049: "UNKNOWN_DATABASE",
     1054: "UNKNOWN_COLUMN",
@@ -317,6 +332,41 @@ class MysqlAdapter:
         result = await self._run(guarded, schema)
         return self._project(result, guarded)
 
+    async def diagnostic_access(self) -> DiagnosticAccess:
+        """Which diagnostic views the account can read (`tools.mysql.access_probe`), asked once at start;
+        `ToolError` UNAVAILABLE when the server cannot be reached or does not answer in time."""
+        pool = self._pool_or_create()
+        conn = await self._checkout(pool)
+        try:
+            async with (
+                asyncio.timeout(self._statement_timeout_ms / 1000 + _CLIENT_MARGIN_S),
+                conn.cursor() as cur,
+            ):
+                await cur.execute(self._time_limit_sql(conn))
+                await cur.execute("SET SESSION TRANSACTION READ ONLY")
+                access = await probe_access(cur, conn.get_server_info())
+        except TimeoutError:
+            pool.release(conn, reusable=False)
+            raise ToolError(ErrorCode.UNAVAILABLE) from None
+        except (MySQLError, OSError) as exc:
+            pool.release(conn, reusable=False)
+            raise _tool_error(exc) from None
+        except BaseException:
+            pool.release(conn, reusable=False)
+            raise
+        pool.release(conn, reusable=True)
+        return access
+
+    async def _checkout(self, pool: _ConnectionPool) -> Any:
+        """A connection within the connect timeout, or UNAVAILABLE / the error's stable code."""
+        try:
+            async with asyncio.timeout(self._connect_timeout_s):
+                return await pool.acquire()
+        except TimeoutError:
+            raise ToolError(ErrorCode.UNAVAILABLE) from None
+        except (MySQLError, OSError) as exc:
+            raise _tool_error(exc) from None
+
     def _pool_or_create(self) -> _ConnectionPool:
         if self._pool is None:
             self._pool = _ConnectionPool(
@@ -327,14 +377,11 @@ class MysqlAdapter:
 
     async def _run(self, guarded: GuardedStatement, database: str | None) -> _Rows:
         pool = self._pool_or_create()
-        try:
-            async with asyncio.timeout(self._connect_timeout_s):
-                conn = await pool.acquire()
-        except TimeoutError:
-            raise ToolError(ErrorCode.UNAVAILABLE) from None
-        except (MySQLError, OSError) as exc:
-            raise _tool_error(exc) from None
+        conn = await self._checkout(pool)
         thread_id = conn.thread_id()
+        if (missing := _missing_view(guarded, conn.get_server_info())) is not None:
+            pool.release(conn, reusable=True)
+            raise ToolError(ErrorCode.BACKEND_ERROR, missing)
         try:
             async with asyncio.timeout(self._statement_timeout_ms / 1000 + _CLIENT_MARGIN_S):
                 result = await self._statement(conn, guarded, database)
@@ -347,6 +394,8 @@ class MysqlAdapter:
             raise
         except MySQLError as exc:
             pool.release(conn, reusable=await self._rolled_back(conn, exc))
+            if (absent := _absent_view(guarded, exc)) is not None:
+                raise ToolError(ErrorCode.BACKEND_ERROR, absent) from None
             raise _tool_error(exc) from None
         except BaseException:
             pool.release(conn, reusable=False)
@@ -373,32 +422,36 @@ class MysqlAdapter:
             if database is not None:
                 await conn.select_db(database)
             await cur.execute("START TRANSACTION READ ONLY")
-            if guarded.columns_sql is None:  # SHOW / DESCRIBE / EXPLAIN: schema metadata
-                await cur.execute(guarded.sql)
+            if guarded.columns_sql is None:  # SHOW / DESCRIBE / EXPLAIN: metadata and server state
+                await cur.execute(spelled_for(guarded.sql, conn.get_server_info()))
                 columns = [str(column[0]) for column in cur.description or ()]
                 rows = list(await cur.fetchmany(self._max_rows + 1)) if columns else []
             else:
                 await cur.execute(guarded.columns_sql)
                 columns = [str(column[0]) for column in cur.description or ()]
                 kinds = _column_kinds(cur, self._max_columns + 1)
-                await cur.execute(self._capped_sql(guarded.sql, len(columns), kinds))
+                statements = {index for index, name in enumerate(columns) if _digested(guarded, index, name)}
+                await cur.execute(self._capped_sql(guarded.sql, len(columns), kinds, statements))
                 fetched = await cur.fetchmany(self._max_rows + 1)
                 rows = [_uncapped(row, kinds) for row in fetched] if _PAIR in kinds else list(fetched)
             await cur.execute("ROLLBACK")
         return _Rows(columns, rows)
 
-    def _capped_sql(self, sql: str, width: int, kinds: Sequence[int]) -> str:
+    def _capped_sql(self, sql: str, width: int, kinds: Sequence[int], statements: set[int]) -> str:
         """The statement wrapped so each of its first `max_columns + 1` values crosses the wire capped.
 
         How, per column (`_column_kinds`): a number or a time is bounded by its type and comes as it is;
         a text value longer than the cap comes as its first characters, in the same field (the
         projection then cuts it and says so); any other value comes as a (whole or NULL, prefix or NULL)
-        pair, so a long one keeps its type and is known to be cut.
+        pair, so a long one keeps its type and is known to be cut. Another session's SQL, shown only as a
+        digest, crosses with a wider cap: a statement cut inside a string literal cannot be digested.
         """
         names = [f"`c{index}`" for index in range(width)]
-        limit, prefix = self._wire_cell_bytes, self._cell_chars + 1
         values = []
-        for name, kind in zip(names, kinds, strict=False):
+        for index, (name, kind) in enumerate(zip(names, kinds, strict=False)):
+            wide = index in statements
+            limit = _STATEMENT_WIRE_BYTES if wide else self._wire_cell_bytes
+            prefix = _STATEMENT_WIRE_BYTES // 4 if wide else self._cell_chars + 1
             if kind == _PLAIN:
                 values.append(name)
             elif kind == _TEXT:
@@ -479,6 +532,7 @@ class MysqlAdapter:
 
         A column that selects a secret under another name is hidden here; one named like a secret is
         hidden by the redaction step (both are `[REDACTED]`)."""
+        result = _other_sessions_hidden(result, guarded)
         secret = {
             index
             for index, name in enumerate(result.columns)
@@ -576,9 +630,86 @@ class MysqlAdapter:
         return self._cut(str(value))
 
 
+def _missing_view(guarded: GuardedStatement, server_version: str) -> str | None:
+    """The stable reason for a diagnostic view this server does not have, naming the one it has instead."""
+    flavor = Flavor.of(server_version)
+    missing = [(view.servers, view.equivalent) for view in guarded.views]
+    for servers, equivalent in [(guarded.servers, guarded.equivalent), *missing]:
+        if flavor not in servers:
+            where = f"NOT_ON_{flavor.upper()}"
+            return f"{where}:{equivalent}" if equivalent else where
+    return None
+
+
+def _absent_view(guarded: GuardedStatement, exc: MySQLError) -> str | None:
+    """A diagnostic view this server's flavor should have but does not (a plugin not loaded, an older
+    version): the stable reason names what answers the same question, when the allow-list knows it."""
+    if _errno(exc) not in _UNKNOWN_TABLE_ERRNOS:
+        return None
+    equivalents = sorted({view.equivalent for view in guarded.views if view.equivalent})
+    return f"NOT_ON_THIS_SERVER:{','.join(equivalents)}" if equivalents else None
+
+
+def _digested(guarded: GuardedStatement, index: int, name: str) -> bool:
+    return index in guarded.digest_columns or name.lower() in guarded.digest_names
+
+
+def _other_sessions_hidden(result: _Rows, guarded: GuardedStatement) -> _Rows:
+    """Other sessions' SQL as digests, server messages with their quoted values masked, secret-looking
+    variables' values hidden, the InnoDB status as lines (`tools.mysql.diagnostic_surface`)."""
+    if guarded.innodb_status:
+        text = next((row[-1] for row in result.rows if row and isinstance(row[-1], str)), "")
+        return _Rows(list(INNODB_STATUS_COLUMNS), [tuple(row) for row in status_lines(text)])
+    statements = [index for index, name in enumerate(result.columns) if _digested(guarded, index, name)]
+    messages = [
+        index
+        for index, name in enumerate(result.columns)
+        if index in guarded.message_columns or name.lower() in guarded.message_names
+    ]
+    variables = guarded.variable_rows and len(result.columns) >= 2
+    if not (statements or messages or variables):
+        return result
+    rows = []
+    for row in result.rows:
+        cells = list(row)
+        for index in statements:
+            cells[index] = digest_or_withheld(_statement_text(cells[index]))
+        for index in messages:
+            cells[index] = _masked(cells[index])
+        if (
+            variables
+            and isinstance(cells[0], str)
+            and variable_is_secret(cells[0])
+            and cells[1] not in (None, "")
+        ):
+            cells[1] = REDACTED
+        rows.append(tuple(cells))
+    return _Rows(result.columns, rows)
+
+
+def _statement_text(value: Any) -> Any:
+    """Statement text as a string where it arrived as bytes (MySQL 8 keeps `slow_log.sql_text` in a
+    BLOB) or as the prefix of a long value; bytes that are not UTF-8 stay bytes and are withheld."""
+    if isinstance(value, _Cut):
+        value = value.prefix
+    if isinstance(value, bytes | bytearray):
+        for cut in range(4):  # a prefix may end inside a character: drop at most its first bytes
+            try:
+                return bytes(value[: len(value) - cut]).decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+    return value
+
+
+def _masked(value: Any) -> Any:
+    if value is None:
+        return None
+    return mask_quoted(value) if isinstance(value, str) else WITHHELD
+
+
 def _json_members_hidden(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """A column's text values with the secret-named members of any JSON in them hidden, before they are
-    cut to `cell_chars`: the guard cannot see which keys a document holds (see `tools.json_members`)."""
+    cut to `cell_chars`: the guard cannot see which keys a document holds (see `tools.mysql.json_members`)."""
     if not any(may_hold_members(text) for text in map(_text_of, values)):
         return values  # most columns: a type test and a substring test per cell
     return tuple(_members_hidden(value) for value in values)
