@@ -22,6 +22,10 @@ class ToolName(StrEnum):
 TOOL_NAMES: tuple[ToolName, ...] = tuple(ToolName)
 
 MAX_SQL_BYTES = 4000
+# A runbook's source is its path under the knowledge folder; a read names one a search returned.
+MAX_KNOWLEDGE_SOURCE_CHARS = 1000
+# Parts of one runbook a read may ask for: a file at the size cap read in the smallest observations.
+MAX_KNOWLEDGE_PART = 100_000
 # Tool call IDs are model output. Provider IDs are far shorter (OpenAI `call_` + 24 characters, vLLM 46);
 # a longer one is answered with a control observation before anything runs, so no unbounded ID
 # reaches an observation, an event or the audit.
@@ -31,7 +35,7 @@ MAX_TOOL_CALL_ID_CHARS = 128
 MAX_ECHOED_TOOL_NAME_CHARS = 64
 
 DESCRIPTIONS: dict[ToolName, str] = {
-    ToolName.LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",
+    ToolName.LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）；或按检索返回的 source 分段阅读全文。",
     ToolName.QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志。",
     ToolName.QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）。",
 }
