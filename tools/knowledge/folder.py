@@ -42,7 +42,7 @@ class SkippedFile:
 @dataclass(frozen=True)
 class ListedFile:
     source: str  # the path under the folder, `/`-separated: what the model sees and reads back
-    path: Path  # where it is read from (a link inside the folder already resolved)
+    path: str  # where it is read from (a link inside the folder already resolved)
     version: tuple[int, int]  # mtime in ns and size: a changed pair means a changed runbook
 
 
@@ -64,8 +64,9 @@ def list_runbooks(folder: Path, max_file_bytes: int) -> Listing:
         raise ToolError(ErrorCode.UNAVAILABLE) from exc
     found: list[ListedFile] = []
     skipped: list[SkippedFile] = []
-    visited = {root}
-    pending = [(root, "")]
+    inside = os.path.join(str(root), "")  # "/srv/runbooks/": a prefix no sibling folder shares
+    visited = {str(root)}
+    pending = [(str(root), "")]
     while pending:
         folder_path, prefix = pending.pop()
         try:
@@ -77,15 +78,15 @@ def list_runbooks(folder: Path, max_file_bytes: int) -> Listing:
         for entry in entries:
             source = f"{prefix}{entry.name}"
             markdown = is_markdown(entry.name)
-            real = Path(entry.path)
+            real = entry.path
             try:
                 if entry.is_symlink():
-                    real = Path(os.path.realpath(entry.path))
-                    if not real.is_relative_to(root):
-                        if markdown or real.is_dir():
+                    real = os.path.realpath(entry.path)
+                    if not real.startswith(inside):
+                        if markdown or os.path.isdir(real):
                             skipped.append(SkippedFile(source, "OUTSIDE_FOLDER"))
                         continue
-                    info = real.stat()
+                    info = os.stat(real)
                 elif not markdown and not entry.is_dir(follow_symlinks=False):
                     continue  # neither a runbook nor a folder: not worth a stat
                 else:
@@ -111,7 +112,7 @@ def list_runbooks(folder: Path, max_file_bytes: int) -> Listing:
     return Listing(tuple(found), tuple(skipped))
 
 
-def read_runbook_text(path: Path, max_bytes: int) -> str | None:
+def read_runbook_text(path: Path | str, max_bytes: int) -> str | None:
     """The file's text, or None when it cannot be read or has grown past the cap since it was listed.
 
     Opened without following a link and without blocking (a FIFO swapped in is refused, not waited on).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Set
 
-from tools.knowledge.terms import normalize, terms
+from tools.knowledge.terms import normalize
 
 
 def snippet(passages: tuple[str, ...], query_terms: Set[str], limit: int) -> str:
@@ -14,8 +14,11 @@ def snippet(passages: tuple[str, ...], query_terms: Set[str], limit: int) -> str
     """
     start, best_score = 0, (0, 0)
     for position, passage in enumerate(passages):
-        found = terms(passage)
-        score = (len(query_terms & set(found)), sum(1 for term in found if term in query_terms))
+        # A term is a stem or a CJK bigram, so it occurs inside the words it came from ("restart" in
+        # "restarting"): substring counts rank passages at the cost of a scan, not of tokenizing.
+        lowered = normalize(passage)
+        counts = [lowered.count(term) for term in query_terms]
+        score = (sum(1 for count in counts if count), sum(counts))
         if score > best_score:
             start, best_score = position, score
     text = ""
