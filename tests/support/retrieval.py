@@ -50,6 +50,18 @@ class Scores:
         return f"{self.questions} | {self.hit_at_1:.1%} | {self.hit_at_3:.1%} | {self.mrr:.3f}"
 
 
+def request(run_id: str, business: dict[str, Any], call_id: str = "c") -> ToolRequest:
+    """A lookup_knowledge request of run `run_id` (a read names a source one of its searches returned)."""
+    business_input = LookupKnowledgeInput.model_validate(business)
+    return ToolRequest(run_id, "s", call_id, "lookup_knowledge", business_input)
+
+
+async def search(adapter: KnowledgeAdapter, run_id: str, query: str) -> list[str]:
+    """The sources a five-result search returns, best first."""
+    result = await adapter.execute(request(run_id, {"query": query, "top_k": 5}))
+    return [document["source"] for document in result.data["documents"]]
+
+
 def load_questions() -> list[Question]:
     raw: dict[str, Any] = yaml.safe_load((DATA / "questions.yaml").read_text(encoding="utf-8"))
     return [
@@ -61,16 +73,8 @@ def load_questions() -> list[Question]:
 async def ranks(adapter: KnowledgeAdapter, questions: list[Question]) -> list[int | None]:
     """The rank (1-5) of each question's first expected runbook, None when it is not in the five."""
     found: list[int | None] = []
-    for number, question in enumerate(questions):
-        request = ToolRequest(
-            run_id="eval",
-            session_id="eval",
-            tool_call_id=f"q-{number}",
-            tool="lookup_knowledge",
-            input=LookupKnowledgeInput(query=question.text, top_k=5),
-        )
-        result = await adapter.execute(request)
-        sources = [document["source"] for document in result.data["documents"]]
+    for question in questions:
+        sources = await search(adapter, "eval", question.text)
         found.append(next((rank for rank, s in enumerate(sources, 1) if s in question.expected), None))
     return found
 

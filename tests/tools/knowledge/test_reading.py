@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support import harness
-from tests.support.retrieval import RUNBOOKS
+from tests.support.retrieval import RUNBOOKS, request, search
 from tests.support.spec_scenarios import (
     as_text,
     call,
@@ -22,9 +22,8 @@ from tests.support.spec_scenarios import (
     text_round,
     tools_round,
 )
-from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.adapter import AdapterResult, ToolError
 from tools.boundary import ToolBoundary
-from tools.input_models import LookupKnowledgeInput
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path
 from tools.knowledge.folder import read_runbook_text
 from tools.knowledge.parts import json_bytes, read_projection, split_parts, text_room
@@ -32,17 +31,6 @@ from tools.knowledge.runbook import is_markdown, parse_runbook
 from tools.observation_budget import projection_bytes
 from tools.redaction import Redactor
 from tools.vocabulary import EvidenceStatus
-
-
-def request(run_id: str, business: dict[str, object], call_id: str = "c") -> ToolRequest:
-    return ToolRequest(
-        run_id, "s", call_id, "lookup_knowledge", LookupKnowledgeInput.model_validate(business)
-    )
-
-
-async def search(adapter: KnowledgeAdapter, run_id: str, query: str) -> list[str]:
-    result = await adapter.execute(request(run_id, {"query": query, "top_k": 5}))
-    return [document["source"] for document in result.data["documents"]]
 
 
 async def read_whole(adapter: KnowledgeAdapter, run_id: str, source: str) -> tuple[str, list[str]]:
