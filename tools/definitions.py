@@ -35,7 +35,7 @@ MAX_TOOL_CALL_ID_CHARS = 128
 MAX_ECHOED_TOOL_NAME_CHARS = 64
 
 DESCRIPTIONS: dict[ToolName, str] = {
-    ToolName.LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）；或按检索返回的 source 分段阅读全文。",
+    ToolName.LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",
     ToolName.QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志。",
     ToolName.QUERY_MYSQL: "对业务 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）。",
 }

@@ -17,6 +17,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from tools.adapter import ToolError
 from tools.knowledge.runbook import is_markdown
@@ -39,8 +40,7 @@ class SkippedFile:
     reason: str  # OUTSIDE_FOLDER, TOO_LARGE, NOT_A_FILE, UNREADABLE
 
 
-@dataclass(frozen=True)
-class ListedFile:
+class ListedFile(NamedTuple):  # a tuple: every lookup lists every runbook, so it is made cheaply
     source: str  # the path under the folder, `/`-separated: what the model sees and reads back
     path: str  # where it is read from (a link inside the folder already resolved)
     version: tuple[int, int]  # mtime in ns and size: a changed pair means a changed runbook

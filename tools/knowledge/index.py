@@ -41,6 +41,7 @@ class IndexedRunbook:
     version: tuple[int, int]
     lengths: tuple[int, ...]  # terms per field
     vocabulary: tuple[str, ...]  # its distinct terms: what `remove` takes out of the postings
+    folder: str  # the folder it lies in (`.` at the top)
     landing_page: bool
     lists_runbooks: bool
 
@@ -82,21 +83,24 @@ class RunbookIndex:
     def put(self, runbook: Runbook, version: tuple[int, int]) -> None:
         """Index `runbook`, replacing what was indexed under its source."""
         fields = field_terms(runbook)
-        counts = [Counter(field) for field in fields]
-        vocabulary = tuple(set().union(*counts))
+        packed: dict[str, int] = {}
+        for field, found in enumerate(fields):
+            shift = _TF_BITS * field
+            for term, count in Counter(found).items():
+                packed[term] = packed.get(term, 0) | (count if count < _MAX_TF else _MAX_TF) << shift
         self.remove(runbook.source)
         slot = self._free.pop() if self._free else len(self._sources)
         if slot == len(self._sources):
             self._sources.append(runbook.source)
         else:
             self._sources[slot] = runbook.source
-        for term in vocabulary:
-            packed = 0
-            for field, count in enumerate(counts):
-                packed |= min(count.get(term, 0), _MAX_TF) << (_TF_BITS * field)
-            slots, frequencies = self._postings.setdefault(term, (array("I"), array("I")))
-            slots.append(slot)
-            frequencies.append(packed)
+        postings = self._postings
+        for term, frequency in packed.items():
+            posting = postings.get(term)
+            if posting is None:
+                posting = postings[term] = (array("I"), array("I"))
+            posting[0].append(slot)
+            posting[1].append(frequency)
         lengths = tuple(len(field) for field in fields)
         for field, length in enumerate(lengths):
             self._total_lengths[field] += length
@@ -106,7 +110,8 @@ class RunbookIndex:
             title=runbook.title,
             version=version,
             lengths=lengths,
-            vocabulary=vocabulary,
+            vocabulary=tuple(packed),
+            folder=str(PurePosixPath(runbook.source).parent),
             landing_page=runbook.is_landing_page,
             lists_runbooks=runbook.lists_runbooks,
         )
@@ -169,8 +174,7 @@ class RunbookIndex:
     def _lists_others(self, entry: IndexedRunbook) -> bool:
         if entry.lists_runbooks:
             return True
-        folder = str(PurePosixPath(entry.source).parent)
-        return entry.landing_page and self._runbooks_under[folder] > 1
+        return entry.landing_page and self._runbooks_under[entry.folder] > 1
 
     def _field_scale(self) -> list[array[float]]:
         """Per field and slot, the field's weight over its BM25 length norm (recomputed after a change)."""
