@@ -10,6 +10,7 @@ import pytest
 import tools.knowledge.adapter as knowledge_adapter
 import tools.knowledge.index as knowledge_index
 from tests.support.retrieval import search
+from tools.boundary import ToolBoundary
 from tools.knowledge import KnowledgeAdapter
 from tools.knowledge.runbook import Runbook, parse_runbook
 
@@ -87,3 +88,11 @@ async def test_prepare_indexes_ahead_and_reports_progress_of_a_large_folder(tmp_
     heard: list[tuple[int, int]] = []
     assert await KnowledgeAdapter(tmp_path).prepare(lambda done, of: heard.append((done, of))) == total
     assert heard == [(knowledge_adapter.PROGRESS_STEP, total), (total, total)]
+
+
+async def test_the_boundary_prepares_the_index_and_leaves_a_missing_folder_to_the_run(tmp_path: Path) -> None:
+    (tmp_path / "rb.md").write_text("# Runbook\n")
+    ready = KnowledgeAdapter(tmp_path)
+    await ToolBoundary({"lookup_knowledge": ready}).prepare()
+    assert await ready.prepare() == 1
+    await ToolBoundary({"lookup_knowledge": KnowledgeAdapter(tmp_path / "missing")}).prepare()  # no raise
