@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,11 @@ from tools.adapter import ToolError, ToolRequest
 from tools.definitions import ToolName
 from tools.input_models import LookupKnowledgeInput
 from tools.knowledge import KnowledgeAdapter, SkippedFile
-from tools.knowledge.runbook import parse_runbook
+from tools.knowledge.index import field_terms
+from tools.knowledge.parts import split_parts
+from tools.knowledge.runbook import parse_runbook, passages
+from tools.knowledge.snippet import snippet
+from tools.knowledge.terms import terms
 
 
 def lookup(adapter: KnowledgeAdapter, query: str) -> list[dict[str, object]]:
@@ -149,3 +155,34 @@ def test_a_read_reaches_only_what_a_search_of_the_run_returned(folder: Path, sou
         assert raised.value.code == "INVALID_INPUT"
     else:
         assert "\x1b" in source
+
+
+def _best_seconds(work: Callable[[str], object], small: str, large: str) -> tuple[float, float]:
+    best = [float("inf"), float("inf")]
+    for _ in range(3):
+        for index, text in enumerate((small, large)):
+            started = time.process_time()
+            work(text)
+            best[index] = min(best[index], time.process_time() - started)
+    return best[0], best[1]
+
+
+def _read_as_a_runbook(text: str) -> None:
+    runbook = parse_runbook("hostile.md", text)
+    snippet(passages(runbook), set(terms("pod restart 重启")), 300)
+    field_terms(runbook)
+    split_parts(text, 3000)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["](", "[x](", "][", "# a" + " " * 50, "\n \n", "Aa", "a.", "```\n", '"\\', "\x01", "一a", "---\n"],
+)
+def test_reading_a_runbook_costs_linear_time(unit: str) -> None:
+    """A runbook is someone's text and is read on every lookup that returns it: 10x the text costs ~10x
+    when linear and ~100x when quadratic (a heading of trailing spaces and a line of "](" were); the
+    bound sits between the two, a ratio measured side by side, so a busy machine cannot tip it."""
+    small = (unit * (20_000 // len(unit) + 1))[:20_000]
+    large = (unit * (200_000 // len(unit) + 1))[:200_000]
+    small_s, large_s = _best_seconds(_read_as_a_runbook, small, large)
+    assert large_s / max(small_s, 1e-5) < 30, f"{large_s / max(small_s, 1e-5):.0f}x for 10x the text"

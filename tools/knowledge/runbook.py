@@ -36,9 +36,12 @@ META_KEYS = (
 # A folder's landing page: when the folder holds other runbooks it lists them (tools.knowledge.index).
 INDEX_PAGE_STEMS = frozenset({"readme", "_index", "index", "summary", "toc", "contents"})
 _FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+# The heading's text is trimmed in Python: a lazy `(.+?)[ \t#]*$` is quadratic on a line of spaces.
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*)$")
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
-_LINK = re.compile(r"\]\([^)\s]+\)|\]\[[^\]]*\]")
+# A link's target stops at the next bracket or parenthesis: `[^)\s]+` rescans "]((((" to the end from
+# every "](", quadratic in a hostile line.
+_LINK = re.compile(r"\]\([^()\[\]\s]+\)|\]\[[^\[\]]*\]")
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ def _headings(body: str) -> tuple[list[str], str]:
             continue
         heading = _HEADING.match(line)
         if heading:
-            text = _one_line(heading.group(2))
+            text = _one_line(heading.group(2).rstrip(" \t#"))
             headings.append(text)
             if not first and len(heading.group(1)) == 1:
                 first = text

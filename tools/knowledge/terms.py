@@ -88,7 +88,7 @@ def terms(text: str) -> list[str]:
         chunk_terms = cache.get(chunk)
         if chunk_terms is None:
             chunk_terms = _chunk_terms(chunk)
-            if len(cache) < _MAX_CHUNK_CACHE:
+            if len(cache) < _MAX_CHUNK_CACHE and len(chunk) <= _MAX_CACHED_CHUNK_CHARS:
                 cache[chunk] = chunk_terms
         found += chunk_terms
     return found
@@ -110,6 +110,7 @@ def is_cjk(text: str) -> bool:
 
 # Runbooks repeat their words: a chunk's terms are worked out once (indexing 10,000 runbooks ~3x faster).
 _MAX_CHUNK_CACHE = 200_000
+_MAX_CACHED_CHUNK_CHARS = 64  # a longer chunk is rare and unique: caching it would only hold memory
 _chunk_cache: dict[str, tuple[str, ...]] = {}
 
 
