@@ -51,8 +51,12 @@ def runbook_files(folder: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     ("folder", "budget"),
-    [(RUNBOOKS, 4096), (RUNBOOKS, 1024), (bundled_knowledge_path(), 4096), (bundled_knowledge_path(), 700)],
-    ids=["public-4096", "public-1024", "demo-4096", "demo-700"],
+    [
+        pytest.param(RUNBOOKS, 4096, id="public-4096"),
+        pytest.param(RUNBOOKS, 1024, id="public-1024", marks=pytest.mark.long),  # the same at 4x the parts
+        pytest.param(bundled_knowledge_path(), 4096, id="demo-4096"),
+        pytest.param(bundled_knowledge_path(), 700, id="demo-700"),
+    ],
 )
 async def test_every_runbook_is_readable_whole_part_by_part(
     folder: Path, budget: int, tmp_path: Path
