@@ -20,7 +20,6 @@ from array import array
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from tools.knowledge.runbook import Runbook
 from tools.knowledge.terms import terms
@@ -111,7 +110,7 @@ class RunbookIndex:
             version=version,
             lengths=lengths,
             vocabulary=tuple(packed),
-            folder=str(PurePosixPath(runbook.source).parent),
+            folder=_folders(runbook.source)[0],
             landing_page=runbook.is_landing_page,
             lists_runbooks=runbook.lists_runbooks,
         )
@@ -194,5 +193,8 @@ class RunbookIndex:
 
 
 def _folders(source: str) -> list[str]:
-    """Every folder `source` lies in, from the collection's root (`.`) down."""
-    return [str(parent) for parent in PurePosixPath(source).parents]
+    """Every folder `source` (a `/`-separated path) lies in, its own first, up to the root (`.`).
+
+    String work, not `PurePosixPath.parents`: it runs for every runbook indexed."""
+    parts = source.split("/")[:-1]
+    return [*("/".join(parts[:end]) for end in range(len(parts), 0, -1)), "."]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any
 
 from tools.yaml_loader import AliasRefused, alias_free_loader
@@ -55,7 +54,7 @@ class Runbook:
 
     @property
     def is_landing_page(self) -> bool:
-        return PurePosixPath(self.source).stem.lower() in INDEX_PAGE_STEMS
+        return _stem(self.source).lower() in INDEX_PAGE_STEMS
 
 
 def is_markdown(name: str) -> bool:
@@ -66,9 +65,9 @@ def parse_runbook(source: str, text: str) -> Runbook:
     """Title = front matter `title`, else the first `# ` heading outside code fences, else file name."""
     fields, body = _split_front_matter(text)
     headings, first_heading = _headings(body)
-    title = _one_line(_string(fields.get(TITLE_KEY))) or first_heading or PurePosixPath(source).name
+    title = _one_line(_string(fields.get(TITLE_KEY))) or first_heading or source.rsplit("/", 1)[-1]
     meta = [_one_line(value) for key in META_KEYS for value in _strings(fields.get(key))]
-    meta.append(PurePosixPath(source).stem)
+    meta.append(_stem(source))
     return Runbook(
         source=source,
         title=title[:MAX_TITLE_CHARS],
@@ -77,6 +76,11 @@ def parse_runbook(source: str, text: str) -> Runbook:
         body=body,
         lists_runbooks=_is_table_of_contents(body),
     )
+
+
+def _stem(source: str) -> str:
+    """The file name without its suffix (string work: it runs for every runbook indexed)."""
+    return source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
 def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
