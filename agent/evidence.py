@@ -19,6 +19,7 @@ def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
         ToolName.LOOKUP_KNOWLEDGE: KnowledgeAdapter(
             settings.knowledge.path or bundled_knowledge_path(),
             max_file_bytes=settings.knowledge.max_file_bytes,
+            max_observation_bytes=settings.budget.max_observation_bytes,
         ),
     }
     if settings.logs.source == "file":

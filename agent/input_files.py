@@ -10,7 +10,6 @@ is an `InputTooLarge` holding the bytes read, so a caller can still say what the
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any, BinaryIO
 
 from agent.errors import DiagnoseError
 from tools.unicode_text import unencodable_key_path
+from tools.yaml_loader import AliasRefused, alias_free_loader
 
 MIB = 1024 * 1024
 
@@ -100,31 +100,6 @@ def read_input_text(path: Path | str, *, what: str, limit: int) -> str:
     return decode_text(read_input_file(path, what=what, limit=limit), what=f"{what} {path}")
 
 
-class _AliasRefused(Exception):
-    def __init__(self, line: int) -> None:
-        super().__init__(line)
-        self.line = line
-
-
-@functools.cache
-def _alias_free_loader() -> type:
-    """PyYAML's safe loader without aliases (`*name`).
-
-    An alias shares one object wherever it is used, so a chain of anchors, each a list of two aliases
-    of the one before, is a few hundred bytes that expand to gigabytes once anything serialises it (a
-    scripted tool call's arguments are sent, counted and audited as JSON): 23 links made a run take
-    half a gigabyte and 17 s, 30 would exhaust the machine. A scenario or a case never needs one."""
-    import yaml
-
-    class AliasFreeLoader(yaml.SafeLoader):
-        def compose_node(self, parent: Any, index: Any) -> Any:
-            if self.check_event(yaml.AliasEvent):
-                raise _AliasRefused(self.peek_event().start_mark.line + 1)
-            return super().compose_node(parent, index)
-
-    return AliasFreeLoader
-
-
 def parse_yaml_mapping(
     text: str, *, source: str, what: str, free_form: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
@@ -136,8 +111,8 @@ def parse_yaml_mapping(
     import yaml  # only the commands that read such files pay for the import
 
     try:
-        raw = yaml.load(text, Loader=_alias_free_loader())  # a SafeLoader, aliases refused
-    except _AliasRefused as refused:
+        raw = yaml.load(text, Loader=alias_free_loader())  # a SafeLoader, aliases refused
+    except AliasRefused as refused:
         raise InputFileError(
             f"{source}: YAML aliases are not allowed in a {what} (line {refused.line}): write the value out"
         ) from None

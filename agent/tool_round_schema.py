@@ -62,6 +62,20 @@ def round_tool_schema(
             }
         )
     )
+    # A business input of several shapes (lookup_knowledge: a search or a read) keeps them apart.
+    shapes = [
+        _narrowed_shape(tool, shape, previous, max_tokens, strict)
+        for shape in business.get("anyOf", [business])
+    ]
+    return _closed(
+        {"previous_observation": previous, "input": shapes[0] if len(shapes) == 1 else {"anyOf": shapes}},
+        ["previous_observation", "input"],
+    )
+
+
+def _narrowed_shape(
+    tool: str, business: dict[str, Any], previous: dict[str, Any], max_tokens: int, strict: bool
+) -> dict[str, Any]:
     fields: dict[str, dict[str, Any]] = {}
     free_strings: dict[str, int] = {}
     for name, node in business["properties"].items():
@@ -73,11 +87,7 @@ def round_tool_schema(
     budget_chars = max(0, token_byte_limit(max_tokens) - overhead) // MAX_BYTES_PER_CHAR
     for name, chars in fair_shares(free_strings, budget_chars).items():
         fields[name] = _bounded_string(chars, nullable="anyOf" in fields[name])
-    required = list(fields) if strict else list(business.get("required", []))
-    return _closed(
-        {"previous_observation": previous, "input": _closed(fields, required)},
-        ["previous_observation", "input"],
-    )
+    return _closed(fields, list(fields) if strict else list(business.get("required", [])))
 
 
 def fair_shares(limits: dict[str, int], total: int) -> dict[str, int]:

@@ -226,6 +226,7 @@ class DiagnoseApp(ConsoleHost):
                 self.investigate.prefill(env.scenario.query, env.scenario.previous_turn)
             self._prefill = False
             self.investigate.engine_ready(budget_limits(env))
+            self.run_worker(self._prepare_evidence(env), group="prepare", exclusive=True, exit_on_error=False)
             for line in env.warnings:  # e.g. traces that could not be set up: the runs go on
                 self.notify(neutralize(line), title="Warning", severity="warning", markup=False, timeout=15)
             self.run_worker(
@@ -260,6 +261,22 @@ class DiagnoseApp(ConsoleHost):
                 markup=False,
                 timeout=15,
             )
+
+    async def _prepare_evidence(self, env: RunEnvironment) -> None:
+        """Index the runbook folder in the background once the engine is open, so the first lookup of
+        a run does not wait for it; a folder large enough to take a while says so when it starts and
+        when it is done."""
+
+        told: set[str] = set()
+
+        def progress(done: int, total: int) -> None:  # called from the indexing thread
+            stage = "done" if done == total else "started"
+            if stage not in told:
+                told.add(stage)
+                message = f"Runbooks indexed: {total:,}" if done == total else f"Indexing {total:,} runbooks…"
+                self.call_from_thread(self.notify, message, title="Knowledge", markup=False)
+
+        await env.boundary.prepare(progress)
 
     async def on_unmount(self) -> None:
         if self.env is not None:

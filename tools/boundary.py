@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -58,6 +58,18 @@ class ToolBoundary:
     def adapter(self, tool: str) -> EvidenceAdapter | None:
         """The adapter answering `tool`, for what the operator is told at start (not for runs)."""
         return self._adapters.get(tool)
+
+    async def prepare(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Let an adapter that indexes its source (lookup_knowledge's runbook folder) do it now, before
+        the first run asks; `progress(done, total)` hears from a long indexing. A source that cannot be
+        read now is left for the run to report (its call answers UNAVAILABLE)."""
+        for adapter in self._adapters.values():
+            prepare = getattr(adapter, "prepare", None)
+            if prepare is not None:
+                try:
+                    await prepare(progress)
+                except ToolError:
+                    continue
 
     async def aclose(self) -> None:
         """Release adapter resources (HTTP clients, connection pools)."""

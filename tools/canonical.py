@@ -4,10 +4,11 @@ The duplicate check and the audit's input key compare calls by this form, never 
 model wrote. Two inputs share a canonical form only when the adapters are sure to answer them with
 the same data, so refusing the second as DUPLICATE_CALL never hides evidence:
 
-- every tool: defaults are explicit (`top_k: 3`, `level: null`, `limit: 50`, `database: null`);
-- `lookup_knowledge`: `query` NFC-normalised, runs of whitespace collapsed to one space, trimmed
-  (the search tokenises on whitespace; removing a space is NOT equivalent: it changes Chinese
-  bigrams);
+- every tool: defaults are explicit (`top_k: 3`, `part: 1`, `level: null`, `limit: 50`, `database: null`);
+- `lookup_knowledge`: a search's `query` NFC-normalised, runs of whitespace collapsed to one space,
+  trimmed (the search tokenises on whitespace; removing a space is NOT equivalent: it changes Chinese
+  bigrams); a read's `source` kept exactly (it names one file) with its `part`; the two shapes never
+  share a form (a search is `{query, top_k}`, a read `{source, part}`);
 - `query_logs`: `start` and `end` as UTC instants (`2026-11-30T10:00:00+08:00` is
   `2026-11-30T02:00:00Z`), at the microsecond precision both log sources read; `service` (an exact
   match) and `contains` (a literal substring, spaces included) are kept exactly;
@@ -33,7 +34,7 @@ from tools.definitions import ToolName
 def canonical_input(tool: str, business: BaseModel) -> dict[str, Any]:
     """The canonical form of a validated business input of `tool`."""
     data = business.model_dump(mode="json")
-    if tool == ToolName.LOOKUP_KNOWLEDGE:
+    if tool == ToolName.LOOKUP_KNOWLEDGE and "query" in data:
         data["query"] = canonical_text(data["query"])
     elif tool == ToolName.QUERY_LOGS:
         data["start"] = canonical_instant(data["start"])

@@ -22,6 +22,10 @@ class ToolName(StrEnum):
 TOOL_NAMES: tuple[ToolName, ...] = tuple(ToolName)
 
 MAX_SQL_BYTES = 4000
+# A runbook's source is its path under the knowledge folder; a read names one a search returned.
+MAX_KNOWLEDGE_SOURCE_CHARS = 1000
+# Parts of one runbook a read may ask for: a file at the size cap read in the smallest observations.
+MAX_KNOWLEDGE_PART = 100_000
 # Tool call IDs are model output. Provider IDs are far shorter (OpenAI `call_` + 24 characters, vLLM 46);
 # a longer one is answered with a control observation before anything runs, so no unbounded ID
 # reaches an observation, an event or the audit.

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -204,7 +204,7 @@ class HashedFile:
 @dataclass(frozen=True)
 class TrustedFile:
     source: str  # its path under the folder, `/`-separated
-    path: Path  # where it really is (inside the folder)
+    path: str  # where it really is (inside the folder; a link inside it already resolved)
     info: os.stat_result
 
 
@@ -215,38 +215,49 @@ class SkippedFile:
 
 
 def walk_folder(
-    root: Path, *, suffixes: tuple[str, ...], max_file_bytes: int
+    root: Path, *, wanted: Callable[[str], bool], max_file_bytes: int
 ) -> Iterator[TrustedFile | SkippedFile]:
-    """The regular files under a configured folder whose names end in `suffixes`, reached only through
+    """The regular files under a configured folder whose names `wanted` accepts, reached only through
     links that stay inside it and owned by a trusted owner (`trusted_owner`); every other such entry
     is a `SkippedFile` with its reason. Folders are visited once each (a link back up the tree is no
-    loop). `root` must exist and be readable (`OSError` otherwise)."""
-    real_root = root.resolve(strict=True)
+    loop). `root` must exist and be readable (`OSError` otherwise).
+
+    A folder may be walked at every lookup, so the walk asks the kernel only what it must: one
+    `lstat` per entry it may use, and a `realpath` and `stat` only for symbolic links."""
+    real_root = os.path.realpath(root)
     with os.scandir(real_root):
         pass
     folder_owner = os.stat(real_root).st_uid
+    inside = os.path.join(real_root, "")  # "/srv/runbooks/": a prefix no sibling folder shares
     visited = {real_root}
     pending = [(real_root, "")]
     while pending:
         folder, prefix = pending.pop()
         try:
-            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+            with os.scandir(folder) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
         except OSError:
             yield SkippedFile(prefix or ".", "UNREADABLE")
             continue
         for entry in entries:
             source = f"{prefix}{entry.name}"
-            wanted = entry.name.endswith(suffixes)
-            real = Path(os.path.realpath(entry.path))
-            if entry.is_symlink() and not real.is_relative_to(real_root):
-                if wanted or real.is_dir():
-                    yield SkippedFile(source, "OUTSIDE_FOLDER")
-                continue
+            is_wanted = wanted(entry.name)
+            real = entry.path
             try:
-                info = real.stat()
-                link_info = os.lstat(entry.path)
+                if entry.is_symlink():
+                    real = os.path.realpath(entry.path)
+                    if not real.startswith(inside):
+                        if is_wanted or os.path.isdir(real):
+                            yield SkippedFile(source, "OUTSIDE_FOLDER")
+                        continue
+                    link_info = entry.stat(follow_symlinks=False)
+                    info = os.stat(real)
+                elif not is_wanted and not entry.is_dir(follow_symlinks=False):
+                    continue  # neither a wanted file nor a folder: not worth a stat
+                else:
+                    info = link_info = entry.stat(follow_symlinks=False)
             except OSError:
-                if wanted:
+                if is_wanted:
                     yield SkippedFile(source, "UNREADABLE")
                 continue
             if stat.S_ISDIR(info.st_mode):
@@ -255,7 +266,7 @@ def walk_folder(
                 elif real not in visited:
                     visited.add(real)
                     pending.append((real, f"{source}/"))
-            elif not wanted:
+            elif not is_wanted:
                 continue
             elif not (trusted_owner(info, folder_owner) and trusted_owner(link_info, folder_owner)):
                 yield SkippedFile(source, "OWNED_BY_OTHER")

@@ -10,9 +10,26 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
-from tools.definitions import MAX_SQL_BYTES, MAX_TOOL_CALL_ID_CHARS, ToolName
+from tools.definitions import (
+    MAX_KNOWLEDGE_PART,
+    MAX_KNOWLEDGE_SOURCE_CHARS,
+    MAX_SQL_BYTES,
+    MAX_TOOL_CALL_ID_CHARS,
+    ToolName,
+)
 
 
 class StrictModel(BaseModel):
@@ -68,8 +85,69 @@ Rfc3339 = Annotated[
 
 
 class LookupKnowledgeInput(StrictModel):
-    query: Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_no_control_characters)]
+    """A search (`query`, `top_k`) or the reading of a runbook a search of this run returned (`source`,
+    `part`): exactly one of the two shapes, each with its own defaults (docs/contracts.md, "Tool
+    envelope"). Its schema offers the model the two closed shapes, so a grammar-constrained server
+    writes one or the other, never a mixture; it serialises as the shape it is."""
+
+    query: Annotated[
+        str | None, Field(default=None, min_length=1, max_length=500), AfterValidator(_no_control_characters)
+    ] = None
     top_k: int = Field(default=3, ge=1, le=5)
+    source: Annotated[
+        str | None,
+        Field(default=None, min_length=1, max_length=MAX_KNOWLEDGE_SOURCE_CHARS),
+        AfterValidator(_no_control_characters),
+    ] = None
+    part: int = Field(default=1, ge=1, le=MAX_KNOWLEDGE_PART)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_mixture(cls, data: Any) -> Any:
+        if isinstance(data, dict) and set(data) & _SEARCH_KEYS and set(data) & _READ_KEYS:
+            raise ValueError("either query (with top_k) or source (with part), not both")
+        return data
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> LookupKnowledgeInput:
+        if (self.query is None) == (self.source is None):
+            raise ValueError("either query (with top_k) or source (with part)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_its_shape(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        keys = _READ_KEYS if self.source is not None else _SEARCH_KEYS
+        return {key: value for key, value in data.items() if key in keys}
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        properties = handler.resolve_ref_schema(handler(core_schema))["properties"]
+
+        def shape(names: frozenset[str], required: str) -> dict[str, Any]:
+            return {
+                "type": "object",
+                "properties": {name: _not_null(properties[name]) for name in properties if name in names},
+                "required": [required],
+                "additionalProperties": False,
+            }
+
+        return {"anyOf": [shape(_SEARCH_KEYS, "query"), shape(_READ_KEYS, "source")]}
+
+
+_SEARCH_KEYS = frozenset({"query", "top_k"})
+_READ_KEYS = frozenset({"source", "part"})
+
+
+def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf [X, null]` as X: within its shape a field is never null."""
+    options = schema.get("anyOf")
+    if not options:
+        return schema
+    (value,) = [option for option in options if option != {"type": "null"}]
+    return {**{k: v for k, v in schema.items() if k not in ("anyOf", "default")}, **value}
 
 
 class QueryLogsInput(StrictModel):

@@ -26,7 +26,7 @@ from agent.tool_round_schema import (
     fair_shares,
     round_tool_schema,
 )
-from tools.definitions import MAX_SQL_BYTES, TOOL_NAMES
+from tools.definitions import MAX_KNOWLEDGE_SOURCE_CHARS, MAX_SQL_BYTES, TOOL_NAMES
 from tools.input_models import BUSINESS_INPUTS, envelope_schema
 from tools.vocabulary import EvidenceStatus
 
@@ -102,14 +102,30 @@ def test_a_pending_observation_must_be_evaluated_and_only_it(tool: str) -> None:
 def test_strings_are_bounded_by_the_business_limits_when_max_tokens_allows() -> None:
     limits = {
         ("lookup_knowledge", "query"): 500,
+        ("lookup_knowledge", "source"): MAX_KNOWLEDGE_SOURCE_CHARS,
         ("query_logs", "service"): 100,
         ("query_logs", "contains"): 200,
         ("query_mysql", "sql"): MAX_SQL_BYTES // 4,
         ("query_mysql", "database"): 64,
     }
     for (tool, field), limit in limits.items():
-        business = round_tool_schema(tool, None, 131_072, strict=False)["properties"]["input"]["properties"]
-        assert _max_chars(business[field]) == limit, (tool, field)
+        business = round_tool_schema(tool, None, 131_072, strict=False)["properties"]["input"]
+        shape = next(s for s in business.get("anyOf", [business]) if field in s["properties"])
+        assert _max_chars(shape["properties"][field]) == limit, (tool, field)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_round_offers_both_shapes_of_lookup_knowledge_and_no_mixture(strict: bool) -> None:
+    """A grammar-constrained model can write a search or a read, never a call that is half of each."""
+    valid = jsonschema.Draft202012Validator(
+        round_tool_schema("lookup_knowledge", None, 4096, strict=strict)
+    ).is_valid
+    search = {"query": "etcd 没有 leader", "top_k": 3}
+    read = {"source": "etcd/etcdNoLeader.md", "part": 2}
+    assert valid({"previous_observation": None, "input": search})
+    assert valid({"previous_observation": None, "input": read})
+    assert not valid({"previous_observation": None, "input": {**search, **read}})
+    assert not valid({"previous_observation": None, "input": {"query": "x", "part": 1}})
 
 
 @pytest.mark.parametrize("tool", TOOL_NAMES)

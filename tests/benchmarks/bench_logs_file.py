@@ -36,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.benchmarks.git_baseline import baseline_file
 from tests.benchmarks.machine import hardware
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,19 +164,6 @@ def write_log(path: Path, size_bytes: int) -> int:
     return lines
 
 
-def baseline_module(revision: str, folder: Path) -> Path:
-    source = subprocess.run(
-        ["git", "show", f"{revision}:tools/logs_file.py"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    path = folder / f"logs_file_{revision}.py"
-    path.write_text(source, encoding="utf-8")
-    return path
-
-
 def measure(module: Path, log: Path, mode: str = "direct") -> dict[str, Any]:
     run = subprocess.run(
         [sys.executable, "-c", CHILD, str(module), str(log), json.dumps(QUERIES), mode],
@@ -205,7 +193,10 @@ def main() -> int:
     same = True
     with tempfile.TemporaryDirectory(dir=args.folder, prefix="bench-logs-") as tmp:
         folder = Path(tmp)
-        sides = {"baseline": baseline_module(args.baseline, folder), "new": REPO / "tools" / "logs_file.py"}
+        sides = {
+            "baseline": baseline_file(args.baseline, "tools/logs_file.py", folder),
+            "new": REPO / "tools" / "logs_file.py",
+        }
         print(
             f"{'size':>8} {'side':>8} {'lines':>10} {'cold s':>8} {'again s':>8} {'other s':>8}"
             f" {'peak RSS +MiB':>14} {'RSS after +MiB':>15} {'returned':>9}"

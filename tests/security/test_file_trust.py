@@ -123,12 +123,12 @@ def test_a_walk_yields_exactly_the_trusted_files_and_says_why_it_left_out_each_o
         files, skips = EXPECTED[kind]
         expected_files |= {source + suffix for suffix in files}
         expected_skips |= {(source + suffix, reason) for suffix, reason in skips}
-    found = list(walk_folder(root, suffixes=(".md",), max_file_bytes=CAP))
+    found = list(walk_folder(root, wanted=lambda name: name.endswith(".md"), max_file_bytes=CAP))
     assert {item.source for item in found if isinstance(item, TrustedFile)} == expected_files
     assert {(item.source, item.reason) for item in found if isinstance(item, SkippedFile)} == expected_skips
     for item in found:
         if isinstance(item, TrustedFile):
-            assert item.path.resolve().is_relative_to(root.resolve())
+            assert Path(item.path).resolve().is_relative_to(root.resolve())
 
 
 @pytest.mark.parametrize("there", ["a file", "a link to a file", "a dangling link", "a folder"])

@@ -2,7 +2,9 @@
 
 A `.md` link to `/etc/passwd` or `/proc/self/environ`, or a linked folder outside, is never indexed, so
 its text reaches neither the model nor events nor the audit; a file over the size cap is skipped. Both
-are listed in the adapter's `skipped` and logged.
+are listed in the adapter's `skipped` and logged. Front matter is parsed without aliases (a billion
+laughs is text), within a cap, and whatever it holds it never fails a lookup. A read names only a
+source a search of the same run returned, so it cannot reach a skipped link or guess a path.
 """
 
 from __future__ import annotations
@@ -10,14 +12,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
-from tools.adapter import ToolRequest
+from tools.adapter import ToolError, ToolRequest
 from tools.definitions import ToolName
 from tools.input_models import LookupKnowledgeInput
 from tools.knowledge import KnowledgeAdapter, SkippedFile
+from tools.knowledge.index import field_terms
+from tools.knowledge.parts import split_parts
+from tools.knowledge.runbook import parse_runbook, passages
+from tools.knowledge.snippet import snippet
+from tools.knowledge.terms import terms
 
 
 def lookup(adapter: KnowledgeAdapter, query: str) -> list[dict[str, object]]:
@@ -102,3 +114,92 @@ def test_a_runbook_another_user_planted_in_the_folder_is_left_out(tmp_path: Path
     documents = lookup(adapter, "connection pool root cause")
     assert [document["source"] for document in documents] == ["pool.md"]
     assert adapter.skipped == (SkippedFile("override.md", "OWNED_BY_OTHER"),)
+
+
+# ------------------------------------------------------------------------ front matter and reads
+BILLION_LAUGHS = (
+    "---\na: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(
+        f"{chr(98 + n)}: &{chr(98 + n)} [*{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}]\n"
+        for n in range(20)
+    )
+    + "title: *v\n---\n# Laughs\n\nupstream timeout\n"
+)
+
+
+def test_front_matter_aliases_are_refused_and_the_runbook_stays_searchable(tmp_path: Path) -> None:
+    """An alias chain that would expand to 4^20 items is text, not a title (and never expanded)."""
+    (tmp_path / "laughs.md").write_text(BILLION_LAUGHS)
+    documents = lookup(KnowledgeAdapter(tmp_path), "upstream timeout")
+    assert [(d["source"], d["title"]) for d in documents] == [("laughs.md", "Laughs")]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    block=st.one_of(
+        st.text(max_size=400),
+        st.recursive(
+            st.just("x"), lambda inner: inner.map(lambda s: f"[{s}]") | inner.map(lambda s: f"{{k: {s}}}")
+        ),
+        st.integers(50, 3000).map(lambda depth: "title: " + "[" * depth + "]" * depth),
+    )
+)
+def test_any_front_matter_parses_or_is_text_never_an_error(block: str) -> None:
+    runbook = parse_runbook("x.md", f"---\n{block}\n---\n# Heading\n")
+    assert isinstance(runbook.title, str) and len(runbook.title) <= 200
+    assert all(isinstance(value, str) for value in runbook.meta)
+
+
+def test_front_matter_is_read_only_within_its_cap() -> None:
+    long = "---\ntitle: Far\n" + "k: v\n" * 20_000 + "---\n# Near\n"
+    assert parse_runbook("x.md", long).title == "Near"
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["../outside/secret.md", "/etc/passwd", "passwd.md", "linked-folder/secret.md", "db/pool.md\x1b[2J"],
+)
+def test_a_read_reaches_only_what_a_search_of_the_run_returned(folder: Path, source: str) -> None:
+    """Reading is no way around the folder's boundary: a path the run was not given is refused
+    before any file is opened (control characters already by the input's validation)."""
+    adapter = KnowledgeAdapter(folder)
+    lookup(adapter, "pool exhausted")  # run "r" was given db/pool.md (and its alias)
+    with pytest.raises((ToolError, ValidationError)) as raised:
+        business = LookupKnowledgeInput(source=source)
+        call = ToolRequest("r", "s", "c2", ToolName.LOOKUP_KNOWLEDGE, business)
+        asyncio.run(adapter.execute(call))
+    if isinstance(raised.value, ToolError):
+        assert raised.value.code == "INVALID_INPUT"
+    else:
+        assert "\x1b" in source
+
+
+def _best_seconds(work: Callable[[str], object], small: str, large: str) -> tuple[float, float]:
+    best = [float("inf"), float("inf")]
+    for _ in range(3):
+        for index, text in enumerate((small, large)):
+            started = time.process_time()
+            work(text)
+            best[index] = min(best[index], time.process_time() - started)
+    return best[0], best[1]
+
+
+def _read_as_a_runbook(text: str) -> None:
+    runbook = parse_runbook("hostile.md", text)
+    snippet(passages(runbook), set(terms("pod restart 重启")), 300)
+    field_terms(runbook)
+    split_parts(text, 3000)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["](", "[x](", "][", "# a" + " " * 50, "\n \n", "Aa", "a.", "```\n", '"\\', "\x01", "一a", "---\n"],
+)
+def test_reading_a_runbook_costs_linear_time(unit: str) -> None:
+    """A runbook is someone's text and is read on every lookup that returns it: 10x the text costs ~10x
+    when linear and ~100x when quadratic (a heading of trailing spaces and a line of "](" were); the
+    bound sits between the two, a ratio measured side by side, so a busy machine cannot tip it."""
+    small = (unit * (20_000 // len(unit) + 1))[:20_000]
+    large = (unit * (200_000 // len(unit) + 1))[:200_000]
+    small_s, large_s = _best_seconds(_read_as_a_runbook, small, large)
+    assert large_s / max(small_s, 1e-5) < 30, f"{large_s / max(small_s, 1e-5):.0f}x for 10x the text"

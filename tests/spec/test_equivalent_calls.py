@@ -57,6 +57,12 @@ EQUIVALENT = [
         id="knowledge-whitespace-and-default",
     ),
     pytest.param(
+        "lookup_knowledge",
+        {"source": "etcd/etcdNoLeader.md"},
+        {"source": "etcd/etcdNoLeader.md", "part": 1},
+        id="knowledge-read-default-part",
+    ),
+    pytest.param(
         "query_mysql",
         sql("SELECT id FROM orders WHERE status = 'PAYING' LIMIT 5"),
         sql("select id\n  from orders\n where status='PAYING'\nlimit 5;"),
@@ -75,6 +81,24 @@ DIFFERENT = [
     ),
     pytest.param(
         "lookup_knowledge", {"query": "连接池"}, {"query": "连接池", "top_k": 5}, id="knowledge-top-k"
+    ),
+    pytest.param(
+        "lookup_knowledge",
+        {"source": "etcd/etcdNoLeader.md"},
+        {"source": "etcd/etcdNoLeader.md", "part": 2},
+        id="knowledge-read-other-part",
+    ),
+    pytest.param(
+        "lookup_knowledge",
+        {"source": "etcd/etcdNoLeader.md"},
+        {"source": "etcd/etcdNoLeader.md "},
+        id="knowledge-read-source-exact",
+    ),
+    pytest.param(
+        "lookup_knowledge",
+        {"query": "etcd/etcdNoLeader.md"},
+        {"source": "etcd/etcdNoLeader.md"},
+        id="knowledge-search-is-no-read",
     ),
     pytest.param(
         "query_mysql",

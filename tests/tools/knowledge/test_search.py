@@ -1,4 +1,4 @@
-"""lookup_knowledge: the bundled runbooks must be findable in Chinese and English, answers stay bounded."""
+"""lookup_knowledge searches: the bundled runbooks are found in Chinese and English, answers stay bounded."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import LookupKnowledgeInput
-from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path, tokenize
+from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path
 from tools.vocabulary import EvidenceStatus
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 async def lookup(adapter: KnowledgeAdapter, query: str, top_k: int = 3) -> AdapterResult:
@@ -156,7 +156,6 @@ async def test_chinese_bigrams_do_not_match_on_a_shared_character(tmp_path: Path
     result = await lookup(KnowledgeAdapter(tmp_path), "连接池")
 
     assert sources(result) == ["pool.md"]
-    assert tokenize("支付超时 HikariPool-1") == ["支付", "付超", "超时", "hikaripool", "1"]
 
 
 async def test_index_is_rebuilt_when_a_file_changes(tmp_path: Path) -> None:
