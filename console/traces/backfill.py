@@ -27,9 +27,10 @@ from audit.browse import AuditBrowser
 from audit.replay import timeline_events
 from console.traces import TraceTarget
 from console.traces.content import ContentCapture
-from console.traces.export import BATCH_SIZE, DISTRIBUTION, otlp_exporter, tracer_provider
+from console.traces.export import BATCH_SIZE, otlp_exporter, tracer_provider
 from console.traces.ids import PlannedIds
 from console.traces.sink import TraceSink
+from console.version import DISTRIBUTION
 from tools.redaction import Redactor
 
 

@@ -1,0 +1,133 @@
+"""The command line's habits a new user reaches for in the first hour (docs/contracts.md, "CLI"):
+`--version`, a mistyped option or scenario or configuration key answered with the name meant, the
+usage of the command typed, data alone on stdout, a trainer's folder with one broken lesson, and a
+team-audit account that may not create the tables. Each is a real `diagnose` process.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from agent.vocabulary import SETUP_ERROR, USAGE_ERROR
+from audit.location import MysqlLocation
+from tests.support.audit_backends import AuditTarget, audit_account
+from tests.support.audit_data import populate_audit
+from tests.support.resilience import cli_env, run_cli_process
+
+LESSON = """name: lesson-1
+title: Lesson one
+description: one round, a Draft without a conclusion
+query: "gateway 504 since 02:10Z"
+rounds:
+  - text: '{"conclusion": null, "analysis": [], "action_plan": [], "recommendations": [],
+      "limitations": {"checked_scope": [], "missing_info": ["everything"]}}'
+"""
+
+
+def test_version_prints_the_installed_version(tmp_path: Path) -> None:
+    done = run_cli_process("--version", env=cli_env(tmp_path))
+    assert (done.code, done.out, done.err) == (0, f"diagnose {version('diagnosis-console')}\n", "")
+
+
+def test_a_mistyped_option_shows_the_usage_of_the_command_typed_and_the_option_meant(tmp_path: Path) -> None:
+    done = run_cli_process("run", "--qeury", "payment timeouts", env=cli_env(tmp_path))
+    assert done.code == USAGE_ERROR
+    assert done.err.startswith("usage: diagnose run ")  # run's own options, not the list of commands
+    assert "--query-file" in done.err
+    assert done.err.splitlines()[-1] == (
+        "diagnose run: error: unrecognized arguments: --qeury payment timeouts (did you mean '--query'?)"
+    )
+    nested = run_cli_process("audit", "runs", "--limt=3", env=cli_env(tmp_path))
+    assert nested.code == USAGE_ERROR and nested.err.startswith("usage: diagnose audit runs ")
+    assert nested.err.splitlines()[-1].endswith("--limt=3 (did you mean '--limit'?)")
+
+
+def test_an_unknown_scenario_names_the_closest_one(tmp_path: Path) -> None:
+    done = run_cli_process("run", "--scenario", "evidence-backed-diagnosi", env=cli_env(tmp_path))
+    assert done.code == SETUP_ERROR
+    assert done.err.startswith(
+        "diagnose: unknown scenario 'evidence-backed-diagnosi' (did you mean 'evidence-backed-diagnosis'?); "
+        "built-in scenarios: "
+    )
+    unrelated = run_cli_process("run", "--scenario", "zzzz", env=cli_env(tmp_path))
+    assert "did you mean" not in unrelated.err  # no suggestion beats a wrong one
+
+
+def test_an_unknown_configuration_key_names_the_file_the_key_and_the_key_meant(tmp_path: Path) -> None:
+    config = tmp_path / "diagnose.toml"
+    config.write_text('[model]\nprovidr = "openai"\n\n[logz]\npath = "x"\n', encoding="utf-8")
+    done = run_cli_process("run", "--config", config, "--scenario", "unknown-tool", env=cli_env(tmp_path))
+    assert done.code == SETUP_ERROR
+    line = done.err.strip()
+    assert f"{config}: unknown key 'providr' in [model] (did you mean 'provider'?)" in line
+    assert f"{config}: unknown section [logz] (did you mean 'logs'?)" in line
+    env = cli_env(tmp_path) | {"DIAGNOSE_BUDGET__MAX_MODEL_CALS": "3"}
+    from_env = run_cli_process("run", "--scenario", "unknown-tool", env=env)
+    assert from_env.code == SETUP_ERROR
+    assert (
+        "DIAGNOSE_BUDGET__MAX_MODEL_CALS: unknown key 'max_model_cals' in [budget] "
+        "(did you mean 'max_model_calls'?)" in from_env.err
+    )
+
+
+def test_the_next_page_hint_goes_to_stderr_and_stdout_holds_only_the_table(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.db"
+    assert populate_audit(audit, 12) >= 3
+    done = run_cli_process("audit", "runs", "--limit", "2", "--audit-db", audit, env=cli_env(tmp_path))
+    assert done.code == 0, done.err
+    lines = done.out.splitlines()
+    assert len(lines) == 3 and lines[0].split()[:2] == ["STARTED", "RUN"]  # the header and two runs
+    assert done.err.startswith("-- more: --cursor ")
+    cursor = done.err.split()[-1]
+    more = run_cli_process(
+        "audit",
+        "runs",
+        "--limit",
+        "1",
+        "--cursor",
+        cursor,
+        "--json",
+        "--audit-db",
+        audit,
+        env=cli_env(tmp_path),
+    )
+    shown = {line.split()[1] for line in lines[1:]}
+    assert json.loads(more.out)["rows"][0]["run_id"] not in shown  # the hint continues the listing
+
+
+def test_a_scenario_folder_with_a_broken_file_still_opens_the_console(tmp_path: Path) -> None:
+    """The setup check passes (the console then needs a terminal: 64, never the 3 of a refused start);
+    the picker lists the broken file, dimmed (tests/console/test_first_hour_console.py)."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "lesson-1.yaml").write_text(LESSON, encoding="utf-8")
+    (folder / "broken.yaml").write_text("rounds: [", encoding="utf-8")
+    done = run_cli_process("--scenario-dir", folder, env=cli_env(tmp_path))
+    assert done.code == USAGE_ERROR, done.err
+    assert "the console needs a terminal" in done.err and "broken.yaml" not in done.err
+    named = run_cli_process("--scenario", "broken", "--scenario-dir", folder, env=cli_env(tmp_path))
+    assert named.code == SETUP_ERROR and "broken.yaml" in named.err  # asked for by name: refused
+
+
+@pytest.mark.mysql
+def test_a_team_audit_account_without_create_is_pointed_to_the_grants(
+    mariadb_audit: AuditTarget, tmp_path: Path
+) -> None:
+    with audit_account(mariadb_audit, "First-Start-Pw-33") as user:
+        location = mariadb_audit.location
+        assert isinstance(location, MysqlLocation)
+        url = f"mysql://{user}@{location.host}:{location.port}/{location.database}"
+        env = cli_env(tmp_path) | {
+            "DIAGNOSE_AUDIT__PASSWORD_ENV": "I33_AUDIT_PW",
+            "I33_AUDIT_PW": "First-Start-Pw-33",
+        }
+        done = run_cli_process("audit", "runs", "--audit-db", url, env=env)
+    assert done.code == SETUP_ERROR
+    line = done.err.strip()
+    assert f"the account '{user}' may not create or migrate the audit's tables" in line
+    assert "CREATE command denied" in line  # the server's own words say which statement
+    assert 'README "Grants"' in line and "First-Start-Pw-33" not in line
