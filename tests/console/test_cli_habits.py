@@ -14,6 +14,7 @@ import pytest
 
 from agent.vocabulary import SETUP_ERROR, USAGE_ERROR
 from audit.location import MysqlLocation
+from console.cli import main
 from tests.support.audit_backends import AuditTarget, audit_account
 from tests.support.audit_data import populate_audit
 from tests.support.resilience import cli_env, run_cli_process
@@ -131,3 +132,38 @@ def test_a_team_audit_account_without_create_is_pointed_to_the_grants(
     assert f"the account '{user}' may not create or migrate the audit's tables" in line
     assert "CREATE command denied" in line  # the server's own words say which statement
     assert 'README "Grants"' in line and "First-Start-Pw-33" not in line
+
+
+def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--events`, `eval --out` and `audit export --output`: a new last folder is created; a file in
+    the way and a missing folder above it get their own message. (In this process: the engine loads
+    once for the nine commands.)"""
+    plain_file = tmp_path / "notes.txt"
+    plain_file.write_text("mine\n", encoding="utf-8")
+    audit = ["--audit-db", str(tmp_path / "audit.db")]
+    commands = {
+        "events": lambda path: [
+            "run",
+            "--scenario",
+            "unknown-tool",
+            *audit,
+            "--events",
+            str(path / "run.ndjson"),
+        ],
+        "eval": lambda path: ["eval", "--case", "payment-timeout", "--out", str(path)],
+        "export": lambda path: ["audit", "export", *audit, "--output", str(path / "rows.jsonl")],
+    }
+    for name, command in commands.items():
+        new = tmp_path / f"new-{name}"
+        assert main(command(new)) == 0, (name, capsys.readouterr().err)
+        assert new.is_dir() and any(new.iterdir()), name
+        capsys.readouterr()
+        assert main(command(plain_file / "x")) != 0
+        said = capsys.readouterr().err
+        assert f"{plain_file} is a file, not a folder" in said, (name, said)
+        assert main(command(tmp_path / "typo" / "x")) != 0
+        said = capsys.readouterr().err
+        assert f"folder {tmp_path / 'typo'} does not exist (only the last folder" in said, (name, said)
+    assert plain_file.read_text(encoding="utf-8") == "mine\n" and not (tmp_path / "typo").exists()
