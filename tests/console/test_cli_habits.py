@@ -167,3 +167,32 @@ def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_c
         said = capsys.readouterr().err
         assert f"folder {tmp_path / 'typo'} does not exist (only the last folder" in said, (name, said)
     assert plain_file.read_text(encoding="utf-8") == "mine\n" and not (tmp_path / "typo").exists()
+
+
+def test_the_eval_table_fits_80_columns_and_wide_keeps_one_line_per_case(tmp_path: Path) -> None:
+    """README, "Evaluate a model": off a terminal the table folds into bands within `COLUMNS`
+    (80 here); each band repeats the case column. `--wide` is the whole table on one line per case."""
+    cases = ("--case", "payment-timeout", "--case", "vague-query")
+    env = cli_env(tmp_path) | {"COLUMNS": "80"}
+    done = run_cli_process("eval", *cases, "--out", tmp_path / "folded", env=env)
+    assert done.code == 0, done.err
+    table = done.out.split("\n\nreports: ")[0].splitlines()
+    assert max(len(line) for line in table) <= 80
+    bands = [band.splitlines() for band in "\n".join(table).split("\n\n")][:-1]  # the last: the summary
+    assert len(bands) > 1 and all(band[0].startswith("case ") for band in bands)
+    assert [[line.split()[0] for line in band[1:]] for band in bands] == [
+        ["payment-timeout", "vague-query", "ALL"]
+    ] * len(bands)
+    headers = " ".join(" ".join(band[0].split("  ")[1:]) for band in bands).split()
+    assert "fabricated" in headers and "tokens" in headers and headers.count("accepted") == 1
+    # Counted by hand from the two scenarios: 4 rounds and 12,346 tokens; 1 round and 1,850 tokens.
+    row = {line.split()[0]: line for band in bands for line in band[1:] if "12346" in line or "1850" in line}
+    assert set(row) == {"payment-timeout", "vague-query"}
+
+    wide = run_cli_process("eval", *cases, "--out", tmp_path / "wide", "--wide", env=env)
+    assert wide.code == 0, wide.err
+    lines = wide.out.splitlines()
+    assert lines[0].split("  ")[0] == "case" and lines[0].split()[-2:] == ["wall", "s"]
+    assert [line.split()[0] for line in lines[1:4]] == ["payment-timeout", "vague-query", "ALL"]
+    payment = lines[1].split()
+    assert payment[1] == "1" and "12346" in payment and "4.0" in payment and len(lines[1]) > 80
