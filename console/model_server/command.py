@@ -80,7 +80,9 @@ def run_model_server(args: argparse.Namespace) -> int:
     say(f"starting llama-server with {model.title} on 127.0.0.1:{args.port}")
     proc = start_server(spec)
     # Ctrl-C, or a TERM from a supervisor (a shell that started us in the background ignores INT for
-    # us), stops the server with us: it is never left running without its owner.
+    # us), stops the server with us: it is never left running without its owner. The caller's own
+    # handlers come back afterwards (a test, or a program calling `main`, keeps its signals).
+    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -90,6 +92,10 @@ def run_model_server(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop_server(proc)
         return 0
+    finally:
+        for number, handler in previous.items():
+            if handler is not None:  # None: set outside Python, nothing to give back
+                signal.signal(number, handler)
     print(f"diagnose: llama-server exited with code {code}", file=sys.stderr)
     return 1
 

@@ -294,9 +294,12 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
     port = closed_port()
     args = ["demo", "model-server", "--llama-server", str(fake_server(tmp_path, lifetime=1.5))]
+    handlers = [signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)]
     code = main([*args, "--cache", str(tmp_path / "cache"), "--port", str(port)])
     out, err = capsys.readouterr()
     assert code == 1 and "llama-server exited with code 0" in err  # the fake one stops by itself
+    # The caller's own handlers are back: a TERM to this process no longer raises KeyboardInterrupt.
+    assert [signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)] == handlers
     config = tmp_path / "local.toml"
     config.write_text(out, encoding="utf-8")
     settings = load_settings(config)
