@@ -199,7 +199,6 @@ SCRIPTED_NOTICE_POINTER = (
     'with a local model")'
 )
 SCRIPTED_NOTICE_DETAIL = (
-    "The scenario's script answers the same whatever is asked. For a model that reads your query: "
-    'diagnose demo model-server starts a small local one (README, "Try it with a local model"), or '
-    'set [model] provider = "openai" and base_url in a --config file (README, "Configuration").'
+    "The script answers the same whatever is asked. For a model that reads your query: diagnose demo "
+    'model-server, or [model] in a --config file (README, "Try it with a local model").'
 )

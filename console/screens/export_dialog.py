@@ -87,7 +87,10 @@ class ExportDialog(ModalScreen[ExportTarget | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        directory = Path(event.value.strip() or ".").expanduser()
+        if not event.value.strip():  # not ".": the folder the console started in is no default
+            self._say("type the folder to write into", "red")
+            return
+        directory = Path(event.value.strip()).expanduser()
         try:
             new_folder = check_last_folder(directory)  # the export itself creates it
         except OSError as exc:

@@ -397,7 +397,7 @@ class InvestigateScreen(Screen[None]):
         if scripted:
             notice = Text.assemble((SCRIPTED_NOTICE, "bold yellow"), "\n", (SCRIPTED_NOTICE_POINTER, "dim"))
             self.notify(
-                SCRIPTED_NOTICE_DETAIL, title=SCRIPTED_NOTICE, severity="warning", markup=False, timeout=12
+                SCRIPTED_NOTICE_DETAIL, title=SCRIPTED_NOTICE, severity="warning", markup=False, timeout=8
             )
         self.run_view.query_one(ResultView).show_notice(notice)
 

@@ -43,7 +43,7 @@ from tests.support.console import (
 SMALL, WIDE = (80, 24), (200, 50)
 
 
-async def export_into(pilot: Any, folder: Path) -> str:
+async def export_into(pilot: Any, folder: Path | str) -> str:
     """ctrl+s, type `folder`, enter: what the dialog says (empty when it closed to write)."""
     app = pilot.app
     await pilot.press("ctrl+s")
@@ -79,6 +79,7 @@ async def test_an_export_into_a_new_folder_creates_it_and_other_paths_say_what_i
         assert said == f"cannot export there: {plain_file} is a file, not a folder"
         assert plain_file.read_text(encoding="utf-8") == "mine\n"
 
+        assert await export_into(pilot, "  ") == "type the folder to write into"  # never the cwd
         said = await export_into(pilot, tmp_path / "typo" / "incident-43")
         assert said == (
             f"cannot export there: folder {tmp_path / 'typo'} does not exist "
