@@ -37,7 +37,7 @@ from agent.vocabulary import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR
 from console import telemetry
 from console.errors import SetupError, error, reported, warning
 from console.interrupts import Interrupts
-from console.presentation import exit_code_help
+from console.presentation import SCRIPTED_NOTICE, SCRIPTED_NOTICE_DETAIL, exit_code_help
 from console.run_config import asks_for_more_than_defaults, resolve_run_config
 from console.safe_text import neutralize
 from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_descriptors, silence_stdout
@@ -586,6 +586,8 @@ async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Int
             warning(line)
         query = _read_query(args, env.scenario)
         previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
+        if isinstance(query, str) and env.replays_a_script_for(query, previous_turn):
+            warning(f"{SCRIPTED_NOTICE}: {SCRIPTED_NOTICE_DETAIL}")
     except BaseException:
         env.audit.close()
         raise

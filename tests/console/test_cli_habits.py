@@ -15,6 +15,7 @@ import pytest
 from agent.vocabulary import SETUP_ERROR, USAGE_ERROR
 from audit.location import MysqlLocation
 from console.cli import main
+from console.presentation import SCRIPTED_NOTICE
 from tests.support.audit_backends import AuditTarget, audit_account
 from tests.support.audit_data import populate_audit
 from tests.support.resilience import cli_env, run_cli_process
@@ -196,3 +197,18 @@ def test_the_eval_table_fits_80_columns_and_wide_keeps_one_line_per_case(tmp_pat
     assert [line.split()[0] for line in lines[1:4]] == ["payment-timeout", "vague-query", "ALL"]
     payment = lines[1].split()
     assert payment[1] == "1" and "12346" in payment and "4.0" in payment and len(lines[1]) > 80
+
+
+def test_a_headless_run_of_ones_own_query_on_a_script_says_so_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The console's notice, where a headless run's reader looks: stderr (stdout keeps the result)."""
+    audit = ["--audit-db", str(tmp_path / "audit.db")]
+    assert main(["run", "--scenario", "unknown-tool", *audit, "--json"]) == 0
+    assert SCRIPTED_NOTICE not in capsys.readouterr().err  # the scenario's own query: what was scripted
+    assert (
+        main(["run", "--scenario", "unknown-tool", "--query", "why is checkout slow?", *audit, "--json"]) == 0
+    )
+    out, err = capsys.readouterr()
+    assert json.loads(out)["outcome"] == "DRAFT"
+    assert err.startswith(f"diagnose: warning: {SCRIPTED_NOTICE}: ") and "diagnose demo model-server" in err
