@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -150,6 +151,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _N = TypeVar("_N")
+# argparse's words for a value outside an argument's choices (a command name, `--model`).
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<typed>[^']*)' \(choose from (?P<valid>[^)]*)\)")
 
 
 class CommandLineParser(argparse.ArgumentParser):
@@ -158,6 +161,9 @@ class CommandLineParser(argparse.ArgumentParser):
     Subcommand parsers are of this class too (argparse makes them of the parent's class)."""
 
     def error(self, message: str) -> NoReturn:
+        choice = _INVALID_CHOICE.search(message)  # a mistyped command or enumerated value
+        if choice is not None:
+            message += did_you_mean(choice["typed"], (c.strip("'\" ") for c in choice["valid"].split(",")))
         self.print_usage(sys.stderr)
         self.exit(USAGE_ERROR, f"{self.prog}: error: {neutralize(message, newlines=False)}\n")
 

@@ -43,6 +43,8 @@ def test_a_mistyped_option_shows_the_usage_of_the_command_typed_and_the_option_m
     assert done.err.splitlines()[-1] == (
         "diagnose run: error: unrecognized arguments: --qeury payment timeouts (did you mean '--query'?)"
     )
+    command = run_cli_process("rnu", "--query", "x", env=cli_env(tmp_path))
+    assert command.code == USAGE_ERROR and command.err.rstrip().endswith("(did you mean 'run'?)")
     nested = run_cli_process("audit", "runs", "--limt=3", env=cli_env(tmp_path))
     assert nested.code == USAGE_ERROR and nested.err.startswith("usage: diagnose audit runs ")
     assert nested.err.splitlines()[-1].endswith("--limt=3 (did you mean '--limit'?)")
