@@ -181,6 +181,8 @@ async def test_the_audit_filters_stay_on_their_line_at_80_columns(
     app = audit_app(tmp_path, monkeypatch, recorded_runs)
     async with app.run_test(size=SMALL) as pilot:
         await audit_loaded(pilot)
+        runs_search = app.screen.query_one("#runs-text", Input)
+        assert cell_len(runs_search.placeholder) <= runs_search.content_region.width
         await pilot.press("ctrl+o")
         await pilot.pause()
         search, tool = app.screen.query_one("#inv-text", Input), app.screen.query_one("#inv-tool", Select)
@@ -190,8 +192,6 @@ async def test_the_audit_filters_stay_on_their_line_at_80_columns(
         assert cell_len(search.placeholder) <= search.content_region.width  # the hint is read whole
         filters = next(line for line in painted_text(app).splitlines() if search.placeholder in line)
         assert "lookup_knowled…" in filters
-        runs_search = app.screen.query_one("#runs-text", Input)
-        assert cell_len(runs_search.placeholder) <= runs_search.content_region.width
 
 
 async def test_the_replay_takes_f5_f6_f7_and_its_footer_offers_them(
