@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from agent.scenarios import ScenarioError, resolve_scenario
+from agent.settings import ConfigError, load_settings
 from agent.vocabulary import SETUP_ERROR, USAGE_ERROR
 from audit.location import MysqlLocation
 from console.cli import main
@@ -57,8 +59,9 @@ def test_an_unknown_scenario_names_the_closest_one(tmp_path: Path) -> None:
         "diagnose: unknown scenario 'evidence-backed-diagnosi' (did you mean 'evidence-backed-diagnosis'?); "
         "built-in scenarios: "
     )
-    unrelated = run_cli_process("run", "--scenario", "zzzz", env=cli_env(tmp_path))
-    assert "did you mean" not in unrelated.err  # no suggestion beats a wrong one
+    with pytest.raises(ScenarioError) as unrelated:
+        resolve_scenario("zzzz")
+    assert "did you mean" not in str(unrelated.value)  # no suggestion beats a wrong one
 
 
 def test_an_unknown_configuration_key_names_the_file_the_key_and_the_key_meant(tmp_path: Path) -> None:
@@ -69,12 +72,15 @@ def test_an_unknown_configuration_key_names_the_file_the_key_and_the_key_meant(t
     line = done.err.strip()
     assert f"{config}: unknown key 'providr' in [model] (did you mean 'provider'?)" in line
     assert f"{config}: unknown section [logz] (did you mean 'logs'?)" in line
-    env = cli_env(tmp_path) | {"DIAGNOSE_BUDGET__MAX_MODEL_CALS": "3"}
-    from_env = run_cli_process("run", "--scenario", "unknown-tool", env=env)
-    assert from_env.code == SETUP_ERROR
+
+
+def test_an_unknown_key_set_by_a_variable_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIAGNOSE_BUDGET__MAX_MODEL_CALS", "3")
+    with pytest.raises(ConfigError) as refused:
+        load_settings(None)
     assert (
         "DIAGNOSE_BUDGET__MAX_MODEL_CALS: unknown key 'max_model_cals' in [budget] "
-        "(did you mean 'max_model_calls'?)" in from_env.err
+        "(did you mean 'max_model_calls'?)" in str(refused.value)
     )
 
 
@@ -172,7 +178,9 @@ def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_c
     assert plain_file.read_text(encoding="utf-8") == "mine\n" and not (tmp_path / "typo").exists()
 
 
-def test_the_eval_table_fits_80_columns_and_wide_keeps_one_line_per_case(tmp_path: Path) -> None:
+def test_the_eval_table_fits_80_columns_and_wide_keeps_one_line_per_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """README, "Evaluate a model": off a terminal the table folds into bands within `COLUMNS`
     (80 here); each band repeats the case column. `--wide` is the whole table on one line per case."""
     cases = ("--case", "payment-timeout", "--case", "vague-query")
@@ -192,9 +200,8 @@ def test_the_eval_table_fits_80_columns_and_wide_keeps_one_line_per_case(tmp_pat
     row = {line.split()[0]: line for band in bands for line in band[1:] if "12346" in line or "1850" in line}
     assert set(row) == {"payment-timeout", "vague-query"}
 
-    wide = run_cli_process("eval", *cases, "--out", tmp_path / "wide", "--wide", env=env)
-    assert wide.code == 0, wide.err
-    lines = wide.out.splitlines()
+    assert main(["eval", *cases, "--out", str(tmp_path / "wide"), "--wide"]) == 0
+    lines = capsys.readouterr().out.splitlines()
     assert lines[0].split("  ")[0] == "case" and lines[0].split()[-2:] == ["wall", "s"]
     assert [line.split()[0] for line in lines[1:4]] == ["payment-timeout", "vague-query", "ALL"]
     payment = lines[1].split()
