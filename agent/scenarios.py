@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from agent.closest_name import did_you_mean
 from agent.contracts import PreviousTurn
 from agent.errors import DiagnoseError
 from agent.input_files import InputFileError, parse_yaml_mapping, read_input_text
@@ -156,5 +157,8 @@ def resolve_scenario(name_or_file: str) -> Scenario:
     builtin = _builtin_dir() / f"{name_or_file}.yaml"
     if builtin.is_file():
         return load_scenario_file(builtin)
-    names = ", ".join(s.name for s in builtin_scenarios())
-    raise ScenarioError(f"unknown scenario {name_or_file!r}; built-in scenarios: {names}")
+    names = [s.name for s in builtin_scenarios()]
+    raise ScenarioError(
+        f"unknown scenario {name_or_file!r}{did_you_mean(name_or_file, names)}; "
+        f"built-in scenarios: {', '.join(names)}"
+    )

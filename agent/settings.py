@@ -22,6 +22,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from agent.closest_name import did_you_mean
 from agent.errors import DiagnoseError
 from agent.input_files import MIB, InputFileError, read_input_text
 
@@ -256,9 +257,53 @@ def load_settings(config_file: Path | str | None = None, overrides: dict[str, An
     try:
         return settings_cls(**(overrides or {}))
     except ValidationError as exc:
+        document = settings_cls.config_document or {}
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors(include_input=False)
+            _problem(err["loc"], err["type"], err["msg"], document, toml_path)
+            for err in exc.errors(include_input=False)
         )
         raise ConfigError(f"invalid configuration: {problems}") from None
     except ValueError as exc:  # TOML syntax errors surface as ValueError subclasses
         raise ConfigError(f"cannot read config file {toml_path}: {exc}") from None
+
+
+def _problem(
+    loc: tuple[int | str, ...], kind: str, message: str, document: dict[str, Any], path: Path | None
+) -> str:
+    """One configuration problem, where it was written (the file, or the `DIAGNOSE_*` variable) and
+    what is wrong; an unknown key is named with the closest valid one, since a typo is the usual cause."""
+    keys = [str(part) for part in loc]
+    origin = _origin(keys, document, path)
+    where = f"{origin}: " if origin else ""
+    if kind == "extra_forbidden":
+        valid = _keys_of(keys[:-1])
+        hint = did_you_mean(keys[-1], valid)
+        if len(keys) == 1:
+            return f"{where}unknown section [{keys[0]}]{hint}"
+        return f"{where}unknown key {keys[-1]!r} in [{'.'.join(keys[:-1])}]{hint}"
+    return f"{where}{'.'.join(keys)}: {message}"
+
+
+def _origin(keys: list[str], document: dict[str, Any], path: Path | None) -> str | None:
+    """The configuration file when it holds the key, else the environment variable that set it."""
+    node: Any = document
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            break
+        node = node[key]
+    else:
+        return str(path) if path is not None else None
+    variable = "DIAGNOSE_" + "__".join(keys)
+    return next((name for name in os.environ if name.upper() == variable.upper()), None)
+
+
+def _keys_of(section: list[str]) -> list[str]:
+    """The valid keys of the configuration section at `section` ([] when it is not a section)."""
+    model: type[BaseModel] = Settings
+    for key in section:
+        field = model.model_fields.get(key)
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return list(model.model_fields)

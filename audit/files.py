@@ -24,8 +24,9 @@ class MissingFolderError(FileNotFoundError):
     """A path whose folder's own folder is missing: only the last level of a path is ever created."""
 
 
-def make_last_folder(folder: Path) -> bool:
-    """Create `folder` (0700) when it is missing and its parent exists; True if it was created.
+def check_last_folder(folder: Path) -> bool:
+    """Whether `folder` must be created (False: it is a folder already), without creating anything;
+    the error says why it cannot be written into: a file in the way, or a missing folder above it.
 
     A path the operator typed creates at most one folder: a typo (`/srv/audti/2024/audit.db`) is named
     instead of silently growing a tree of folders somewhere unexpected.
@@ -33,14 +34,33 @@ def make_last_folder(folder: Path) -> bool:
     if folder.is_dir():
         return False
     if os.path.lexists(folder):
-        raise UnsafeFileError(f"{folder} is not a folder")
-    if not folder.parent.is_dir():
-        missing = folder.parent
-        while not missing.parent.exists() and missing.parent != missing:
-            missing = missing.parent
-        raise MissingFolderError(
-            f"folder {missing} does not exist (only the last folder of a path is created)"
-        )
+        raise UnsafeFileError(_not_a_folder(folder))
+    for above in folder.parents:
+        if above.is_dir():
+            return True
+        if os.path.lexists(above):
+            raise UnsafeFileError(_not_a_folder(above))
+        if above.parent.is_dir():  # the highest missing folder: the one the operator must create
+            raise MissingFolderError(
+                f"folder {above} does not exist (only the last folder of a path is created)"
+            )
+    return True
+
+
+def _not_a_folder(path: Path) -> str:
+    """What stands where a folder should be, in the words an operator checks with `ls -l`."""
+    mode = os.lstat(path).st_mode
+    if stat.S_ISLNK(mode):
+        return f"{path} is a symbolic link that leads to no folder"
+    kind = "a file" if stat.S_ISREG(mode) else "not a folder"
+    return f"{path} is {kind}, not a folder" if kind == "a file" else f"{path} is {kind}"
+
+
+def make_last_folder(folder: Path) -> bool:
+    """Create `folder` (0700) when it is missing and its parent exists; True if it was created
+    (`check_last_folder` says why it cannot be)."""
+    if not check_last_folder(folder):
+        return False
     try:
         folder.mkdir(mode=PRIVATE_DIR)
     except FileExistsError:

@@ -70,6 +70,8 @@ _CONFLICT_ERRNOS = frozenset({1205, 1213})
 _CONNECTION_ERRNOS = frozenset({1053, 1927, 2003, 2006, 2013, 2014, 2055, 4031})
 # A fresh database has no audit_schema_version table yet.
 _NO_SUCH_TABLE = 1146
+# A statement on tables the account may not run (1142), or the database refused to it (1044).
+_SCHEMA_CHANGE_DENIED = frozenset({1044, 1142})
 _BACKOFF_FIRST_S = 0.05
 _BACKOFF_MAX_S = 2.0
 # Maintenance statements wait this long for the server, as every statement did before writes got
@@ -395,8 +397,19 @@ class MysqlAuditStore(AuditStoreBase):
             self._refuse_foreign_objects(cursor)
             if self._schema_version_seen(cursor) == len(MIGRATIONS):
                 return
-        with self._patiently():
-            self._migrate_under_lock(self._connection())
+        try:
+            with self._patiently():
+                self._migrate_under_lock(self._connection())
+        except pymysql.err.MySQLError as exc:
+            if not (exc.args and exc.args[0] in _SCHEMA_CHANGE_DENIED):
+                raise
+            # The server's words name the statement it refused; what to grant is the README's.
+            raise AuditStoreError(
+                f"audit {self.location}: the account {self._where.user!r} may not create or migrate the "
+                f"audit's tables ({exc.args[1]}); grant it CREATE, ALTER, INDEX and REFERENCES on "
+                f'{self._where.database}.* for this start, as README "Grants" shows, or run this start '
+                "as an administrator"
+            ) from None
 
     def _migrate_under_lock(self, conn: Any) -> None:
         lock = migration_lock_name(self._where.database)

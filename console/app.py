@@ -23,11 +23,18 @@ from textual.color import Color
 from textual.filter import LineFilter
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Tabs, TextArea
+from textual.widgets import Input, Tabs, TextArea
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console.host import ConsoleHost, ConsoleOptions
 from console.messages import EngineStatus
+from console.palette import (
+    APP_COMMANDS,
+    REPLACED_COMMANDS,
+    SCREEN_COMMANDS,
+    UnavailableCommands,
+    command_help,
+)
 from console.safe_text import neutralize
 from console.screens.investigate import InvestigateScreen
 from console.widgets.budget import BudgetGauge
@@ -117,6 +124,7 @@ class DiagnoseApp(ConsoleHost):
         InvestigateScreen.CSS_PATH,
     ]
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = ConsoleHost.COMMANDS | {UnavailableCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", tooltip="Every key of the console"),
         Binding(
@@ -133,15 +141,15 @@ class DiagnoseApp(ConsoleHost):
             "f8", "toggle_maximize", "Maximize", show=False, tooltip="Maximize or restore the focused panel"
         ),
         Binding("ctrl+l", "toggle_theme", "Light/dark", show=False, tooltip="Toggle light and dark theme"),
-        # ctrl+c stops a run, as it does in a shell; with no run it keeps Textual's meaning (copy the
-        # selection, or say how to quit).
+        # ctrl+c stops a run, as it does in a shell; with no run it copies the selection, and with
+        # nothing selected it says how to quit (a reflex ctrl+c must not meet silence).
         Binding(
             "ctrl+c",
             "cancel_run",
             "Cancel",
             show=False,
             priority=True,
-            tooltip="Cancel the running run, from any screen (with no run: copy)",
+            tooltip="Cancel the running run, from any screen (with no run: copy, or say how to quit)",
         ),
     ]
 
@@ -292,8 +300,6 @@ class DiagnoseApp(ConsoleHost):
             return len(self.screen_stack) > 1
         if action == "audit":
             return not _is_audit_screen(self.screen)
-        if action == "cancel_run":
-            return self.investigate.running  # False: ctrl+c goes on to copy or to Textual's quit hint
         return True
 
     def action_help(self) -> None:
@@ -335,7 +341,18 @@ class DiagnoseApp(ConsoleHost):
         self.load_engine(choice.source)
 
     def action_cancel_run(self) -> None:
-        self.investigate.action_cancel_run()
+        """ctrl+c: cancel the run; with none, copy what is selected; with nothing selected, say how to
+        quit (Textual's own hint never showed here: the query box took ctrl+c as an empty copy)."""
+        if self.investigate.running:
+            self.investigate.action_cancel_run()
+            return
+        focused = self.screen.focused
+        selected = focused.selected_text if isinstance(focused, TextArea | Input) else None
+        selected = selected or self.screen.get_selected_text()
+        if selected:
+            self.copy_to_clipboard(selected)
+            return
+        self.notify("Nothing is running. ctrl+q quits the console; ctrl+c cancels a run while one goes.")
 
     def action_toggle_theme(self) -> None:
         self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
@@ -448,36 +465,3 @@ class DiagnoseApp(ConsoleHost):
             self.notify(str(exc), title="Screenshot not saved", severity="error", markup=False)
             return
         self.notify(str(written), title="Screenshot saved", markup=False)
-
-
-REPLACED_COMMANDS = {"Keys", "Maximize", "Minimize", "Screenshot"}
-
-# The palette's commands, (title, action): what each does is its binding's tooltip.
-APP_COMMANDS = [
-    ("Investigate", "investigate"),
-    ("Audit", "audit"),
-    ("Scenarios", "scenarios"),
-    ("Help", "help"),
-    ("Toggle light/dark", "toggle_theme"),
-    ("Maximize panel", "toggle_maximize"),
-]
-SCREEN_COMMANDS = [
-    ("Run query", "run"),
-    ("Cancel run", "cancel_run"),
-    ("Follow-up", "follow_up"),
-    ("Copy Draft", "copy_draft"),
-    ("Copy Draft as JSON", "copy_draft_json"),
-    ("Export run", "export"),
-    ("Go to timeline", "go_timeline"),
-    ("Go to detail", "go_detail"),
-    ("Go to citations", "go_citations"),
-]
-# Commands no key runs: the palette is the only place that describes them.
-UNBOUND_COMMANDS = {"copy_draft_json": "Copy the Draft JSON exactly"}
-
-
-def command_help(bindings: Iterable[BindingType], action: str) -> str:
-    """What the command does and its key, read from the binding that runs `action`."""
-    from console.screens.help import with_key
-
-    return with_key(bindings, action) or UNBOUND_COMMANDS[action]

@@ -527,7 +527,8 @@ def _print_page(
     for row in page.rows:
         out.write(line(row) + "\n")
     if page.next_cursor:
-        out.write(f"-- more: --cursor {_clean(page.next_cursor)}\n")
+        # A hint for the reader, not a row: on stderr, so `| wc -l` or `| cut` see only the data.
+        print(f"-- more: --cursor {_clean(page.next_cursor)}", file=sys.stderr)
 
 
 class _JsonLinesForTerminal(io.TextIOBase):

@@ -17,11 +17,13 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, overload
 
+from agent.closest_name import did_you_mean
 from agent.errors import DiagnoseError
 from agent.input_files import (
     MIB,
@@ -36,10 +38,11 @@ from agent.vocabulary import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR
 from console import telemetry
 from console.errors import SetupError, error, reported, warning
 from console.interrupts import Interrupts
-from console.presentation import exit_code_help
+from console.presentation import SCRIPTED_NOTICE, SCRIPTED_NOTICE_DETAIL, exit_code_help
 from console.run_config import asks_for_more_than_defaults, resolve_run_config
 from console.safe_text import neutralize
 from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_descriptors, silence_stdout
+from console.version import package_version
 
 if TYPE_CHECKING:
     from agent.run_events import EventSink, RunEvent
@@ -68,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         "the console opens: diagnose [--config F] [--scenario NAME|FILE] [--scenario-dir DIR]. "
         f"A command line that does not parse exits {USAGE_ERROR}; diagnose run --help lists every exit code.",
     )
+    parser.add_argument("--version", action="version", version=f"diagnose {package_version()}")
     sub = parser.add_subparsers(dest="command")
 
     console = sub.add_parser("console", help="open the console (default)")
@@ -146,21 +150,54 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_N = TypeVar("_N")
+# argparse's words for a value outside an argument's choices (a command name, `--model`).
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<typed>[^']*)' \(choose from (?P<valid>[^)]*)\)")
+
+
 class CommandLineParser(argparse.ArgumentParser):
     """argparse with usage errors on their own exit code (`USAGE_ERROR`), never a run outcome's: its
     default 2 is the code of a REJECTED run. The message may echo what was typed: it is neutralised.
     Subcommand parsers are of this class too (argparse makes them of the parent's class)."""
 
     def error(self, message: str) -> NoReturn:
+        choice = _INVALID_CHOICE.search(message)  # a mistyped command or enumerated value
+        if choice is not None:
+            message += did_you_mean(choice["typed"], (c.strip("'\" ") for c in choice["valid"].split(",")))
         self.print_usage(sys.stderr)
         self.exit(USAGE_ERROR, f"{self.prog}: error: {neutralize(message, newlines=False)}\n")
+
+    @overload
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: None = None
+    ) -> tuple[argparse.Namespace, list[str]]: ...
+    @overload
+    def parse_known_args(self, args: Iterable[str] | None, namespace: _N) -> tuple[_N, list[str]]: ...
+    @overload
+    def parse_known_args(self, *, namespace: _N) -> tuple[_N, list[str]]: ...
+
+    def parse_known_args(
+        self, args: Iterable[str] | None = None, namespace: Any = None
+    ) -> tuple[Any, list[str]]:
+        """Arguments a command does not know are refused by that command's parser, with its own usage
+        (`diagnose run --qeury` shows `run`'s options, not the root's list of commands) and the
+        option that was probably meant."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._closest_option(extras)}")
+        return parsed, extras
+
+    def _closest_option(self, extras: list[str]) -> str:
+        typed = next((arg.partition("=")[0] for arg in extras if arg.startswith("--")), None)
+        options = [option for option in self._option_string_actions if option.startswith("--")]
+        return did_you_mean(typed, options) if typed is not None else ""
 
 
 _CONFIG_HELP = "TOML configuration file (default: $DIAGNOSE_CONFIG, else the embedded defaults)"
 _SCENARIO_HELP = "built-in scenario name, a scenario file, or the name of a file of --scenario-dir"
 _SCENARIO_DIR_HELP = "a folder of scenario files: listed in the picker, and named by --scenario NAME"
 # `diagnose --scenario X` is the console with options, as `diagnose` alone is the console without.
-_TOP_LEVEL_FLAGS = frozenset({"-h", "--help"})
+_TOP_LEVEL_FLAGS = frozenset({"-h", "--help", "--version"})
 
 
 def _with_command(argv: Sequence[str]) -> list[str]:
@@ -358,19 +395,16 @@ def _scenario_from_folder(args: argparse.Namespace) -> None:
 
 def _check_console_setup(args: argparse.Namespace) -> None:
     """What `diagnose run` would refuse at setup, refused before the console's first frame (exit 3, the
-    same line): the configuration, the scenario, the model settings, where the audit is, and every
-    file of `--scenario-dir` (the picker lists them all). Opening the audit and the evidence sources
-    needs the engine: that comes after the first frame (`console.screens.startup_failed`)."""
+    same line): the configuration, the scenario, the model settings, where the audit is, and a
+    `--scenario-dir` that is not a folder. A file of that folder that does not load is no reason to
+    refuse the others: the picker lists it, dimmed, with the reason (`console.screens.scenarios`).
+    Opening the audit and the evidence sources needs the engine: that comes after the first frame
+    (`console.screens.startup_failed`)."""
     _scenario_from_folder(args)
     folder = getattr(args, "scenario_dir", None)
     config, scenario = getattr(args, "config", None), getattr(args, "scenario", None)
-    if folder is not None:
-        if not folder.is_dir():
-            raise SetupError(f"--scenario-dir {folder} is not a folder")
-        from agent.scenarios import load_scenario_file
-
-        for path in scenario_files(folder):
-            load_scenario_file(path)
+    if folder is not None and not folder.is_dir():
+        raise SetupError(f"--scenario-dir {folder} is not a folder")
     if asks_for_more_than_defaults(config, scenario):
         resolve_run_config(config, scenario)
 
@@ -558,6 +592,8 @@ async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Int
             warning(line)
         query = _read_query(args, env.scenario)
         previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
+        if isinstance(query, str) and env.replays_a_script_for(query, previous_turn):
+            warning(f"{SCRIPTED_NOTICE}: {SCRIPTED_NOTICE_DETAIL}")
     except BaseException:
         env.audit.close()
         raise

@@ -1,21 +1,23 @@
 """`diagnose eval`: run incident cases N times against the configured model and score the runs.
 
     diagnose eval [--cases DIR] [--case NAME ...] [--repeat N] [--config F] [--out DIR] [--force]
-                  [--audit-db F|URL]
+                  [--audit-db F|URL] [--wide]
 
 Progress goes to stderr (a progress bar on a terminal, one plain line per run otherwise); the score
-table goes to stdout; `report.json` and `report.md` go to `--out` (default `eval-<UTC time>`), with
-the runs' audit file (`audit.db`) unless `--audit-db` says otherwise. A report already in `--out` is
-replaced only with `--force`, checked before the first run; only the last folder of `--out` is
-created. Exit 0 when every run finished (whatever the scores), 12 when interrupted by Ctrl-C (the
-report keeps the finished runs), 3 when the eval cannot start (bad case file, bad configuration, a
-report already in `--out`).
+table goes to stdout, folded into bands that fit the terminal (80 columns, or `COLUMNS`, off a terminal;
+`--wide`: one line per case); `report.json` and `report.md` go to `--out` (default `eval-<UTC time>`),
+with the runs' audit file (`audit.db`) unless `--audit-db` says otherwise. A report already in `--out`
+is replaced only with `--force`, checked before the first run; only the last folder of `--out` is
+created. Exit 0 when every run finished (whatever the scores), 12 when interrupted by Ctrl-C (the report
+keeps the finished runs), 3 when the eval cannot start (bad case file, bad configuration, a report
+already in `--out`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import signal
 import sys
 from datetime import UTC, datetime
@@ -24,6 +26,7 @@ from typing import Any, TextIO
 
 from console.errors import SetupError
 from console.presentation import counted
+from console.safe_text import neutralize
 
 MAX_REPEAT = 100
 INTERRUPTED = 12
@@ -42,6 +45,12 @@ def add_eval_parser(subparsers: Any) -> None:
         "--force", action="store_true", help="replace the report files a previous eval left in --out"
     )
     ev.add_argument("--audit-db", metavar="F|URL", help="audit of the eval runs (default: <out>/audit.db)")
+    ev.add_argument(
+        "--wide",
+        action="store_true",
+        help="print the score table on one line per case, however wide (default: it folds into bands "
+        "that fit the terminal, or 80 columns off a terminal)",
+    )
 
 
 def _repeat(text: str) -> int:
@@ -109,7 +118,8 @@ async def _eval(args: argparse.Namespace, cases: list[Any], out_dir: Path) -> in
     finally:
         loop.remove_signal_handler(signal.SIGINT)
     json_path, md_path = write_reports(report, out_dir, force=args.force)
-    print(render_table(report))
+    # Case names are checked, the model's label comes from a configuration: shown neutralised.
+    print(neutralize(render_table(report, None if args.wide else shutil.get_terminal_size().columns)))
     print(f"\nreports: {json_path}  {md_path}")
     return INTERRUPTED if report.interrupted else 0
 

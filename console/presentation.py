@@ -189,3 +189,16 @@ def model_cause_text(cause: str) -> str:
     if cause.startswith("HTTP_") and cause[5:].isdigit():
         return f"the model endpoint answered HTTP {cause[5:]}"
     return MODEL_CAUSE_TEXT.get(cause, cause)
+
+
+# --- a scripted model asked something it was not scripted for ---------------------------------------------
+SCRIPTED_NOTICE = "scripted scenario — your query is not sent to a model"
+# Under the notice where room is short (the result panel): where a model that reads the query comes from.
+SCRIPTED_NOTICE_POINTER = (
+    'a model that reads it: diagnose demo model-server, or [model] in a --config file (README, "Try it '
+    'with a local model")'
+)
+SCRIPTED_NOTICE_DETAIL = (
+    "The script answers the same whatever is asked. For a model that reads your query: diagnose demo "
+    'model-server, or [model] in a --config file (README, "Try it with a local model").'
+)

@@ -85,6 +85,17 @@ class RunEnvironment:
     def model_label(self) -> str:
         return build_model(self.settings.model, self.scenario).label
 
+    def replays_a_script_for(self, query: str, previous_turn: Any) -> bool:
+        """Whether a run of this query would be answered by a scenario's script that never reads it:
+        the scripted model, asked something other than its scenario's query and previous turn (the
+        operator's own question, or a follow-up). The operator must be told, or the canned answer
+        reads as an answer to their question."""
+        scenario = self.scenario
+        if self.settings.model.provider != "scripted" or scenario is None:
+            return False
+        scripted_turn = scenario.previous_turn.model_dump(mode="json") if scenario.previous_turn else None
+        return query != scenario.query or previous_turn != scripted_turn
+
     def use_case(
         self,
         sinks: list[EventSink] | None = None,

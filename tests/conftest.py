@@ -1,9 +1,18 @@
 """Root fixtures: an isolated environment for every test, the local MariaDB, and the parallel layout.
 
-Isolation: no test sees a developer's configuration, secrets or state. `DIAGNOSE_*` variables (except
-the suite's own `DIAGNOSE_TEST_*` switches) and `OPENAI_API_KEY` are removed for the whole session,
-and every test gets its own HOME and XDG directories, so a default audit file or log lands in the
-test's temporary directory and never in the user's.
+Isolation: no test sees a developer's configuration, secrets or state, and none writes outside its
+temporary folders. `DIAGNOSE_*` variables (except the suite's own `DIAGNOSE_TEST_*` switches) and
+`OPENAI_API_KEY` are removed for the whole session; HOME and the XDG directories point into a folder of
+the session's own from the start (what collection and session fixtures write lands there), and every
+test gets its own inside its temporary directory, so a default audit file or log never reaches the
+user's. Library telemetry is off before any test module can import Haystack: importing `console`
+switches it off, as every `diagnose` entry point does (Haystack reads its switch once, on first
+import, and would otherwise mint a user id in `~/.haystack/`).
+
+Shutdown: pytest-xdist's transport sends a worker SIGINT when the worker has not finished 5 s after
+the session ended (its last garbage collections can take that long on a busy machine); landing in
+Hypothesis's garbage-collection callback, the KeyboardInterrupt was printed as an unraisable-exception
+traceback after a green run. A finished worker ignores SIGINT (the transport still ends one that hangs).
 
 MySQL: the local MariaDB (see tests/support/mysql.py); skipped when unreachable unless
 DIAGNOSE_TEST_REQUIRE_MYSQL=1, as in CI.
@@ -15,11 +24,15 @@ on one worker, because some inspect the server's process list and some stop and 
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import console  # noqa: F401  (switches library telemetry off before any test imports Haystack)
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
 from audit.sqlite_store import AuditStore
@@ -36,10 +49,38 @@ def _foreign(name: str) -> bool:
     ) or name == "OPENAI_API_KEY"
 
 
+_HOME_VARIABLES = ("HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+_session_home: Path | None = None
+
+
+def _point_home_at(home: Path, state: Path) -> None:
+    os.environ["HOME"] = str(home)
+    os.environ["XDG_STATE_HOME"] = str(state)
+    os.environ["XDG_CONFIG_HOME"] = str(home / ".config")
+    os.environ["XDG_CACHE_HOME"] = str(home / ".cache")
+    os.environ["XDG_DATA_HOME"] = str(home / ".local" / "share")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Session-wide, so session-scoped fixtures (recorded runs, MariaDB databases) are isolated too.
+    global _session_home
     for name in [name for name in os.environ if _foreign(name)]:
         del os.environ[name]
+    _session_home = Path(tempfile.mkdtemp(prefix="diagnose-tests-home-"))
+    (_session_home / "home").mkdir()
+    _point_home_at(_session_home / "home", _session_home / "state")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _session_home is not None:
+        shutil.rmtree(_session_home, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker whose tests are done ignores SIGINT (see the module's docstring)."""
+    if hasattr(session.config, "workerinput"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the group marks into node IDs
@@ -55,14 +96,9 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     """HOME and the XDG directories inside the test's own temporary directory."""
     home = tmp_path / "home"
     home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    for variable, folder in (
-        ("XDG_STATE_HOME", tmp_path / "state"),
-        ("XDG_CONFIG_HOME", home / ".config"),
-        ("XDG_CACHE_HOME", home / ".cache"),
-        ("XDG_DATA_HOME", home / ".local" / "share"),
-    ):
-        monkeypatch.setenv(variable, str(folder))
+    for variable in _HOME_VARIABLES:
+        monkeypatch.setenv(variable, os.environ[variable])  # restored after the test
+    _point_home_at(home, tmp_path / "state")
 
 
 @pytest.fixture(scope="session")

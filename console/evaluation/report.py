@@ -3,31 +3,33 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 from audit.output_files import write_output
 from console.evaluation.runner import EvalReport
 from console.evaluation.scoring import Scores
 
-_COLUMNS = (
-    ("case", 24),
-    ("runs", 4),
-    ("accepted", 13),
-    ("honesty", 13),
-    ("conclusion", 13),
-    ("expected", 13),
-    ("citations ok", 13),
-    ("abstention", 13),
-    ("herring-proof", 13),
-    ("viol/run", 8),
-    ("dup/run", 7),
-    ("valid tool rnds", 15),
-    ("tool+draft", 13),
-    ("fabricated", 10),
-    ("rounds", 6),
-    ("tokens", 8),
-    ("wall s", 7),
+HEADERS = (
+    "case",
+    "runs",
+    "accepted",
+    "honesty",
+    "conclusion",
+    "expected",
+    "citations ok",
+    "abstention",
+    "herring-proof",
+    "viol/run",
+    "dup/run",
+    "valid tool rnds",
+    "tool+draft",
+    "fabricated",
+    "rounds",
+    "tokens",
+    "wall s",
 )
+_GAP = "  "
 
 
 def _cells(name: str, s: Scores) -> list[str]:
@@ -58,16 +60,31 @@ def _rows(report: EvalReport) -> list[list[str]]:
     return rows
 
 
-def render_table(report: EvalReport) -> str:
-    """Plain text, fixed columns: readable in any terminal and in CI logs."""
-    header = [name for name, _ in _COLUMNS]
-    widths = [max(w, len(h)) for (_, w), h in zip(_COLUMNS, header, strict=True)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
-    for row in _rows(report):
-        lines.append("  ".join(c[: max(w, 4)].ljust(w) for c, w in zip(row, widths, strict=True)))
-    overall = report.overall()
+def render_table(report: EvalReport, width: int | None = None) -> str:
+    """Plain text, aligned columns, readable in any terminal and in CI logs. Within `width` columns
+    the table folds: each band holds the case column and as many score columns as fit, the next band
+    the rest (as a wide data frame prints); `None` is one band, however wide."""
+    rows = [list(HEADERS), *_rows(report)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
+    bands: list[list[int]] = [[]]
+    used = widths[0]
+    for column in range(1, len(HEADERS)):
+        needed = len(_GAP) + widths[column]
+        if width is not None and bands[-1] and used + needed > width:
+            bands.append([])
+            used = widths[0]
+        bands[-1].append(column)
+        used += needed
+    lines: list[str] = []
+    for band in bands:
+        if lines:
+            lines.append("")
+        for row in rows:
+            cells = [row[0].ljust(widths[0]), *(row[i].ljust(widths[i]) for i in band)]
+            lines.append(_GAP.join(cells).rstrip())
     lines.append("")
-    lines.append(_summary_line(report, overall))
+    summary = _summary_line(report, report.overall())
+    lines += textwrap.wrap(summary, width, break_on_hyphens=False) if width is not None else [summary]
     return "\n".join(lines)
 
 
@@ -83,7 +100,7 @@ def _summary_line(report: EvalReport, overall: Scores) -> str:
 
 
 def render_markdown(report: EvalReport) -> str:
-    header = [name for name, _ in _COLUMNS]
+    header = list(HEADERS)
     out = [
         "# Evaluation",
         "",

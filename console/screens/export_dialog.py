@@ -4,9 +4,11 @@ It starts at the folder the last export of this session went to, else the user's
 (`default_export_dir`): never the folder the console happened to start in, which is often a source
 checkout or a system folder where run records do not belong.
 
-An export never replaces files silently: when the folder already holds this run's export, the dialog
-names the files and a second enter replaces them (the CLI's `--force`); escape or another folder keeps
-them.
+A folder that does not exist yet is created when its parent exists (only the last folder of a path,
+as for every file the program writes: `audit.files`); a file in the way and a missing folder above
+it are told apart. An export never replaces files silently: when the folder already holds this run's
+export, the dialog names the files and a second enter replaces them (the CLI's `--force`); escape or
+another folder keeps them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
+
+from audit.files import check_last_folder
 
 
 def default_export_dir() -> Path:
@@ -83,9 +87,17 @@ class ExportDialog(ModalScreen[ExportTarget | None]):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        directory = Path(event.value.strip() or ".").expanduser()
-        if not directory.is_dir():
-            self._say(f"not a directory: {directory}", "red")
+        if not event.value.strip():  # not ".": the folder the console started in is no default
+            self._say("type the folder to write into", "red")
+            return
+        directory = Path(event.value.strip()).expanduser()
+        try:
+            new_folder = check_last_folder(directory)  # the export itself creates it
+        except OSError as exc:
+            self._say(f"cannot export there: {exc}", "red")
+            return
+        if new_folder:
+            self.dismiss(ExportTarget(directory))
             return
         if self._confirming == directory:
             self.dismiss(ExportTarget(directory, replace=True))

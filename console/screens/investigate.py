@@ -29,8 +29,15 @@ from textual.worker import Worker, WorkerState
 
 from console.host import ConsoleHost
 from console.messages import RunAborted, RunSubmitted
-from console.presentation import CallState, exit_code
+from console.presentation import (
+    SCRIPTED_NOTICE,
+    SCRIPTED_NOTICE_DETAIL,
+    SCRIPTED_NOTICE_POINTER,
+    CallState,
+    exit_code,
+)
 from console.safe_text import neutralize
+from console.widgets.budget import BudgetGauge
 from console.widgets.footer import ConsoleFooter
 from console.widgets.query_box import QueryBox
 from console.widgets.result import ResultView
@@ -141,8 +148,9 @@ class InvestigateScreen(Screen[None]):
         self.query_one("#carry-box").display = False
         self.run_view.reset(self.state)
         self._drain_timer = self.set_interval(DRAIN_INTERVAL_S, self._drain, pause=True)
-        # Events arrive only at round and tool boundaries: a slow model round still shows time passing.
-        self._ticker = self.set_interval(1.0, self._set_activity, pause=True)
+        # Events arrive only at round and tool boundaries: a slow model round still shows time passing,
+        # in the status bar and on the deadline gauge.
+        self._ticker = self.set_interval(1.0, self._tick, pause=True)
         self.query_one("#query", QueryBox).focus()
         self._set_activity()
 
@@ -261,23 +269,13 @@ class InvestigateScreen(Screen[None]):
             self.say_why_not(action)
 
     def action_go_timeline(self) -> None:
-        self.go_to_panel("timeline")
+        self.run_view.go_to("timeline")
 
     def action_go_detail(self) -> None:
-        self.go_to_panel("detail")
+        self.run_view.go_to("detail")
 
     def action_go_citations(self) -> None:
-        self.go_to_panel("result")
-
-    def go_to_panel(self, name: str) -> None:
-        """Direct keys to the panels (narrow: bring the tab forward); the result's citation list has a
-        visible cursor on its first entry."""
-        view = self.run_view
-        view.show_panel(name)
-        if name == "result":
-            view.query_one(ResultView).focus_citations()
-        else:
-            view.query_one(f"#{name}").focus()
+        self.run_view.go_to("result")
 
     def action_cancel_run(self) -> None:
         if self._worker is not None and not self._worker.is_finished:
@@ -384,6 +382,7 @@ class InvestigateScreen(Screen[None]):
         self.state = RunState()
         self._inbox.clear()
         self.run_view.reset(self.state)
+        self._say_if_scripted(env.replays_a_script_for(message.query, message.previous_turn))
         self._drain_timer.resume()
         self._run_started = time.monotonic()
         self._ticker.resume()
@@ -391,6 +390,16 @@ class InvestigateScreen(Screen[None]):
         self.running = True
         self._forget_why()
         self._set_activity("starting…")
+
+    def _say_if_scripted(self, scripted: bool) -> None:
+        """Where the operator looks: a toast as the run starts, and a line above its result."""
+        notice = None
+        if scripted:
+            notice = Text.assemble((SCRIPTED_NOTICE, "bold yellow"), "\n", (SCRIPTED_NOTICE_POINTER, "dim"))
+            self.notify(
+                SCRIPTED_NOTICE_DETAIL, title=SCRIPTED_NOTICE, severity="warning", markup=False, timeout=8
+            )
+        self.run_view.query_one(ResultView).show_notice(notice)
 
     @work(exclusive=True, group="run", exit_on_error=False)
     async def _execute(self, env: Any, query: str, previous_turn: dict[str, Any] | None) -> dict[str, Any]:
@@ -445,6 +454,7 @@ class InvestigateScreen(Screen[None]):
             return
         self._drain_timer.pause()
         self._ticker.pause()
+        self.run_view.query_one(BudgetGauge).tick(None)  # the engine's last figure is the run's
         if self.state.result is not None:
             self.carry = None  # a carried turn is consumed by the run that sent it
         self.running = False  # bindings refresh: the finished run's Draft enables copy, follow-up, export
@@ -484,16 +494,25 @@ class InvestigateScreen(Screen[None]):
         self.last_query = ""
         self.carry = None
         self.run_view.reset(self.state)
+        self._say_if_scripted(False)
         self.refresh_bindings()
         self._forget_why()
+        self._set_activity()
+
+    def _running_s(self) -> float | None:
+        """How long the run in progress has been going (None: no run, or timings hidden)."""
+        if self.running and self.app.options.show_timings and self._run_started is not None:
+            return time.monotonic() - self._run_started
+        return None
+
+    def _tick(self) -> None:
+        self.run_view.query_one(BudgetGauge).tick(self._running_s())
         self._set_activity()
 
     def _set_activity(self, override: str | None = None) -> None:
         if override is None and self._why_shown is not None:
             return  # the reason a dimmed key gave stays until its timer ends
-        elapsed = None
-        if self.running and self.app.options.show_timings and self._run_started is not None:
-            elapsed = time.monotonic() - self._run_started
+        elapsed = self._running_s()
         if override is None and self.queued is not None:
             override = "run queued: it starts as soon as the engine is ready"
         if override is None and not self.running and self.app.engine_status.state == "failed":

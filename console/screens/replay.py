@@ -31,9 +31,20 @@ if TYPE_CHECKING:
     from audit.browse import RunTimeline
 
 
+# The status bar names the replayed run's model; runs audited before the audit kept it have none.
+MODEL_NOT_RECORDED = "model not recorded in the audit"
+
+
 class ReplayScreen(Screen[None]):
     CSS_PATH = Path(__file__).with_name("replay.tcss")
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Back", tooltip="Back to the audit")]
+    # The same panel keys as the investigate screen, shown here: a replay has no query box to type in,
+    # so the footer has room for them.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Back", tooltip="Back to the audit"),
+        Binding("f5", "go_to('timeline')", "Timeline", tooltip="Go to the timeline"),
+        Binding("f6", "go_to('detail')", "Detail", tooltip="Go to the detail panel"),
+        Binding("f7", "go_to('result')", "Citations", tooltip="Go to the citations and checks"),
+    ]
 
     app = getters.app(ConsoleHost)
 
@@ -44,7 +55,7 @@ class ReplayScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         # The run's ID leads the activity: a narrow bar keeps it over the caveats that follow it.
-        yield StatusBar("Replay", model="not recorded in the audit", id="status")
+        yield StatusBar("Replay", model=MODEL_NOT_RECORDED, id="status")
         yield Static(id="replay-query")
         yield RunView(show_timings=self.app.options.show_timings, id="run")
         yield ConsoleFooter(self.app.size.width)
@@ -77,12 +88,15 @@ class ReplayScreen(Screen[None]):
         query.update(Text.assemble(("query ", "bold"), neutralize(str(timeline.run.get("query") or "—"))))
         model, limits = run_setup_text(timeline.run)
         status = self.query_one(StatusBar)
-        status.model = model if model != "not recorded" else "not recorded in the audit"
+        status.model = model if model != "not recorded" else MODEL_NOT_RECORDED
         run = neutralize(self.run_id, newlines=False)
         status.set_activity(f"run {run} · audited: no observations or counters · limits: {limits}")
         if self.focus_call is not None and view.timeline.jump_to(self.focus_call):
             view.show_detail(("call", self.focus_call))
         view.timeline.focus()
+
+    def action_go_to(self, panel: str) -> None:
+        self.query_one(RunView).go_to(panel)
 
     def action_close(self) -> None:
         self.dismiss(None)

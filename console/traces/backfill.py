@@ -26,10 +26,11 @@ from audit.browse import AuditBrowser
 from audit.replay import timeline_events
 from console.traces import TraceTarget
 from console.traces.content import ContentCapture
-from console.traces.export import BATCH_SIZE, DISTRIBUTION, tracer_provider
+from console.traces.export import BATCH_SIZE, tracer_provider
 from console.traces.ids import PlannedIds
 from console.traces.otlp_http import OtlpHttpExporter
 from console.traces.sink import TraceSink
+from console.version import DISTRIBUTION
 from tools.redaction import Redactor
 
 

@@ -20,7 +20,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from importlib.metadata import PackageNotFoundError, version
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -32,9 +31,9 @@ from console.traces.content import ContentCapture
 from console.traces.ids import PlannedIds
 from console.traces.otlp_http import OtlpHttpExporter
 from console.traces.sink import TraceSink
+from console.version import DISTRIBUTION, package_version
 from tools.redaction import Redactor
 
-DISTRIBUTION = "diagnosis-console"
 # A run has a span per model round and per invocation (tens); the queue holds many runs' worth, so
 # only a long-dead endpoint under a busy console ever drops spans.
 QUEUE_SIZE = 2048
@@ -43,17 +42,10 @@ SCHEDULE_DELAY_MS = 500
 _POLL_S = 0.01
 
 
-def _package_version() -> str:
-    try:
-        return version(DISTRIBUTION)
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "0"
-
-
 def tracer_provider(service_name: str, ids: PlannedIds, sampler: Sampler) -> TracerProvider:
     """A provider of this console's own: never the process's global one, which a library could
     find and fill with spans of its own."""
-    resource = Resource.create({"service.name": service_name, "service.version": _package_version()})
+    resource = Resource.create({"service.name": service_name, "service.version": package_version()})
     return TracerProvider(resource=resource, sampler=sampler, id_generator=ids, shutdown_on_exit=False)
 
 
@@ -97,7 +89,7 @@ class TraceExport:
         sampler = ParentBased(TraceIdRatioBased(settings.sample_ratio))
         self._provider = tracer_provider(settings.service_name, self.ids, sampler)
         self._provider.add_span_processor(self._processor)
-        self._tracer = self._provider.get_tracer(DISTRIBUTION, _package_version())
+        self._tracer = self._provider.get_tracer(DISTRIBUTION, package_version())
         self._content = ContentCapture(settings.capture_content, redactor, settings.max_content_bytes)
         self._sinks: weakref.WeakSet[TraceSink] = weakref.WeakSet()
         self._closed = False

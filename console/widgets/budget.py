@@ -65,15 +65,31 @@ class BudgetGauge(Widget):
         self.show_timings = show_timings
         self.budget: dict[str, Any] | None = None
         self.ending: str | None = None
+        # The console's own count of a running run's seconds: run events come only at round and tool
+        # boundaries, so while a model round waits the deadline would stand still without it.
+        self.running_s: float | None = None
 
     def update_budget(self, budget: dict[str, Any] | None, ending: str | None) -> None:
         self.budget = budget
         self.ending = ending
         self.refresh()
 
+    def tick(self, running_s: float | None) -> None:
+        """The seconds the run has been going (None: it ended, the engine's last figure stands)."""
+        self.running_s = running_s
+        self.refresh()
+
+    def gauge(self, key: str) -> dict[str, Any] | None:
+        """One budget's figures; the deadline's elapsed time no older than the console's own count."""
+        figures = (self.budget or {}).get(key)
+        if key != "deadline" or self.running_s is None:
+            return figures
+        elapsed = (figures or {}).get("elapsed_s")
+        return {**(figures or {}), "elapsed_s": max(elapsed or 0.0, self.running_s)}
+
     def level(self, key: str) -> str:
         """ok | warn | full for one budget (what the colour says)."""
-        fraction, _ = gauge_row(key, (self.budget or {}).get(key), self.show_timings)
+        fraction, _ = gauge_row(key, self.gauge(key), self.show_timings)
         if key == self.ending or (fraction is not None and fraction >= 1.0):
             return "full"
         if fraction is not None and fraction >= WARN_AT:
@@ -88,7 +104,7 @@ class BudgetGauge(Widget):
         empty_style = self.get_component_rich_style("gauge--empty")
         out = Text(no_wrap=True, overflow="ellipsis")
         for key, title in ROWS:
-            fraction, numbers = gauge_row(key, (self.budget or {}).get(key), self.show_timings)
+            fraction, numbers = gauge_row(key, self.gauge(key), self.show_timings)
             style = self.get_component_rich_style(f"gauge--{self.level(key)}")
             filled = round((fraction or 0.0) * bar_width)
             out.append(f"{title:<{LABEL_WIDTH}}", style=label_style)
@@ -109,7 +125,7 @@ class BudgetGauge(Widget):
         out = Text(no_wrap=True, overflow="ellipsis")
         out.append("budget ", style="bold")
         for key, _ in ROWS:
-            _, numbers = gauge_row(key, (self.budget or {}).get(key), self.show_timings)
+            _, numbers = gauge_row(key, self.gauge(key), self.show_timings)
             out.append(f" {SHORT[key]} ", style=label_style)
             level = self.level(key)
             out.append(numbers.replace(" / ", "/"), style=self.get_component_rich_style(f"gauge--{level}"))

@@ -90,6 +90,18 @@ def protocol_lines(state: RunState) -> list[tuple[str, str, str]]:
 COMPACT_SKIP = {"pending observation", "final opportunity"}  # the one-line form keeps the counters and stops
 
 
+def compact_lines(lines: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The one-line form's rows: a saturation first (it is why the run stopped, and the end of an
+    80-column line is what gets cut), then the rest in order, counters as `1/3`."""
+    kept = [
+        (label, value.replace(" / ", "/"), level)
+        for label, value, level in lines
+        if label not in COMPACT_SKIP
+    ]
+    saturated = [row for row in kept if row[0] == "saturation" and row[2] == "full"]
+    return saturated + [row for row in kept if row not in saturated]
+
+
 class ProtocolPanel(Widget):
     ALLOW_MAXIMIZE = True  # f8 maximises the whole panel
 
@@ -117,9 +129,7 @@ class ProtocolPanel(Widget):
             return out
         label_style = self.get_component_rich_style("protocol--label")
         if self.has_class("-compact"):  # one line for narrow terminals: the rows side by side
-            for label, value, level in self.lines:
-                if label in COMPACT_SKIP:
-                    continue
+            for label, value, level in compact_lines(self.lines):
                 out.append(f" {label} ", style=label_style)
                 out.append(value, style=self.get_component_rich_style(f"protocol--{level}"))
             return out

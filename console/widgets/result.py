@@ -100,8 +100,12 @@ class ResultView(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._targets: list[str | None] = []
+        self._shown_run: str | None = None  # the run whose result is drawn (None: none yet)
 
     def compose(self) -> ComposeResult:
+        notice = Static(id="result-notice")
+        notice.display = False
+        yield notice
         yield Static(Text("No result yet.", style="dim"), id="result-banner")
         yield Static(id="result-summary")
         yield CitationList(id="result-citations")
@@ -116,6 +120,10 @@ class ResultView(VerticalScroll):
             banner_widget.remove_class(cls)
         options.clear_options()
         self._targets = []
+        shown_run = state.run_id if state.result is not None else None
+        if shown_run != self._shown_run:  # another run: its headline first, not the last one's scroll
+            self._shown_run = shown_run
+            self.scroll_home(animate=False, immediate=True)
         if state.result is None:
             running = state.phase == "running"
             banner_widget.update(Text("Running…" if running else "No result yet.", style="dim"))
@@ -133,6 +141,13 @@ class ResultView(VerticalScroll):
         options.display = bool(self._targets)
         if self._targets:
             options.highlighted = 0  # a visible cursor before the list is ever focused
+
+    def show_notice(self, notice: Text | None) -> None:
+        """A line above the result that the run's answer must be read with (a scripted model that
+        never read the query), or none."""
+        widget = self.query_one("#result-notice", Static)
+        widget.display = notice is not None
+        widget.update(notice or "")
 
     def focus_citations(self) -> None:
         """Focus the citation (or check) list, else the panel itself."""

@@ -154,6 +154,22 @@ class RunView(Vertical):
         message.stop()
         self.show_detail(message.key)
 
+    def on_timeline_entry_selected(self, message: Timeline.EntrySelected) -> None:
+        """Enter shows the entry in the detail panel; where Detail is a tab of its own, that tab."""
+        message.stop()
+        self.show_detail(message.key)
+        if self.narrow:
+            self.show_panel("detail", focus=True)
+
+    def go_to(self, name: str) -> None:
+        """f5 / f6 / f7: a panel with the keyboard focus (narrow: its tab forward); the result's
+        citation list has a visible cursor on its first entry."""
+        self.show_panel(name)
+        if name == "result":
+            self.query_one(ResultView).focus_citations()
+        else:
+            self.query_one(f"#{name}").focus()
+
     def show_detail(self, key: TimelineKey | None) -> None:
         self.query_one(DetailPanel).show(self.state, key)
 

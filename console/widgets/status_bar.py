@@ -1,11 +1,12 @@
 """The status bar on every screen: where you are, what is happening, which model/profile runs.
 
-The model label (or the engine's setup error) is always shown whole, because every result must be read
-against the model that made it and an engine error is said nowhere else once its toast is gone. When
-one line cannot hold everything, the decorative parts go first (the `diagnose` badge, wide separators,
-the `model:` prefix, the activity's trailing hints such as `· escape cancels`, then the screen's name);
-if even that does not fit, the model takes a line of its own (two if it must), an engine error up to
-four: it is said nowhere else, and with the engine down there is no run to make room for.
+The model label (or the engine's setup error) is always shown whole, spelled one way whatever the width
+or the moment (`scripted: NAME`, `openai: NAME @ WHERE`: the label names its provider itself), because
+every result must be read against the model that made it and an engine error is said nowhere else once
+its toast is gone. When one line cannot hold everything, the decorative parts go first (the `diagnose`
+badge, wide separators, the activity's trailing hints such as `· escape cancels`, then the screen's
+name); if even that does not fit, the model takes a line of its own (two if it must), an engine error up
+to four: it is said nowhere else, and with the engine down there is no run to make room for.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ MAX_LINES = 1 + ERROR_LINES
 
 @dataclass(frozen=True)
 class EnginePart:
-    """The right-hand part: `prefix` names it (dropped first when it is `model: `), `text` is kept whole."""
+    """The right-hand part: `text`, kept whole, after `prefix` (`engine: ` before an error)."""
 
     prefix: str
     text: str
@@ -122,12 +123,12 @@ class StatusBar(Widget):
 
     def engine_part(self) -> EnginePart:
         if self.model is not None:
-            return EnginePart("model: ", neutralize(self.model, newlines=False), "italic")
+            return EnginePart("", neutralize(self.model, newlines=False), "italic")
         if self.engine.state == "failed":
             message = neutralize(self.engine.message or "setup failed", newlines=False)
             return EnginePart("engine: ", message, ENGINE_STYLE["failed"], True, ERROR_LINES)
         label = neutralize(self.engine.label, newlines=False)
-        return EnginePart("model: ", label, ENGINE_STYLE.get(self.engine.state, ""))
+        return EnginePart("", label, ENGINE_STYLE.get(self.engine.state, ""))
 
     def lines(self, width: int) -> list[Text]:
         """Neutralised: an activity names tool call IDs and tools the model chose, and a newline in one

@@ -187,7 +187,7 @@ class Timeline(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "cursor_to(0)", "First", show=False),
         Binding("end", "cursor_to(-1)", "Last", show=False),
-        Binding("enter", "select", "Detail", tooltip="Show the entry in the detail panel"),
+        Binding("enter", "select", "Detail", tooltip="Show the entry in the detail panel (narrow: its tab)"),
         Binding("space", "toggle_fold", "Fold", tooltip="Fold or unfold a round"),
     ]
     COMPONENT_CLASSES: ClassVar[set[str]] = {"timeline--cursor", "timeline--fold"}
@@ -208,6 +208,12 @@ class Timeline(ScrollView, can_focus=True):
         """The cursor is on an entry: the detail panel shows it."""
 
         key: TimelineKey | None
+
+    @dataclass
+    class EntrySelected(Message):
+        """Enter on an entry: the detail panel shows it, and comes forward where it is a tab."""
+
+        key: TimelineKey
 
     def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -378,7 +384,7 @@ class Timeline(ScrollView, can_focus=True):
     def action_select(self) -> None:
         row = self.cursor_node
         if row is not None:
-            self.post_message(self.EntryHighlighted(row.data))
+            self.post_message(self.EntrySelected(row.data))
 
     def action_toggle_fold(self) -> None:
         row = self.cursor_node

@@ -70,7 +70,7 @@ async def test_the_scenario_picker_fits_and_opens_the_entry_on_screen(
         await pilot.pause()
         highlighted = names[picker.query_one(OptionList).highlighted or 0]
         screen = painted_text(app)
-        assert "Scenarios  enter opens one with its scripted model · escape closes" in screen
+        assert "Scenarios  type to filter · enter opens · escape closes" in screen
         assert_whole_box(screen, size[0])
         assert any(highlighted in line for line in boxed_lines(screen)), screen
         await pilot.press("enter")
@@ -144,7 +144,7 @@ def test_status_lines_fit_and_keep_the_model_whole(
     engine = (
         EnginePart("engine: ", label, "bold red", prefix_required=True, max_lines=4)
         if failed
-        else EnginePart("model: ", label, "bold")
+        else EnginePart("", label, "bold")
     )
     lines = status_lines(width, place, activity_text, engine)
     assert 1 <= len(lines) <= 1 + engine.max_lines <= MAX_LINES

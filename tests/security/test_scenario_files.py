@@ -2,8 +2,8 @@
 
 A shared "training" scenario must not be able to point the model at its author's server with the
 MySQL password as the API key, or move the audit file: its `settings` may hold only budget and protocol
-limits, and anything else is a clear error naming the key (exit 3) for `--scenario`, `--scenario-dir`
-and the picker alike.
+limits, and anything else is a clear error naming the key: exit 3 for `--scenario` (a file, or a file
+of `--scenario-dir` named), and in the picker a dimmed entry that cannot be opened.
 """
 
 from __future__ import annotations
@@ -108,14 +108,18 @@ def test_budget_and_protocol_limits_still_apply(tmp_path: Path, capsys: pytest.C
     assert (run.code, run.result["stop_reason"]) == (2, "QUERY_TOO_LARGE")
 
 
-def test_a_scenario_folder_with_such_a_file_stops_the_console_before_it_starts(tmp_path: Path) -> None:
+def test_such_a_file_of_a_scenario_folder_named_for_the_console_is_refused_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    """The folder's other lessons still open (the picker lists this one, dimmed); asking for this one
+    by name refuses the start, naming the key."""
     folder = tmp_path / "class"
     folder.mkdir()
     write_scenario(folder, hijacking_scenario("http://127.0.0.1:9/v1"), name="lesson.yaml")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIAGNOSE_")}
     env.update(HOME=str(tmp_path), XDG_STATE_HOME=str(tmp_path / "state"))
     done = subprocess.run(
-        [sys.executable, "-m", "console", "console", "--scenario-dir", str(folder)],
+        [sys.executable, "-m", "console", "console", "--scenario", "lesson", "--scenario-dir", str(folder)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -134,8 +138,9 @@ def test_the_picker_lists_such_a_file_with_the_key_instead_of_opening_it(tmp_pat
     folder.mkdir()
     write_scenario(folder, hijacking_scenario("http://127.0.0.1:9/v1"), name="evil.yaml")
     write_scenario(folder, scenario([{"text": no_conclusion_draft()}], name="fine"), name="fine.yaml")
-    problems: list[str] = []
-    choices = scenario_choices(None, folder, problems)
-    assert "fine" in [choice.name for choice in choices]
+    choices = scenario_choices(None, folder)
+    assert "fine" in [choice.name for choice in choices if choice.usable]
     assert "innocent-training" not in [choice.name for choice in choices]
-    assert len(problems) == 1 and "evil.yaml" in problems[0] and "settings.model" in problems[0]
+    unusable = [choice for choice in choices if not choice.usable]
+    assert [choice.name for choice in unusable] == ["evil.yaml"]
+    assert unusable[0].problem is not None and "settings.model" in unusable[0].problem

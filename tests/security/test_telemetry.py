@@ -97,3 +97,13 @@ def test_the_operator_can_opt_in(
     assert apply_opt_in(path) is enabled
     assert os.environ[HAYSTACK_SWITCH] == ("True" if enabled else "False")
     assert load_settings(path).telemetry.enabled is enabled  # the documented key, validated as usual
+
+
+def test_the_test_suite_itself_never_starts_library_telemetry() -> None:
+    """Test modules import the engine without `diagnose`'s entry points; the suite switches telemetry
+    off before any of them imports Haystack (tests/conftest.py), so no run of the tests mints a user id
+    in the runner's home folder."""
+    import haystack.telemetry._telemetry as telemetry
+
+    assert telemetry.telemetry is None
+    assert not (Path.home() / ".haystack").exists()
