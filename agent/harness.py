@@ -27,6 +27,7 @@ from typing import Any, TypeGuard
 from haystack.components.agents.state.state import State
 from haystack.dataclasses import ChatMessage, ToolCall
 
+from agent.blank_text import is_blank
 from agent.budget import BUDGET_STOP_REASONS, utf8_len
 from agent.control import (
     DUPLICATE_CALL,
@@ -504,12 +505,15 @@ def _echoed_name(tool_name: str) -> str:
 def _plain_id(tool_call_id: Any) -> TypeGuard[str]:
     """Text of 1 to MAX_TOOL_CALL_ID_CHARS characters that UTF-8 can carry, not ending in a space: the
     team audit's key compares with trailing spaces ignored (MariaDB's PAD SPACE collations), so `c-1`
-    and `c-1 ` would be one invocation there."""
+    and `c-1 ` would be one invocation there. Nor blank (`agent.blank_text`): an ID of zero-width or
+    format characters shows as nothing, and a Draft citing it is refused as blank, so its call would
+    run and be audited under a name nobody can cite or read."""
     return (
         isinstance(tool_call_id, str)
         and 0 < len(tool_call_id) <= MAX_TOOL_CALL_ID_CHARS
         and not tool_call_id.endswith(" ")
         and is_encodable(tool_call_id)
+        and not is_blank(tool_call_id)
     )
 
 
