@@ -26,7 +26,7 @@ from agent.settings import ModelSettings
 
 ShapingMode = Literal["llama.cpp", "strict", "off"]
 
-# The markers of a call in the templates the "llama.cpp" shaping prefills and stops at.
+# The markers of a call in the templates the "llama.cpp" shaping is chosen for.
 TOOL_CALL_OPEN = "<tool_call>\n"
 TOOL_CALL_CLOSE = "</tool_call>"
 PROBE_TIMEOUT_S = 5.0

@@ -234,7 +234,7 @@ class DiagnosisUseCase:
             )
         return query, turn
 
-    def _build_agent(self, core: DiagnosisHarnessCore) -> Any:
+    def _build_agent(self, core: DiagnosisHarnessCore, shaper: RoundShaper) -> Any:
         from haystack.components.agents import Agent
 
         # Injected observers run first: the harness gate must be the last step before the generator,
@@ -245,7 +245,7 @@ class DiagnosisUseCase:
         return Agent(
             chat_generator=GuardedChatGenerator(
                 self.chat_generator,
-                round_request=RoundShaper(self.settings, core).request,
+                round_request=shaper.request,
                 on_truncated=core.close_model_round,
                 timeout_s=self.settings.model.timeout_s if self._endpoint is not None else None,
             ),
@@ -269,7 +269,8 @@ class DiagnosisUseCase:
         from haystack.dataclasses import ChatMessage
 
         ledger = core.ledger
-        agent = self._build_agent(core)
+        shaper = RoundShaper(self.settings, core)
+        agent = self._build_agent(core, shaper)
         prompt = system_prompt(self._prompt_bounds())
         messages = [ChatMessage.from_system(prompt), ChatMessage.from_user(user_text)]
         hook_context = {HARNESS_KEY: core, "run_context": ctx}
@@ -316,11 +317,17 @@ class DiagnosisUseCase:
 
         if core.stop_reason is not None:
             return self._result(ctx, core.stop_reason, None, ledger.snapshot(), None)
-        return self._finish_with_draft(ctx, core, output)
+        return self._finish_with_draft(ctx, core, output, shaper.draft_bounds)
 
     def _finish_with_draft(
-        self, ctx: RunContext, core: DiagnosisHarnessCore, output: dict[str, Any]
+        self,
+        ctx: RunContext,
+        core: DiagnosisHarnessCore,
+        output: dict[str, Any],
+        schema_bounds: DraftBounds | None,
     ) -> ExecutionResult:
+        """The Draft's end. `schema_bounds` are those of the Draft schema the last round sent, if any:
+        a string the Draft holds at its bound is named in the Result (`bounds_reached`)."""
         ledger = core.ledger
         if output.get("exit_reason") == "max_agent_steps":
             failure = Failure(code=StopReason.AGENT_ERROR)
@@ -341,7 +348,9 @@ class DiagnosisUseCase:
         if not ctx.budget.try_charge_bytes(utf8_len(text or "")):
             return self._result(ctx, StopReason.RUN_BYTES_EXHAUSTED, None, ledger.snapshot(), None)
         reason = StopReason.COMPLETED_AFTER_STOP_REQUIRED if ledger.stop_required else StopReason.COMPLETED
-        return self._result(ctx, reason, draft, ledger.snapshot(), None)
+        result = self._result(ctx, reason, draft, ledger.snapshot(), None)
+        reached = schema_bounds.reached(draft.model_dump(mode="json")) if schema_bounds else []
+        return result.model_copy(update={"bounds_reached": reached}) if reached else result
 
     @staticmethod
     def _result(

@@ -80,7 +80,7 @@ def _start(model: str, port: int, args: argparse.Namespace) -> tuple[subprocess.
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     lines: list[str] = []
-    while not lines or lines[-1].strip() != "max_draft_bytes = 2048":
+    while not lines or not lines[-1].startswith("deadline_s"):  # the printed block's last line
         line = server.stdout.readline()
         if not line:
             raise SystemExit(f"diagnose demo model-server --model {model} failed (exit {server.wait()})")

@@ -47,7 +47,7 @@ def test_the_trainer_demo_runs_tool_using_investigations_to_accepted_drafts(
     try:
         assert server.stdout is not None
         lines: list[str] = []
-        while not lines or not lines[-1].startswith("max_draft_bytes"):
+        while not lines or not lines[-1].startswith("deadline_s"):  # the printed block's last line
             line = server.stdout.readline()
             assert line, f"diagnose demo model-server failed (exit {server.poll()})"
             lines.append(line)
