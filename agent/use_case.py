@@ -48,7 +48,7 @@ from agent.run_events import (
     RunStarted,
 )
 from agent.settings import Settings
-from agent.vocabulary import OUTCOME_OF, Outcome, StopReason
+from agent.vocabulary import OUTCOME_OF, Outcome, RunFailureCause, StopReason
 from tools.boundary import ToolBoundary
 from tools.redaction import NOOP, Redactor
 from tools.unicode_text import holds_unencodable, is_encodable
@@ -157,14 +157,24 @@ class DiagnosisUseCase:
         self._current = ctx
         try:
             result = await self._run_agent(ctx, core, user_text)
+            _announce(emitter, result)
         except asyncio.CancelledError:
             # The caller itself was cancelled (e.g. the console's worker): record it, then obey.
             result = self._result(ctx, StopReason.CANCELLED, None, ledger.snapshot(), None)
             _announce(emitter, result)
             raise
+        except RequiredSinkFailed as lost:
+            # The audit refused a write (its own end included): the run ends typed, its closing event
+            # reaches every other sink, and no Draft the audit does not hold is handed out.
+            log.warning("run %s stopped: %s", run_id, lost.message)
+            detail = self.redactor.text(str(lost))[:_MAX_AUDIT_DETAIL_CHARS]  # redacted before it is cut
+            cause = RunFailureCause.AUDIT_WRITE_FAILED
+            failure = Failure(code=StopReason.AGENT_ERROR, cause=cause, detail=detail)
+            progress = ledger.snapshot() if ledger.completed_checks else None
+            result = self._result(ctx, StopReason.AGENT_ERROR, None, progress, failure)
+            _announce(emitter, result)
         finally:
             self._current = None
-        _announce(emitter, result)
         return result
 
     # ------------------------------------------------------------------ internals
@@ -385,6 +395,10 @@ def _turn_problem(error: ValidationError) -> str:
         for e in error.errors(include_input=False)
     )
     return _NOT_UNICODE if unicode else "the previous turn is not a valid PreviousTurn"
+
+
+# An audit error's words in a result: enough for the store's own message, never a page of server text.
+_MAX_AUDIT_DETAIL_CHARS = 300
 
 
 def _announce(

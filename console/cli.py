@@ -32,7 +32,7 @@ from agent.input_files import (
     read_input_file,
 )
 from agent.scenario_folder import is_scenario_file_name, scenario_files
-from agent.vocabulary import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR
+from agent.vocabulary import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, RunFailureCause
 from console import telemetry
 from console.errors import SetupError, error, reported, warning
 from console.interrupts import Interrupts
@@ -619,6 +619,9 @@ async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Int
             redact=env.redactor.text,
             model_timeout_s=env.settings.model.timeout_s,
         )
+    if result.failure is not None and result.failure.cause == RunFailureCause.AUDIT_WRITE_FAILED:
+        # The result says FAILED; the operator also learns why in the words every audit error uses.
+        error(f"the audit could not be written, so the run was stopped: {result.failure.detail}")
     if events is not None and events.stream is sys.stdout:
         if events.reader_left:  # it has what it wanted (the run was cancelled for it): end quietly
             silence_stdout()
