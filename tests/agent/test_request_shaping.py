@@ -2,7 +2,9 @@
 
 Checked on request bodies recorded by a local server shaped like the OpenAI chat-completions API,
 which answers with replies recorded from llama.cpp's `llama-server` (tests/data/recorded_tool_rounds.json:
-SmolLM2-135M and Gemma 3 270M behind the chat templates `diagnose demo model-server` writes).
+SmolLM2-135M and Gemma 3 270M behind the chat templates `diagnose demo model-server` writes; under
+"a call or the Draft" a call comes back as the reply's JSON text, and one recording is of the forced
+call before it, a `tool_calls` reply, which the harness takes up the same way).
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ LLAMA_CPP_MODELS = json.dumps(
 )
 
 
-def use_case(url: str, shaping: str, max_model_calls: int = 2) -> tuple[DiagnosisUseCase, list[RunEvent]]:
+def use_case(
+    url: str, shaping: str, max_model_calls: int = 2, max_tokens: int = 384
+) -> tuple[DiagnosisUseCase, list[RunEvent]]:
     settings = load_settings(
         None,
         overrides={
@@ -44,7 +48,7 @@ def use_case(url: str, shaping: str, max_model_calls: int = 2) -> tuple[Diagnosi
                 "base_url": url,
                 "name": "m",
                 "timeout_s": 5,
-                "max_tokens": 384,
+                "max_tokens": max_tokens,
                 "request_shaping": shaping,
             },
             "budget": {"max_model_calls": max_model_calls, "max_draft_bytes": 2048},
@@ -72,7 +76,7 @@ def parameters(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
 )
 async def test_llama_cpp_shaping_asks_for_one_call_or_the_draft_then_the_draft(recording: str) -> None:
     with fake_openai(replies(recording)) as srv:
-        uc, events = use_case(srv.url, "llama.cpp")
+        uc, events = use_case(srv.url, "llama.cpp", max_tokens=RECORDED[recording]["max_tokens"])
         result = await uc.execute(RECORDED[recording]["query"])
     tool_round, final = srv.requests
     # The tool round: one JSON value, a call of one of the three tools or the run's Draft.
