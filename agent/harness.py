@@ -55,6 +55,7 @@ from tools.boundary import ToolBoundary
 from tools.canonical import input_key
 from tools.definitions import ENVELOPE_KEYS, MAX_ECHOED_TOOL_NAME_CHARS, MAX_TOOL_CALL_ID_CHARS
 from tools.observation import Observation
+from tools.redaction import Redactor
 from tools.unicode_text import encodable, encodable_value, holds_unencodable, is_encodable
 from tools.vocabulary import ErrorCode, Evaluation, EvidenceStatus
 
@@ -448,7 +449,7 @@ class DiagnosisHarnessCore:
         assert call.id is not None
         obs = self._unexecuted[call.id] = Observation(
             tool_call_id=call.id,
-            tool=_echoed_name(call.tool_name),
+            tool=_echoed_name(call.tool_name, self.boundary.redactor),
             evidence_status=EvidenceStatus.NOT_EXECUTED,
             control=control.to_json(),
         )
@@ -495,11 +496,11 @@ def _reply(call: ToolCall, observation: Observation) -> ChatMessage:
     return ChatMessage.from_tool(tool_result=observation.to_model_text(), origin=call)
 
 
-def _echoed_name(tool_name: str) -> str:
-    """The tool name an observation repeats: any name the model sent, bounded."""
+def _echoed_name(tool_name: str, redactor: Redactor) -> str:
+    """The tool name an observation repeats: any name the model sent, bounded (redacted before the cut)."""
     if len(tool_name) <= MAX_ECHOED_TOOL_NAME_CHARS:
         return tool_name
-    return tool_name[:MAX_ECHOED_TOOL_NAME_CHARS] + "…"
+    return redactor.prefix(tool_name, MAX_ECHOED_TOOL_NAME_CHARS) + "…"
 
 
 def _plain_id(tool_call_id: Any) -> TypeGuard[str]:

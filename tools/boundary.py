@@ -55,6 +55,11 @@ class ToolBoundary:
         self._redactor = redactor
         self._max_observation_bytes = max_observation_bytes
 
+    @property
+    def redactor(self) -> Redactor:
+        """The run's redaction step, for the harness's own cuts (an echoed tool name)."""
+        return self._redactor
+
     async def aclose(self) -> None:
         """Release adapter resources (HTTP clients, connection pools)."""
         for adapter in self._adapters.values():

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import LookupKnowledgeInput
+from tools.redaction import NOOP, Redactor
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 if TYPE_CHECKING:
@@ -96,9 +97,14 @@ class KnowledgeAdapter:
     """Answers lookup_knowledge from markdown files under `path` (searched recursively)."""
 
     def __init__(
-        self, path: Path, snippet_chars: int = 300, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+        self,
+        path: Path,
+        snippet_chars: int = 300,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        redactor: Redactor = NOOP,
     ) -> None:
         self._path = path
+        self._redactor = redactor  # a snippet is redacted before it is cut (`Redactor.prefix`)
         self._snippet_chars = snippet_chars
         self._max_file_bytes = max_file_bytes
         self._index: _Index | None = None
@@ -136,7 +142,7 @@ class KnowledgeAdapter:
                 {
                     "title": runbook.title,
                     "source": runbook.source,
-                    "snippet": _snippet(runbook.passages, query_tokens, self._snippet_chars),
+                    "snippet": _snippet(runbook.passages, query_tokens, self._snippet_chars, self._redactor),
                     "score": round(float(hit.score), 3),
                 }
             )
@@ -288,7 +294,7 @@ def _passages(body: str) -> tuple[str, ...]:
     return tuple(passages)
 
 
-def _snippet(passages: tuple[str, ...], query_tokens: set[str], limit: int) -> str:
+def _snippet(passages: tuple[str, ...], query_tokens: set[str], limit: int, redactor: Redactor) -> str:
     """From the passage sharing the most query tokens (first wins a tie), else from the body's start.
 
     Following passages fill the remaining room, so a short lead-in line still shows what comes next.
@@ -304,6 +310,8 @@ def _snippet(passages: tuple[str, ...], query_tokens: set[str], limit: int) -> s
         text = f"{text} {passage}" if text else passage
         if len(text) > 2 * limit:
             break
+    # Redacted whole before either end is cut: a credential across a cut keeps its context.
+    text = redactor.text(text) if len(text) > limit else text
     return _cut(_around_first_match(text, query_tokens, limit), limit)
 
 
