@@ -19,11 +19,13 @@ from typing import Any
 
 import jsonschema
 
+from agent.draft_rules import RunEvidence, run_bounds
 from agent.evidence import build_boundary
 from agent.models import build_model
 from agent.run_events import RunEvent
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
+from console.render_text import render_result
 from tests.support.openai_server import completion, fake_openai
 
 LLAMA_CPP = {
@@ -113,3 +115,16 @@ async def test_a_call_written_as_the_reply_is_taken_up_as_that_call() -> None:
     # pending observation.
     assert jsonschema.Draft202012Validator(_reply_schema(second)).is_valid(STOP)
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
+
+
+async def test_a_draft_string_at_the_bound_the_server_was_held_to_is_named_in_the_result() -> None:
+    """A grammar ends a string at its bound, maybe mid-sentence: the Result says which (issue 32, 14)."""
+    bounds = run_bounds(16_384, RunEvidence({}), 1024)
+    assert bounds.holds_a_sentence
+    at_bound = {**STOP, "limitations": {"checked_scope": [], "missing_info": ["缺" * bounds.max_note_chars]}}
+    with fake_openai([completion(text=json.dumps(at_bound, ensure_ascii=False))], LLAMA_CPP) as srv:
+        use_case, _ = _use_case(srv.url)
+        result = await use_case.execute(NO_CONTEXT)
+    assert (result.outcome, result.bounds_reached) == ("DRAFT", ["limitations.missing_info[0]"])
+    assert result.to_json_dict()["bounds_reached"] == ["limitations.missing_info[0]"]
+    assert "limitations.missing_info[0]" in render_result(result)
