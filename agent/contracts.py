@@ -155,6 +155,9 @@ class ExecutionResult(Contract):
     progress: ProgressSnapshot | None
     usage: Usage
     failure: Failure | None
+    # The Draft's strings as long as the schema the server was held to allows (`DraftBounds.reached`):
+    # the server may have ended each there, mid-sentence. Present only when there is one.
+    bounds_reached: list[str] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -164,4 +167,6 @@ class ExecutionResult(Contract):
         data = self.model_dump(mode="json")
         if self.failure is not None:
             data["failure"] = self.failure.model_dump(mode="json", exclude_none=True)
+        if self.bounds_reached is None:
+            del data["bounds_reached"]
         return data

@@ -145,13 +145,5 @@ def finding_cites(index: int, cited: str, evidence: RunEvidence) -> str:
     )
 
 
-def too_many(path: str, count: int, limit: int) -> str:
-    return f"`{path}` has {count} entries; this run allows {limit}"
-
-
-def too_long(path: str, length: int, limit: int) -> str:
-    return f"`{path}` is {length} characters; this run allows {limit}"
-
-
 def unknown_citation(index: int, cited: str) -> str:
     return f"analysis[{index}] cites {call_id(cited)}, which is not a tool call of this run"

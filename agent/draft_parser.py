@@ -8,9 +8,10 @@ Violation codes (stable, safe to show anyone): EMPTY_OUTPUT, INVALID_ENCODING, D
 NOT_A_JSON_OBJECT, MALFORMED_JSON, DUPLICATE_KEY, SCHEMA_MISMATCH (including a blank `statement` or
 `scope`), UNKNOWN_CITATION, FINDING_CITES_NON_FOUND,
 FINDING_CITES_NO_GAIN, CONCLUSION_WITHOUT_FOUND_EVIDENCE, NULL_CONCLUSION_WITHOUT_MISSING_INFO. Each
-comes with a detail that says where and why without the text. DRAFT_TOO_LARGE also covers a Draft
-over the run's item and text bounds (agent/draft_rules.py): the run-specific schema admits exactly
-the Drafts this parser accepts, so both must hold the same limits.
+comes with a detail that says where and why without the text. DRAFT_TOO_LARGE is the configured
+`max_draft_bytes` and nothing else: no item count or string length of its own, so every Draft within
+the configured bytes that meets the rules is accepted, however its bytes are shared out. The
+run-specific schema sent to a server (agent/draft_schema.py) admits only Drafts this parser accepts.
 """
 
 from __future__ import annotations
@@ -24,14 +25,7 @@ from agent import draft_detail as why
 from agent.blank_text import is_blank
 from agent.budget import utf8_len
 from agent.contracts import DiagnosisDraft
-from agent.draft_rules import (
-    FINDING,
-    DraftBounds,
-    RunEvidence,
-    finding_violation,
-    run_bounds,
-    text_fields,
-)
+from agent.draft_rules import FINDING, RunEvidence, finding_violation
 from agent.vocabulary import DraftViolation
 from tools.unicode_text import holds_unencodable, is_encodable
 
@@ -90,36 +84,8 @@ def parse_draft(text: str | None, max_bytes: int, evidence: RunEvidence) -> Diag
     except ValidationError as exc:
         raise DraftRejected(DraftViolation.SCHEMA_MISMATCH, why.schema_mismatch(exc.errors())) from None
 
-    _check_text(draft, run_bounds(max_bytes, evidence))
     _check_evidence(draft, evidence)
     return draft
-
-
-def _check_text(draft: DiagnosisDraft, bounds: DraftBounds) -> None:
-    """No more items, citations or characters than the run allows (what keeps a Draft in its bytes)."""
-    data = draft.model_dump(mode="json")
-    counts = [("analysis", len(draft.analysis), bounds.max_analysis)]
-    counts += [(name, len(data[name]), bounds.max_list_items) for name in ("action_plan", "recommendations")]
-    counts += [
-        (f"limitations.{name}", len(data["limitations"][name]), bounds.max_list_items)
-        for name in ("checked_scope", "missing_info")
-    ]
-    counts += [
-        (f"analysis[{i}].evidence", len(item.evidence), bounds.max_cited)
-        for i, item in enumerate(draft.analysis)
-        if isinstance(item.evidence, list)
-    ]
-    for path, count, limit in counts:
-        if count > limit:
-            raise DraftRejected(
-                DraftViolation.DRAFT_TOO_LARGE, why.too_many(path, count, limit), too_large=True
-            )
-    for path, value, claim in text_fields(data):
-        limit = bounds.max_text_chars if claim else bounds.max_note_chars
-        if len(value) > limit:
-            raise DraftRejected(
-                DraftViolation.DRAFT_TOO_LARGE, why.too_long(path, len(value), limit), too_large=True
-            )
 
 
 def _ids(evidence: list[str] | str) -> list[str]:

@@ -8,8 +8,10 @@ rule depends on lives here:
 - which calls a FINDING may cite (FOUND and not evaluated NO_GAIN) and which a NEGATIVE_OBSERVATION
   may cite (any executed call of the run) — `RunEvidence`;
 - what blank text is (agent/blank_text.py);
-- how many items and characters a Draft may use so that it fits `max_draft_bytes` whatever
-  characters it uses (with one exception, see MAX_BYTES_PER_CHAR) — `DraftBounds`.
+- how many items and characters a Draft may use so that it surely fits `max_draft_bytes` whatever
+  characters it uses (with one exception, see MAX_BYTES_PER_CHAR) — `DraftBounds`: what a
+  grammar-constrained server is held to and the prompt states, never a limit of the parser, which
+  accepts any Draft within the configured bytes.
 agent/draft_parser.py, agent/draft_schema.py and agent/prompt.py only apply these.
 """
 
@@ -69,7 +71,6 @@ MAX_CITED_PER_ITEM = 4
 # any call exists) are the limits of the run unless its IDs are longer (OpenAI's are 29 characters,
 # llama.cpp's 32).
 MIN_ID_BUDGET_BYTES = 40
-_MIN_TEXT_CHARS = 16
 _FLOOR_TEXT_CHARS = 8
 _FLOOR_NOTE_CHARS = 4
 # Fewer bytes per token than any tokenizer we measured spends on Chinese text in JSON (about 1.9
@@ -153,8 +154,11 @@ def finding_violation(evidence: RunEvidence, tool_call_id: str) -> DraftViolatio
 class DraftBounds:
     """How many items and characters a Draft may hold so that its canonical JSON fits a byte limit.
 
-    Two text lengths: `max_text_chars` for the conclusion and each statement (the claims, which need
-    room) and `max_note_chars` for a scope and each list entry (labels and steps).
+    Not a rule of the Draft: the parser checks only `max_draft_bytes` (and DESIGN's rules), so any
+    Draft within the configured bytes is accepted. These bounds are what a server that needs a bound
+    per string (a grammar) is sent, and what the prompt states, so a Draft written within them surely
+    fits. Two text lengths: `max_text_chars` for the conclusion and each statement (the claims, which
+    need room for a sentence) and `max_note_chars` for a scope and each list entry (labels and steps).
     """
 
     max_analysis: int
@@ -162,6 +166,12 @@ class DraftBounds:
     max_text_chars: int
     max_note_chars: int
     max_cited: int = MAX_CITED_PER_ITEM
+
+    @property
+    def holds_a_sentence(self) -> bool:
+        """Whether a claim may be a whole sentence: false when the bytes (or a round's token limit)
+        leave less than `MIN_CLAIM_CHARS` even for one analysis item."""
+        return self.max_text_chars >= MIN_CLAIM_CHARS
 
     def narrowed(self, other: DraftBounds) -> DraftBounds:
         """Within both: what a Draft must meet to satisfy each."""
@@ -173,6 +183,15 @@ class DraftBounds:
             min(self.max_cited, other.max_cited),
         )
 
+    def reached(self, draft: Mapping[str, Any]) -> list[str]:
+        """The JSON paths of the Draft's strings that are as long as these bounds allow: a server held
+        to them may have ended each there, mid-sentence (the Result says so: `bounds_reached`)."""
+        return [
+            path
+            for path, value, claim in text_fields(draft)
+            if len(value) >= (self.max_text_chars if claim else self.max_note_chars)
+        ]
+
 
 # `{"conclusion": , "analysis": [], "action_plan": [], "recommendations": [], "limitations":
 # {"checked_scope": [], "missing_info": []}}` with `null` or `""`: 121 bytes; the rest is margin.
@@ -183,6 +202,12 @@ _STRING_BYTES = 4  # two quotes and a `, ` separator
 _TEXT_TO_NOTE = 2.5  # a claim gets 2.5 times the characters of a note
 _MAX_NOTE_CHARS = 100
 _MAX_TEXT_CHARS = 500
+# A claim of a sentence: fewer items, lists and citations are bounded before a claim falls under this
+# (a 120-character statement is a sentence in English, two or three in Chinese).
+MIN_CLAIM_CHARS = 120
+# Item counts (analysis, each list, citations per item), largest first; the first that leaves a claim
+# MIN_CLAIM_CHARS is taken, the smallest when none does.
+_FEWER_ITEMS = ((3, 2, 2), (2, 1, 2), (1, 1, 1))
 
 
 def draft_bounds(max_bytes: int, id_budget_bytes: int = MIN_ID_BUDGET_BYTES) -> DraftBounds:
@@ -190,19 +215,20 @@ def draft_bounds(max_bytes: int, id_budget_bytes: int = MIN_ID_BUDGET_BYTES) -> 
 
     Item counts grow with the limit; the characters left after the skeleton and the citations (at
     MAX_BYTES_PER_CHAR) are shared out, a claim getting 2.5 times a note, a note at most 100. Where a
-    note would fall under 16 characters, fewer items and citations are allowed instead; under about
-    1 KiB not even those fit and floors (8 and 4 characters) keep the Draft writable (the parser's
-    byte check still applies).
+    claim would fall under MIN_CLAIM_CHARS, fewer items, list entries and citations are allowed
+    instead: one sentence says more than three fragments. Under about 1.7 KiB not even one item's
+    sentence fits, and floors (8 and 4 characters) keep the Draft writable (`holds_a_sentence` is then
+    false, and the parser's byte check still applies).
     """
     full = (min(8, max(3, max_bytes // 1536)), min(5, max(2, max_bytes // 4096)), MAX_CITED_PER_ITEM)
-    for max_analysis, max_list_items, max_cited in (full, (2, 1, 2)):
+    for max_analysis, max_list_items, max_cited in (full, *_FEWER_ITEMS):
         skeleton = _FIXED_BYTES + max_analysis * (_ITEM_BYTES + max_cited * id_budget_bytes)
         texts, notes = 1 + max_analysis, max_analysis + 4 * max_list_items
         chars = (max_bytes - skeleton - (texts + notes) * _STRING_BYTES) // MAX_BYTES_PER_CHAR
         note = min(_MAX_NOTE_CHARS, int(chars / (_TEXT_TO_NOTE * texts + notes)))
-        if note >= _MIN_TEXT_CHARS:
+        text = min(_MAX_TEXT_CHARS, (chars - max(note, 0) * notes) // texts)
+        if text >= MIN_CLAIM_CHARS:
             break
-    text = min(_MAX_TEXT_CHARS, (chars - max(note, 0) * notes) // texts)
     return DraftBounds(
         max_analysis, max_list_items, max(_FLOOR_TEXT_CHARS, text), max(_FLOOR_NOTE_CHARS, note), max_cited
     )

@@ -9,14 +9,17 @@ schema is built from the Draft rules (agent/draft_rules.py) and what the run act
   call, or "NO_EVIDENCE" with a scope;
 - a null conclusion `contains` a non-blank `missing_info` entry; statement, scope and conclusion match
   the non-blank pattern;
-- item counts and string lengths are the run's `DraftBounds`.
-Without a token limit it admits exactly the Drafts the parser accepts (tests/agent/test_draft_rules.py
-proves it on generated Drafts; the one pinned exception is text of characters whose JSON takes
-more than 3 bytes, see agent/draft_rules.py). The schema sent on a final round is also fitted to the round's
-`max_tokens` (a Draft the server is told to produce must be one it may finish), which only narrows
-it, and then every non-blank string carries its length bound inside its `pattern` (a grammar built
-from a pattern ignores `maxLength`: llama.cpp's does). A server whose grammar ignores `contains` or
-`pattern` may produce a Draft outside the schema: the parser still checks everything.
+- item counts and string lengths are the run's `DraftBounds`, so whatever it admits fits the bytes.
+Every Draft it admits is one the parser accepts; without its size keywords it admits exactly the
+Drafts that meet the parser's rules (tests/agent/test_draft_rules.py proves both on generated Drafts;
+the one pinned exception is text of characters whose JSON takes more than 3 bytes, see
+agent/draft_rules.py). The parser itself checks only the configured bytes, so a Draft beyond these
+bounds but within `max_draft_bytes` (from a server that does not enforce them) is still accepted. The
+schema sent to a server is also fitted to the round's `max_tokens` (a Draft the server is told to
+produce must be one it may finish), which only narrows it, and then every non-blank string carries
+its length bound inside its `pattern` (a grammar built from a pattern ignores `maxLength`: llama.cpp's
+does). A server whose grammar ignores `contains` or `pattern` may produce a Draft outside the schema:
+the parser still checks everything.
 """
 
 from __future__ import annotations

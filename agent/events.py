@@ -31,7 +31,11 @@ __all__ = ["EventSink", "RequiredSinkFailed", "RunEvent", "RunEventEmitter", "ut
 
 
 class RequiredSinkFailed(DiagnoseError):
-    """A required sink (the audit) could not record an event: the run must stop, not go on unaudited."""
+    """A required sink (the audit) could not record an event: the run must stop, not go on unaudited.
+
+    Raised where the run can no longer be set up (its `run_started`), it ends the command; raised
+    later, the use case ends the run with a typed result instead (FAILED / AGENT_ERROR, cause
+    `AUDIT_WRITE_FAILED`: docs/contracts.md, "Execution result")."""
 
     @property
     def message(self) -> str:
@@ -76,6 +80,9 @@ class RunEventEmitter:
             try:
                 sink(event)
             except Exception as exc:
+                # Not asked again in this run: it is stopping, and its closing event still reaches
+                # every other sink (a lost audit lease refuses every later write of the run).
+                self._required = []
                 raise RequiredSinkFailed(f"{type(exc).__name__}: {exc}") from exc
         for sink in self._sinks:
             try:

@@ -13,13 +13,16 @@ from tools.logs_file import LogFileAdapter, bundled_logs_path
 from tools.redaction import NOOP, Redactor
 
 
-def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
-    """Embedded sources by default; query_mysql has no adapter (UNAVAILABLE) until `[mysql] dsn` is set."""
+def build_adapters(settings: Settings, redactor: Redactor = NOOP) -> dict[str, EvidenceAdapter]:
+    """Embedded sources by default; query_mysql has no adapter (UNAVAILABLE) until `[mysql] dsn` is set.
+
+    Each adapter gets the run's redactor: what it cuts to a display size it redacts first."""
     adapters: dict[str, EvidenceAdapter] = {
         ToolName.LOOKUP_KNOWLEDGE: KnowledgeAdapter(
             settings.knowledge.path or bundled_knowledge_path(),
             max_file_bytes=settings.knowledge.max_file_bytes,
             max_observation_bytes=settings.budget.max_observation_bytes,
+            redactor=redactor,
         ),
     }
     if settings.logs.source == "file":
@@ -27,11 +30,12 @@ def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
             settings.logs.path or bundled_logs_path(),
             max_window_minutes=settings.logs.max_window_minutes,
             max_lines=settings.logs.max_lines,
+            redactor=redactor,
         )
     else:
-        adapters[ToolName.QUERY_LOGS] = _loki(settings)
+        adapters[ToolName.QUERY_LOGS] = _loki(settings, redactor)
     if settings.mysql.dsn:
-        adapters[ToolName.QUERY_MYSQL] = _mysql(settings)
+        adapters[ToolName.QUERY_MYSQL] = _mysql(settings, redactor)
     return adapters
 
 
@@ -40,7 +44,7 @@ def mysql_password(settings: Settings) -> str | None:
     return os.environ.get(name) if name else None
 
 
-def _mysql(settings: Settings) -> EvidenceAdapter:
+def _mysql(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
     from tools.mysql.adapter import MysqlAdapter
 
     mysql = settings.mysql
@@ -52,13 +56,14 @@ def _mysql(settings: Settings) -> EvidenceAdapter:
             allowed_schemas=mysql.allowed_schemas,
             statement_timeout_ms=mysql.statement_timeout_ms,
             max_rows=mysql.max_rows,
+            redactor=redactor,
         )
     except ValueError:
         # The message could echo the DSN; name the key instead.
         raise ConfigError("[mysql] dsn is not a valid mysql://user@host:port/database URL") from None
 
 
-def _loki(settings: Settings) -> EvidenceAdapter:
+def _loki(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
     from tools.logs_loki import LokiLogAdapter
 
     logs = settings.logs
@@ -72,6 +77,7 @@ def _loki(settings: Settings) -> EvidenceAdapter:
             max_window_minutes=logs.max_window_minutes,
             max_lines=logs.max_lines,
             level_label=logs.level_label,
+            redactor=redactor,
         )
     except ValueError as exc:
         raise ConfigError(f"[logs] {exc}") from None
@@ -79,7 +85,7 @@ def _loki(settings: Settings) -> EvidenceAdapter:
 
 def build_boundary(settings: Settings, redactor: Redactor = NOOP) -> ToolBoundary:
     return ToolBoundary(
-        build_adapters(settings),
+        build_adapters(settings, redactor),
         redactor=redactor,
         max_observation_bytes=settings.budget.max_observation_bytes,
     )

@@ -27,6 +27,7 @@ from typing import Any, TypeGuard
 from haystack.components.agents.state.state import State
 from haystack.dataclasses import ChatMessage, ToolCall
 
+from agent.blank_text import is_blank
 from agent.budget import BUDGET_STOP_REASONS, utf8_len
 from agent.control import (
     DUPLICATE_CALL,
@@ -54,6 +55,7 @@ from tools.boundary import ToolBoundary
 from tools.canonical import input_key
 from tools.definitions import ENVELOPE_KEYS, MAX_ECHOED_TOOL_NAME_CHARS, MAX_TOOL_CALL_ID_CHARS
 from tools.observation import Observation
+from tools.redaction import Redactor
 from tools.unicode_text import encodable, encodable_value, holds_unencodable, is_encodable
 from tools.vocabulary import ErrorCode, Evaluation, EvidenceStatus
 
@@ -447,7 +449,7 @@ class DiagnosisHarnessCore:
         assert call.id is not None
         obs = self._unexecuted[call.id] = Observation(
             tool_call_id=call.id,
-            tool=_echoed_name(call.tool_name),
+            tool=_echoed_name(call.tool_name, self.boundary.redactor),
             evidence_status=EvidenceStatus.NOT_EXECUTED,
             control=control.to_json(),
         )
@@ -494,22 +496,25 @@ def _reply(call: ToolCall, observation: Observation) -> ChatMessage:
     return ChatMessage.from_tool(tool_result=observation.to_model_text(), origin=call)
 
 
-def _echoed_name(tool_name: str) -> str:
-    """The tool name an observation repeats: any name the model sent, bounded."""
+def _echoed_name(tool_name: str, redactor: Redactor) -> str:
+    """The tool name an observation repeats: any name the model sent, bounded (redacted before the cut)."""
     if len(tool_name) <= MAX_ECHOED_TOOL_NAME_CHARS:
         return tool_name
-    return tool_name[:MAX_ECHOED_TOOL_NAME_CHARS] + "…"
+    return redactor.prefix(tool_name, MAX_ECHOED_TOOL_NAME_CHARS) + "…"
 
 
 def _plain_id(tool_call_id: Any) -> TypeGuard[str]:
     """Text of 1 to MAX_TOOL_CALL_ID_CHARS characters that UTF-8 can carry, not ending in a space: the
     team audit's key compares with trailing spaces ignored (MariaDB's PAD SPACE collations), so `c-1`
-    and `c-1 ` would be one invocation there."""
+    and `c-1 ` would be one invocation there. Nor blank (`agent.blank_text`): an ID of zero-width or
+    format characters shows as nothing, and a Draft citing it is refused as blank, so its call would
+    run and be audited under a name nobody can cite or read."""
     return (
         isinstance(tool_call_id, str)
         and 0 < len(tool_call_id) <= MAX_TOOL_CALL_ID_CHARS
         and not tool_call_id.endswith(" ")
         and is_encodable(tool_call_id)
+        and not is_blank(tool_call_id)
     )
 
 

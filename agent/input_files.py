@@ -54,6 +54,15 @@ class OversizedInput:
         return cls(cap=error.limit, head=error.head.decode("utf-8", errors="replace"))
 
 
+def input_file_cap(limit: int) -> int:
+    """How much of a query or previous-turn file is read for an input limited to `limit` bytes.
+
+    Never less than the limit, or a configured `max_query_bytes` above the cap could not be reached
+    from a file at all; never less than 1 MiB, so a file just past a small limit is still judged by
+    its real size (and a previous turn's JSON may hold more whitespace than its compact form)."""
+    return max(limit, MIB)
+
+
 def read_input_file(path: Path | str, *, what: str, limit: int) -> bytes:
     """The bytes of a regular file of at most `limit` bytes."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)

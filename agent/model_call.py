@@ -10,9 +10,12 @@
 - A reply the server cut at the token limit (`finish_reason == "length"`) is a MODEL_ERROR with the
   stable reason MAX_TOKENS: its text is half a Draft or half a tool call, never something to parse.
 - The Agent sends the same inputs on every round; some rounds need more (the run's Draft schema on
-  the round where no tool may be called, the tool schemas narrowed for the round, an assistant
-  prefill: agent.request_shaping). `round_request` supplies those per call: its kwargs are merged
-  over the generator's own generation settings, its tools replace the Agent's for that request only.
+  the round where no tool may be called, the tool schemas narrowed for the round, one schema for "a
+  call or the Draft": agent.request_shaping). `round_request` supplies those per call: its kwargs
+  are merged over the generator's own generation settings, its tools replace the Agent's for that
+  request only. On a round whose call comes back as the reply's text, that text is read back into
+  the call (agent.call_or_draft) after the reply is measured and checked, so usage counts what the
+  server wrote.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agent.call_or_draft import call_from_reply
 from agent.model_failure import failure_cause
 from agent.request_shaping import RoundRequest
 from agent.usage import WireSizes, message_bytes, round_usage
@@ -80,17 +84,15 @@ class GuardedChatGenerator:
             raise
         except Exception as exc:
             raise _classify(exc) from exc
-        return self._checked(self._with_measured_usage(result, messages, tools, request.prefill))
+        checked = self._checked(self._with_measured_usage(result, messages, tools))
+        return _calls_read(checked) if request.calls_in_text else checked
 
-    def _with_measured_usage(
-        self, result: dict[str, Any], messages: list[Any], tools: Any, prefill: str | None
-    ) -> dict[str, Any]:
+    def _with_measured_usage(self, result: dict[str, Any], messages: list[Any], tools: Any) -> dict[str, Any]:
         """Give every reply clean usage meta: the provider's counts where usable, else estimated."""
         replies = result.get("replies") if isinstance(result, dict) else None
         if not replies:
             return result
-        # The run's history is measured incrementally; a prefill is sent after it, never kept in it.
-        sent = self._sizes.sent(messages, tools) + (len(prefill.encode("utf-8")) if prefill else 0)
+        sent = self._sizes.sent(messages, tools)
         for reply in replies:
             meta = getattr(reply, "meta", None)
             if isinstance(meta, dict):
@@ -128,12 +130,15 @@ def _with_round_request(
         kwargs = {**kwargs, "generation_kwargs": merged}
     if request.tools_strict is not None:
         kwargs = {**kwargs, "tools_strict": request.tools_strict}
-    sent = messages
-    if request.prefill is not None:
-        from haystack.dataclasses import ChatMessage
+    return messages, list(request.tools) if request.tools is not None else tools, kwargs
 
-        sent = [*messages, ChatMessage.from_assistant(request.prefill)]
-    return sent, list(request.tools) if request.tools is not None else tools, kwargs
+
+def _calls_read(result: dict[str, Any]) -> dict[str, Any]:
+    """The result with each reply that is exactly one call object read as that call."""
+    replies = result.get("replies") if isinstance(result, dict) else None
+    if not replies:
+        return result
+    return {**result, "replies": [call_from_reply(reply) for reply in replies]}
 
 
 def _classify(exc: Exception) -> ModelCallError:

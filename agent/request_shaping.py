@@ -4,14 +4,12 @@ The Agent sends the same request on every round; a run knows more about each rou
 - **the final completion opportunity** (no tool may be called): with `structured_output = "auto"`,
   the run's Draft schema and `tool_choice: "none"` (agent.draft_schema);
 - **a round where a tool may be called**, under a shaping mode (agent.server_kind resolves "auto"):
-  - "llama.cpp": the tool schemas narrowed for this round (agent.tool_round_schema),
-    `tool_choice: "required"`, one call (`parallel_tool_calls: false`), the reply started inside a
-    call (an assistant prefill of `<tool_call>\\n`) and stopped after it (`stop: ["</tool_call>"]`).
-    Measured on llama.cpp's server: "required" alone builds a grammar that still accepts any text
-    before the first call and any number of calls after it, so a small model writes prose or
-    repeats calls until `max_tokens`; with the prefill and the stop, the whole reply is one call the
-    grammar holds to the narrowed schema. The model can no longer answer on such a round: a run ends
-    on its final opportunity (or a stop), so `[budget] max_model_calls` sets how deep it looks;
+  - "llama.cpp": one tool call OR the Draft, held by the server's grammar (agent.call_or_draft): the
+    tool schemas narrowed for this round (agent.tool_round_schema) and the run's Draft schema as
+    the branches of one `response_format`. Measured on llama.cpp's server: a small model left free
+    writes prose or repeats calls until `max_tokens`, and one forced to call cannot stop, so a query
+    without context cost forced calls until saturation; held to "a call or the Draft", every reply
+    is one the run can take up, and the model may stop at once (the spec's zero-call stop);
   - "strict": the narrowed schemas as strict functions (`strict: true`, every property required) and
     `parallel_tool_calls: false` (strict schemas do not hold for parallel calls); the model still
     chooses between a call and its answer. OpenAI and vLLM constrain such calls (by their
@@ -21,6 +19,7 @@ Whenever a mode is on, every round carries narrowed schemas: they change only wh
 observation does, and the final round repeats the last tool round's, so a server's cached prompt
 prefix stays valid as long as it can (the tools are rendered before the conversation). The names,
 descriptions and tools the Agent registers stay the frozen three; the harness still judges every call.
+The Draft bounds of the last schema sent (`draft_bounds`) are what the Result reports as reached.
 """
 
 from __future__ import annotations
@@ -29,10 +28,12 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.draft_schema import final_round_kwargs
+from agent.call_or_draft import call_or_draft_kwargs
+from agent.draft_rules import DraftBounds, run_bounds
+from agent.draft_schema import final_round_kwargs, run_draft_schema
 from agent.haystack_tools import frozen_tools
 from agent.models import server_enforces_draft_schema
-from agent.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, ShapingMode, shaping_mode
+from agent.server_kind import ShapingMode, shaping_mode
 from agent.tool_round_schema import round_tool_schema
 
 if TYPE_CHECKING:
@@ -43,12 +44,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class RoundRequest:
     """One round's additions: generation kwargs merged over the generator's own, the tools to send
-    instead of the Agent's (same names, narrower parameters), and an assistant prefill."""
+    instead of the Agent's (same names, narrower parameters), and whether a call may come back as the
+    reply's text (agent.call_or_draft)."""
 
     generation_kwargs: dict[str, Any] = field(default_factory=dict)
     tools: tuple[Any, ...] | None = None
     tools_strict: bool | None = None
-    prefill: str | None = None
+    calls_in_text: bool = False
 
 
 class RoundShaper:
@@ -60,16 +62,19 @@ class RoundShaper:
         self._mode: ShapingMode | None = None
         # The tools the last tool round sent: the final round sends them again (see below).
         self._last_tools: tuple[Any, ...] | None = None
+        # The bounds of the Draft schema the last round sent, None when it sent none.
+        self.draft_bounds: DraftBounds | None = None
 
     async def request(self) -> RoundRequest:
         if self._mode is None:
             self._mode = await shaping_mode(self._settings.model)
-        mode, core = self._mode, self._core
+        mode, core, model = self._mode, self._core, self._settings.model
+        evidence, max_draft_bytes = core.ledger.evidence(), self._settings.budget.max_draft_bytes
+        self.draft_bounds = None
         kwargs: dict[str, Any] = {}
-        if core.no_tool_round and server_enforces_draft_schema(self._settings.model):
-            kwargs = final_round_kwargs(
-                core.ledger.evidence(), self._settings.budget.max_draft_bytes, self._settings.model.max_tokens
-            )
+        if core.no_tool_round and server_enforces_draft_schema(model):
+            kwargs = final_round_kwargs(evidence, max_draft_bytes, model.max_tokens)
+            self.draft_bounds = run_bounds(max_draft_bytes, evidence, model.max_tokens)
         if mode == "off":
             return RoundRequest(kwargs)
         pending = core.ledger.pending.tool_call_id if core.ledger.pending else None
@@ -77,16 +82,14 @@ class RoundShaper:
         if core.no_tool_round:
             # No call can come of them now: the last round's tools, unchanged, keep the server's cached
             # prompt valid up to the new messages (narrowed for a new pending ID, most of it is re-read).
-            tools = self._last_tools or narrowed_tools(pending, self._settings.model.max_tokens, strict)
+            tools = self._last_tools or narrowed_tools(pending, model.max_tokens, strict)
             return RoundRequest(kwargs, tools, tools_strict=strict or None)
-        tools = self._last_tools = narrowed_tools(pending, self._settings.model.max_tokens, strict)
+        tools = self._last_tools = narrowed_tools(pending, model.max_tokens, strict)
         if strict:
             return RoundRequest({"parallel_tool_calls": False}, tools, tools_strict=True)
-        return RoundRequest(
-            {"tool_choice": "required", "parallel_tool_calls": False, "stop": [TOOL_CALL_CLOSE]},
-            tools,
-            prefill=TOOL_CALL_OPEN,
-        )
+        draft = run_draft_schema(evidence, max_draft_bytes, model.max_tokens)
+        self.draft_bounds = run_bounds(max_draft_bytes, evidence, model.max_tokens)
+        return RoundRequest(call_or_draft_kwargs(tools, draft), tools, calls_in_text=True)
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,9 +1,9 @@
 """Which request shaping an OpenAI-compatible server honours, asked of the server once per process.
 
-`[model] request_shaping = "auto"` must not send a server what it does not honour: a forced tool call
-and a prefilled reply mean something only to llama.cpp's server, strict functions only to servers that
-constrain them. So "auto" asks before the first model round of a base URL (docs/contracts.md,
-"Request shaping"):
+`[model] request_shaping = "auto"` must not send a server what it does not honour: a reply held to
+"one call or the Draft" by a `response_format` (the call written as JSON text) is what llama.cpp's
+server's grammar enforces, strict functions only servers that constrain them. So "auto" asks before
+the first model round of a base URL (docs/contracts.md, "Request shaping"):
 - no base URL: OpenAI's own API, which constrains strict functions: "strict";
 - `GET {base_url}/models` lists a model `owned_by: "llamacpp"`: llama.cpp's server. If its chat
   template (`GET /props`) marks a call `<tool_call>` … `</tool_call>` (the templates `diagnose demo
@@ -27,7 +27,7 @@ from agent.settings import ModelSettings
 
 ShapingMode = Literal["llama.cpp", "strict", "off"]
 
-# The markers of a call in the templates the "llama.cpp" shaping prefills and stops at.
+# The markers of a call in the templates the "llama.cpp" shaping is chosen for.
 TOOL_CALL_OPEN = "<tool_call>\n"
 TOOL_CALL_CLOSE = "</tool_call>"
 PROBE_TIMEOUT_S = 5.0

@@ -37,8 +37,9 @@ from tools.vocabulary import Evaluation
 
 # A call is fitted at the rates the run's Draft schema is (agent.draft_rules): a character may be 3
 # UTF-8 bytes (Han), a token carries at least 2 bytes. Beside its strings a call is measured as a model
-# writes it: the server's frame around it, JSON indented by 4, and this much more whitespace per key
-# (a grammar allows up to ~22 bytes per gap).
+# writes it: a frame around it (the template's tags, or a fenced block the server's grammar allows as
+# well), JSON indented by 4, and this much more whitespace per key (a grammar allows up to ~22 bytes
+# per gap).
 CALL_FRAME = TOOL_CALL_OPEN + "{call}\n" + TOOL_CALL_CLOSE
 WHITESPACE_SLACK_PER_KEY = 6
 # No string shorter than this, however small `max_tokens` is: below ~320 tokens a call may not fit.

@@ -47,7 +47,7 @@ from agent.run_events import (
     RunStarted,
 )
 from agent.settings import Settings
-from agent.vocabulary import OUTCOME_OF, Outcome, StopReason
+from agent.vocabulary import OUTCOME_OF, Outcome, RunFailureCause, StopReason
 from tools.boundary import ToolBoundary
 from tools.model_text import model_json
 from tools.redaction import NOOP, Redactor
@@ -157,14 +157,24 @@ class DiagnosisUseCase:
         self._current = ctx
         try:
             result = await self._run_agent(ctx, core, user_text)
+            _announce(emitter, result)
         except asyncio.CancelledError:
             # The caller itself was cancelled (e.g. the console's worker): record it, then obey.
             result = self._result(ctx, StopReason.CANCELLED, None, ledger.snapshot(), None)
             _announce(emitter, result)
             raise
+        except RequiredSinkFailed as lost:
+            # The audit refused a write (its own end included): the run ends typed, its closing event
+            # reaches every other sink, and no Draft the audit does not hold is handed out.
+            log.warning("run %s stopped: %s", run_id, lost.message)
+            detail = self.redactor.text(str(lost))[:_MAX_AUDIT_DETAIL_CHARS]  # redacted before it is cut
+            cause = RunFailureCause.AUDIT_WRITE_FAILED
+            failure = Failure(code=StopReason.AGENT_ERROR, cause=cause, detail=detail)
+            progress = ledger.snapshot() if ledger.completed_checks else None
+            result = self._result(ctx, StopReason.AGENT_ERROR, None, progress, failure)
+            _announce(emitter, result)
         finally:
             self._current = None
-        _announce(emitter, result)
         return result
 
     # ------------------------------------------------------------------ internals
@@ -234,7 +244,7 @@ class DiagnosisUseCase:
             )
         return query, turn
 
-    def _build_agent(self, core: DiagnosisHarnessCore) -> Any:
+    def _build_agent(self, core: DiagnosisHarnessCore, shaper: RoundShaper) -> Any:
         from haystack.components.agents import Agent
 
         # Injected observers run first: the harness gate must be the last step before the generator,
@@ -245,7 +255,7 @@ class DiagnosisUseCase:
         return Agent(
             chat_generator=GuardedChatGenerator(
                 self.chat_generator,
-                round_request=RoundShaper(self.settings, core).request,
+                round_request=shaper.request,
                 on_truncated=core.close_model_round,
                 timeout_s=self.settings.model.timeout_s if self._endpoint is not None else None,
             ),
@@ -269,7 +279,8 @@ class DiagnosisUseCase:
         from haystack.dataclasses import ChatMessage
 
         ledger = core.ledger
-        agent = self._build_agent(core)
+        shaper = RoundShaper(self.settings, core)
+        agent = self._build_agent(core, shaper)
         prompt = system_prompt(self._prompt_bounds())
         messages = [ChatMessage.from_system(prompt), ChatMessage.from_user(user_text)]
         hook_context = {HARNESS_KEY: core, "run_context": ctx}
@@ -316,11 +327,17 @@ class DiagnosisUseCase:
 
         if core.stop_reason is not None:
             return self._result(ctx, core.stop_reason, None, ledger.snapshot(), None)
-        return self._finish_with_draft(ctx, core, output)
+        return self._finish_with_draft(ctx, core, output, shaper.draft_bounds)
 
     def _finish_with_draft(
-        self, ctx: RunContext, core: DiagnosisHarnessCore, output: dict[str, Any]
+        self,
+        ctx: RunContext,
+        core: DiagnosisHarnessCore,
+        output: dict[str, Any],
+        schema_bounds: DraftBounds | None,
     ) -> ExecutionResult:
+        """The Draft's end. `schema_bounds` are those of the Draft schema the last round sent, if any:
+        a string the Draft holds at its bound is named in the Result (`bounds_reached`)."""
         ledger = core.ledger
         if output.get("exit_reason") == "max_agent_steps":
             failure = Failure(code=StopReason.AGENT_ERROR)
@@ -341,7 +358,9 @@ class DiagnosisUseCase:
         if not ctx.budget.try_charge_bytes(utf8_len(text or "")):
             return self._result(ctx, StopReason.RUN_BYTES_EXHAUSTED, None, ledger.snapshot(), None)
         reason = StopReason.COMPLETED_AFTER_STOP_REQUIRED if ledger.stop_required else StopReason.COMPLETED
-        return self._result(ctx, reason, draft, ledger.snapshot(), None)
+        result = self._result(ctx, reason, draft, ledger.snapshot(), None)
+        reached = schema_bounds.reached(draft.model_dump(mode="json")) if schema_bounds else []
+        return result.model_copy(update={"bounds_reached": reached}) if reached else result
 
     @staticmethod
     def _result(
@@ -376,6 +395,10 @@ def _turn_problem(error: ValidationError) -> str:
         for e in error.errors(include_input=False)
     )
     return _NOT_UNICODE if unicode else "the previous turn is not a valid PreviousTurn"
+
+
+# An audit error's words in a result: enough for the store's own message, never a page of server text.
+_MAX_AUDIT_DETAIL_CHARS = 300
 
 
 def _announce(

@@ -195,6 +195,14 @@ OUTPUT_ERROR: Final = 74
 INTERRUPTED: Final = EXIT_CODE_OF[Outcome.CANCELLED]
 
 
+class RunFailureCause(StrEnum):
+    """Why a run FAILED with AGENT_ERROR when the harness knows (`failure.cause`)."""
+
+    # The required audit refused a write mid-run (a lost team-audit lease, a store down past its
+    # retry deadline): the run stopped rather than go on unaudited. `detail` names the error.
+    AUDIT_WRITE_FAILED = "AUDIT_WRITE_FAILED"
+
+
 class ModelFailureCause(StrEnum):
     """Why a model call failed (`failure.cause` of a MODEL_ERROR), in words an operator can act on;
     besides these, `HTTP_<status>` (`http_cause`) when the server answered with an error status."""

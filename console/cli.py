@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, overload
 from agent.closest_name import did_you_mean
 from agent.errors import DiagnoseError
 from agent.input_files import (
-    MIB,
     InputTooLarge,
     OversizedInput,
     decode_text,
+    input_file_cap,
     read_bounded,
     read_input_file,
 )
 from agent.scenario_folder import is_scenario_file_name, scenario_files
-from agent.vocabulary import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR
+from agent.vocabulary import INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, RunFailureCause
 from console import telemetry
 from console.errors import SetupError, error, reported, warning
 from console.interrupts import Interrupts
@@ -50,11 +50,6 @@ if TYPE_CHECKING:
     from audit.output_files import OutputFile
     from console.wait_line import ModelWaitLine
     from console.wiring import RunEnvironment
-
-# Input files are read with a cap well above any sane budget (the use case applies the real limits
-# and rejects an oversized query or previous turn by its own rules). Past the cap nothing more is
-# read, and the run is rejected as too large all the same (exit 2, audited): `OversizedInput`.
-MAX_INPUT_FILE_BYTES = MIB
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -447,33 +442,33 @@ def _console(args: argparse.Namespace) -> int:
     return app.return_code or 0
 
 
-def _read_query(args: argparse.Namespace, scenario: Any) -> str | OversizedInput:
+def _read_query(args: argparse.Namespace, scenario: Any, limit: int) -> str | OversizedInput:
     if args.query is not None:
         return str(args.query)
     if args.query_file is not None:
-        return _read_query_file(args.query_file)
+        return _read_query_file(args.query_file, limit)
     if scenario is not None:
         return str(scenario.query)
     raise SetupError("no query: pass --query, --query-file or a --scenario with a query")
 
 
-def _read_query_file(path: Path) -> str | OversizedInput:
+def _read_query_file(path: Path, limit: int) -> str | OversizedInput:
     """The query exactly as the file (or standard input, for `-`) holds it.
 
     Bytes are decoded as UTF-8 strictly and kept as they are: CRLF and CR are not turned into LF and
     a final newline stays part of the query (the query is never rewritten). Text that is not UTF-8
     cannot be passed on without rewriting it, so the run is refused before it starts. The read is
-    bounded (a FIFO or a device is refused), like every input file's; a query past the cap is one the
-    use case rejects as too large.
+    bounded (a FIFO or a device is refused), like every input file's, by a cap that follows the
+    configured limit (`input_file_cap`); a query past the cap is one the use case rejects as too large.
     """
     source = "standard input" if str(path) == "-" else f"query file {path}"
     try:
         if str(path) == "-":
             if sys.stdin is None:  # closed at start (`<&-`): there is no query to read
                 raise SetupError("standard input is closed: there is no query to read (--query-file -)")
-            data = read_bounded(sys.stdin.buffer, what=source, limit=MAX_INPUT_FILE_BYTES)
+            data = read_bounded(sys.stdin.buffer, what=source, limit=input_file_cap(limit))
         else:
-            data = read_input_file(path, what="query file", limit=MAX_INPUT_FILE_BYTES)
+            data = read_input_file(path, what="query file", limit=input_file_cap(limit))
     except InputTooLarge as exc:
         return OversizedInput.of(exc)
     except OSError as exc:
@@ -487,11 +482,11 @@ def _read_query_file(path: Path) -> str | OversizedInput:
         ) from None
 
 
-def _read_previous_turn(path: Path | None, scenario: Any) -> Any:
+def _read_previous_turn(path: Path | None, scenario: Any, limit: int) -> Any:
     if path is None:
         return scenario.previous_turn if scenario is not None else None
     try:
-        data = read_input_file(path, what="previous turn file", limit=MAX_INPUT_FILE_BYTES)
+        data = read_input_file(path, what="previous turn file", limit=input_file_cap(limit))
         text = decode_text(data, what=f"previous turn file {path}")
     except InputTooLarge as exc:
         return OversizedInput.of(exc)
@@ -590,8 +585,11 @@ async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Int
         redact_logs(env.redactor)
         for line in (*env.audit.open_warnings, *env.warnings):
             warning(line)
-        query = _read_query(args, env.scenario)
-        previous_turn = _read_previous_turn(args.previous_turn, env.scenario)
+        # Input files are read up to a cap that follows the configured limits; past it nothing more is
+        # read, and the run is rejected as too large all the same (exit 2, audited): `OversizedInput`.
+        budget = env.settings.budget
+        query = _read_query(args, env.scenario, budget.max_query_bytes)
+        previous_turn = _read_previous_turn(args.previous_turn, env.scenario, budget.max_previous_turn_bytes)
         if isinstance(query, str) and env.replays_a_script_for(query, previous_turn):
             warning(f"{SCRIPTED_NOTICE}: {SCRIPTED_NOTICE_DETAIL}")
     except BaseException:
@@ -657,6 +655,9 @@ async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Int
             redact=env.redactor.text,
             model_timeout_s=env.settings.model.timeout_s,
         )
+    if result.failure is not None and result.failure.cause == RunFailureCause.AUDIT_WRITE_FAILED:
+        # The result says FAILED; the operator also learns why in the words every audit error uses.
+        error(f"the audit could not be written, so the run was stopped: {result.failure.detail}")
     if events is not None and events.stream is sys.stdout:
         if events.reader_left:  # it has what it wanted (the run was cancelled for it): end quietly
             silence_stdout()

@@ -43,6 +43,10 @@ def _render(
     if draft is not None:
         lines.append("")
         lines += draft_lines(draft.model_dump(mode="json"), show=lambda v: redact(str(v)), show_id=str)
+        if result.bounds_reached:
+            lines.append(
+                f"at the length the model server was held to (may be cut): {', '.join(result.bounds_reached)}"
+            )
     if result.progress is not None and draft is None:
         lines.append("")
         sat = f", saturation {result.progress.saturation}" if result.progress.saturation else ""

@@ -71,6 +71,11 @@ class ToolBoundary:
                 except ToolError:
                     continue
 
+    @property
+    def redactor(self) -> Redactor:
+        """The run's redaction step, for the harness's own cuts (an echoed tool name)."""
+        return self._redactor
+
     async def aclose(self) -> None:
         """Release adapter resources (HTTP clients, connection pools)."""
         for adapter in self._adapters.values():

@@ -36,6 +36,8 @@ from tools.log_index import (
     instant_us,
     read_lines,
 )
+from tools.redaction import NOOP, REDACTED, Redactor
+from tools.secret_names import names_secret
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 logger = logging.getLogger(__name__)
@@ -164,8 +166,10 @@ class LogFileAdapter:
         *,
         block_bytes: int = BLOCK_BYTES,
         max_line_bytes: int = MAX_LINE_BYTES,
+        redactor: Redactor = NOOP,
     ) -> None:
         self._path = path
+        self._redactor = redactor  # values are redacted before they are cut (`Redactor.prefix`)
         self._max_window = timedelta(minutes=max_window_minutes)
         self._max_lines = max_lines
         self._message_chars = message_chars
@@ -291,10 +295,8 @@ class LogFileAdapter:
             "ts": line.ts,
             "service": line.service,
             "level": line.level,
-            "message": line.message[: self._message_chars],
-            "labels": {
-                key[:MAX_LABEL_CHARS]: _label_value(value) for key, value in islice(extra, MAX_LABELS)
-            },
+            "message": self._redactor.prefix(line.message, self._message_chars),
+            "labels": dict(label(key, value, self._redactor) for key, value in islice(extra, MAX_LABELS)),
         }
 
     def _files(self) -> list[Path]:
@@ -358,9 +360,13 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def _label_value(value: Any) -> str:
+def label(key: str, value: Any, redactor: Redactor) -> tuple[str, str]:
+    """A label as the projection shows it, both parts cut to MAX_LABEL_CHARS: whether it names a secret
+    is judged on the whole key, and its value redacted, before anything is cut (a key cut to
+    `..._db_p` would no longer name the password its value is)."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text[:MAX_LABEL_CHARS]
+    shown = REDACTED if names_secret(key) and value is not None else redactor.prefix(text, MAX_LABEL_CHARS)
+    return redactor.prefix(key, MAX_LABEL_CHARS), shown
 
 
 def _parse_ts(value: str) -> datetime | None:

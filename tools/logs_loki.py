@@ -20,8 +20,9 @@ import httpx
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryLogsInput
 from tools.logql import build_logql, validate_config
-from tools.logs_file import MAX_LABEL_CHARS, MAX_LABELS
+from tools.logs_file import MAX_LABELS, label
 from tools.outbound_http import HttpBounds, OutboundRefused, ResponseTooLarge, bounded_client
+from tools.redaction import NOOP, Redactor
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 QUERY_RANGE_PATH = "/loki/api/v1/query_range"
@@ -60,8 +61,10 @@ class LokiLogAdapter:
         max_body_bytes: int = 2_000_000,
         level_label: str = "level",
         transport: httpx.AsyncBaseTransport | None = None,
+        redactor: Redactor = NOOP,
     ) -> None:
         validate_config(service_matchers, level_label)
+        self._redactor = redactor  # values are redacted before they are cut (`Redactor.prefix`)
         self._service_matchers = dict(service_matchers)
         self._max_window_ns = max_window_minutes * 60 * _NS_PER_S
         self._max_lines = max_lines
@@ -140,8 +143,8 @@ class LokiLogAdapter:
             "ts": format_ns(ns),
             "service": service,
             "level": _LEVEL_ALIASES.get(level, level),
-            "message": text[: self._message_chars],
-            "labels": {key: stream[key][:MAX_LABEL_CHARS] for key in islice(present, MAX_LABELS)},
+            "message": self._redactor.prefix(text, self._message_chars),
+            "labels": dict(label(key, stream[key], self._redactor) for key in islice(present, MAX_LABELS)),
         }
 
 

@@ -17,16 +17,17 @@ Three layers, applied in this order so the most precise one wins:
      with looser lengths than gitleaks' exact ones (a vendor that changes a token's length must not
      make it visible), and `key=value` pairs whatever the notation (`=`, `:`, `=>`, full-width
      `：`/`＝`; env, INI, YAML, JSON, JSON-in-JSON), whatever the quoting (`"..."`, `'...'`, backticks,
-     `[...]`, `(...)`, `<...>`, 「...」), whatever the key's prefix and encoding suffix (`db_pass`,
-     `auth_key`, `secret_key_base`, `password_hash`; detect-secrets' keyword list, Apache-2.0, was the
-     reference) and in the languages operators write keys in (密码/密碼, 口令, 密钥/密鑰, 令牌,
-     パスワード, 비밀번호, 암호, Passwort, contraseña, пароль, ...); an unquoted value runs to the end
+     `[...]`, `(...)`, `<...>`, 「...」), whatever the key's prefix and trailing qualifiers (`db_pass`,
+     `auth_key`, `secret_key_base`, `password_hash`, `password_old`, `api_keys`) and in the languages
+     operators write keys in (密码/密碼, 口令, 密钥/密鑰, 令牌, パスワード, 비밀번호, 암호, Passwort,
+     contraseña, mot de passe, пароль, ...): the keys are those of `tools.secret_names`, the one
+     vocabulary the key-name rules below use too; an unquoted value runs to the end
      of the value, past a `&` or `,` that does not start the next `key=`. A secret key followed only
      by whitespace is redacted when what follows looks like a credential (letters with digits), so
      "password rotation is due" stays readable;
-3. key-name rules for structured data (dict keys, table columns, labels), because a value under
-   ``"password"`` is secret whatever it looks like. A SQL result column is judged by what it selects,
-   not by its alias (``SELECT password AS p``): see `tools.mysql.guard`.
+3. key-name rules for structured data (dict keys, table columns, labels; `tools.secret_names`),
+   because a value under ``"password"`` is secret whatever it looks like. A SQL result column is
+   judged by what it selects, not by its alias (``SELECT password AS p``): see `tools.mysql.guard`.
 
 Secret values, not the tool's own words: a `key: value` whose unquoted value is one of the words
 systems write there instead of a secret (MySQL's `(using password: YES)`, `password: incorrect`,
@@ -51,11 +52,11 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from enum import Enum
-from functools import lru_cache
 from typing import Any, cast
 from urllib.parse import quote, quote_plus
 
 from tools.gitleaks_rules import IssuerRule, issuer_rules
+from tools.secret_names import SECRET_KEY_PATTERN, SECRET_KEY_TRIGGERS, names_secret, trie_pattern
 
 REDACTED = "[REDACTED]"
 
@@ -64,97 +65,8 @@ _NOT_MARK = rf"(?!{_MARK})"  # never re-redact the marker: keeps redaction idemp
 
 # --- key-name rules -------------------------------------------------------------------------------------
 
-# A name is split into words (snake, kebab, dotted, camel); its last word, after dropping qualifiers that
-# only say how the value is encoded, is the noun that says what the value IS. Matching that head noun,
-# not any word, is what keeps `password_expired`, `token_count` and `secret_name` (facts ABOUT a secret,
-# useful in a diagnosis) visible while `db_password`, `access_token` and `passwordHash` are hidden.
-_HEAD_SUFFIXES = (
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "secrets",
-    "token",  # access_token, id_token, authtoken, csrftoken; never `tokens` (usage counters)
-    "credential",
-    "credentials",
-    "creds",
-    "authorization",
-    "cookie",
-    "cookies",
-    "apikey",
-    "privatekey",
-    "accesskey",
-    "secretkey",
-    "accountkey",
-    "passwort",
-    "kennwort",
-    "contraseña",
-    "senha",
-    "пароль",
-    # Chinese, Japanese and Korean are head-final too: 登录密码 is a password, 密码过期时间 is a time.
-    "密码",
-    "密碼",
-    "口令",
-    "密钥",
-    "密鑰",
-    "私钥",
-    "私鑰",
-    "令牌",
-    "凭证",
-    "凭据",
-    "憑證",
-    "憑據",
-    "パスワード",
-    "비밀번호",
-    "패스워드",
-    "암호",
-)
-_HEAD_WORDS = frozenset({"pwd", "pass", "auth", "bearer"})  # too short to match as a suffix
-# The words that make `key` a secret's name; detect-secrets' keyword list (auth_key, service_key, db_key,
-# priv_key, ...) is the reference for the ones after "app".
-_KEY_QUALIFIERS = frozenset(
-    {"api", "access", "secret", "private", "signing", "encryption", "client", "app"}
-    | {"auth", "service", "account", "db", "database", "priv", "master", "session", "license"}
-)
-_ENCODING_QUALIFIERS = frozenset(
-    {"value", "hash", "hashed", "digest", "plain", "plaintext", "raw", "encrypted", "enc", "b64", "base64"}
-    | {"str", "string", "text", "bytes", "header", "base"}  # base: Rails' secret_key_base
-)
-_SENSITIVE_NAMES = frozenset({"authentication_string"})  # MySQL's mysql.user password hash column
-
-_CHUNK = re.compile(r"[^\W_]+")
-_CAMEL_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-
-def _words(name: str) -> list[str]:
-    words: list[str] = []
-    for chunk in _CHUNK.findall(name):
-        words.extend(_CAMEL_WORD.findall(chunk) if chunk.isascii() else [chunk])
-    return [word.lower() for word in words]
-
-
-def _names_secret(name: object) -> bool:
-    return isinstance(name, str) and _is_sensitive_name(name)
-
-
-def names_secret(name: object) -> bool:
-    """True when a key, column or label NAMES a secret (the head-noun rule above); case-insensitive."""
-    return _names_secret(name)
-
-
-@lru_cache(maxsize=4096)
-def _is_sensitive_name(name: str) -> bool:
-    words = _words(name)
-    if "_".join(words) in _SENSITIVE_NAMES:
-        return True
-    while len(words) > 1 and (words[-1] in _ENCODING_QUALIFIERS or words[-1].isdigit()):
-        words.pop()
-    if not words:
-        return False
-    head = words[-1]
-    if head in _HEAD_WORDS or head.endswith(_HEAD_SUFFIXES):
-        return True
-    return head == "key" and len(words) > 1 and words[-2] in _KEY_QUALIFIERS
+# The words that name a secret, for keys, columns, labels and `key=value` text alike, and how a name is
+# judged (its head noun): tools.secret_names.
 
 
 # --- value patterns -------------------------------------------------------------------------------------
@@ -176,7 +88,7 @@ def _pem(match: re.Match[str]) -> str:
 
 
 def _xml_element(match: re.Match[str]) -> str:
-    if not _is_sensitive_name(match.group("tag")) or match.group("body").strip() in ("", REDACTED):
+    if not names_secret(match.group("tag")) or match.group("body").strip() in ("", REDACTED):
         return match.group(0)
     return (
         match.string[match.start() : match.start("body")]
@@ -186,7 +98,7 @@ def _xml_element(match: re.Match[str]) -> str:
 
 
 def _key_value_attrs(match: re.Match[str]) -> str:
-    if not _is_sensitive_name(match.group("name")) or match.group("value") in ("", REDACTED):
+    if not names_secret(match.group("name")) or match.group("value") in ("", REDACTED):
         return match.group(0)
     return match.group("lead") + REDACTED
 
@@ -299,22 +211,9 @@ class _MaintainedRule:
 _TOKEN_CHARS = r"A-Za-z0-9_-"
 # A token starts after anything but a token character, and right after a JSON-escaped \n, \r or \t.
 _TOKEN_START = rf"(?:(?<=\\[nrt])|(?<![{_TOKEN_CHARS}]))"
-# The words a secret's key ends with (its head noun, as in the key-name rules), and the encoding
-# suffixes that keep it one (`password_hash`, `secret_key_base`, `token_value`, `password2`). Factored by
-# their first letters: `re` tries an alternation's branches one by one at every position, and this
-# tree costs ~40 % of the flat list (password|passwd|...|api_key|access_key|...) it spells.
-_SECRET_WORDS = (
-    r"(?:a(?:pi|cc(?:ess|ount)|uth|pp)[_-]?key"
-    r"|c(?:red(?:entials?|s)?|lient[_-]?key|ontrase(?:ñ|n)a)"
-    r"|d(?:b|atabase)[_-]?key|encryption[_-]?key|kennwort|license[_-]?key"
-    r"|m(?:aster[_-]?key|ot[ _]de[ _]passe)"
-    r"|p(?:ass(?:w(?:or[dt]|d)|phrase|(?<=[_.-]pass))|wd|riv(?:ate)?[_-]?key)"  # db_pass, not bypass
-    r"|s(?:e(?:cret(?:[_-]?key)?|rvice[_-]?key|ssion[_-]?key|nha)|igning[_-]?key"
-    r"|hared[_-]?access[_-]?(?:key|signature))"
-    r"|token|пароль|密[码碼钥鑰]|口令|私[钥鑰]|令牌|凭[证据]|憑[證據]|パスワード|비밀번호|패스워드|암호)"
-    r"(?:[_.-]?(?:hash|hashed|digest|value|base|b64|base64|enc|encrypted|plain|plaintext|raw|str|string"
-    r"|text|bytes|\d{1,3}))?"
-)
+# The words a secret's key ends with, and the qualifiers that keep it one (`password_hash`,
+# `secret_key_base`, `password_old`, `password2`): the same vocabulary as the key-name rules.
+_SECRET_WORDS = SECRET_KEY_PATTERN
 _PAIR_KEY = _SECRET_WORDS
 _PAIR_SEP = r"(?:\\?[\"'])?+[ \t]{0,3}+[:=：＝]>?[ \t]{0,3}+"
 # The characters an unquoted value stops at; a `&` or `,` followed by more value (not by the next
@@ -352,11 +251,7 @@ _KEY_VALUE_ATTRS = (
 
 # Each rule runs only when one of its trigger words occurs in the lower-cased text: most text carries
 # none of them, and a rule's regex scan costs far more than finding its words (see `_TRIGGER_SCAN`).
-_SECRET_TRIGGERS = (
-    "pass", "pwd", "secret", "token", "cred", "key", "kennwort", "contrase", "mot de", "mot_de", "senha",
-    "пароль", "密码", "密碼", "口令", "密钥", "密鑰", "私钥", "私鑰", "令牌", "凭证", "凭据", "憑證", "憑據",
-    "パスワード", "비밀번호", "패스워드", "암호",
-)  # fmt: skip
+_SECRET_TRIGGERS = SECRET_KEY_TRIGGERS
 _ISSUER_TRIGGERS = (
     "a3t", "akia", "asia", "abia", "acca", "gh", "github_pat_", "gl", "gr1348941", "npm_", "pypi-", "xox",
     "xapp-", "ya29.", "gocspx-", "k_live_", "k_test_", "sk-ant-", "hf_", "sg.", "shp", "_v1_", "dapi",
@@ -542,29 +437,9 @@ _RULES: tuple[_Rule | _MaintainedRule, ...] = (
 )
 
 
-def _trie_pattern(words: Iterable[str]) -> str:
-    """One regex for many literal words, as a prefix tree: Python's `re` tries an alternation's branches
-    one by one at every position, so ~190 words in a flat list cost ~4x a tree of shared prefixes."""
-    tree: dict[str, Any] = {}
-    for word in words:
-        node = tree
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def pattern(node: dict[str, Any]) -> str:
-        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-        return f"(?:{body})?" if "" in node else body
-
-    return pattern(tree)
-
-
 _TRIGGERS = frozenset(trigger for rule in _RULES for trigger in rule.triggers)
 # Every trigger word that starts at some position (the lookahead makes the matches overlap), in one scan.
-_TRIGGER_SCAN = re.compile(f"(?=({_trie_pattern(_TRIGGERS)}))")
+_TRIGGER_SCAN = re.compile(f"(?=({trie_pattern(_TRIGGERS)}))")
 # A trigger found at a position implies every trigger it contains ("sk-ant-" implies "sk-").
 _IMPLIED: dict[str, frozenset[str]] = {
     found: frozenset(trigger for trigger in _TRIGGERS if trigger in found) for found in _TRIGGERS
@@ -594,6 +469,18 @@ class Redactor:
         # Events repeat the same short strings (ids, statuses, tool names) thousands of times; the result
         # is a pure function of the input, so a bounded cache removes most of the regex work.
         self._cached_text = functools.lru_cache(maxsize=_TEXT_CACHE_SIZE)(self._redact_text)
+
+    def prefix(self, value: str, max_chars: int) -> str:
+        """At most `max_chars` characters of `value`, redacted BEFORE it is cut when it must be cut.
+
+        Every value cut to a display size goes through here (log messages and labels, runbook snippets,
+        MySQL cells and column names, an echoed tool name): cut first, a credential across the cut
+        loses the context its rule needs (`mysql://app:Sup3rS3c`, no `@`; half a configured secret) and
+        its first half is shown. A value that fits is returned as it is: the redaction step after the
+        adapter sees it whole."""
+        if len(value) <= max_chars:
+            return value
+        return self.text(value)[:max_chars]
 
     def with_secrets(self, *values: str) -> Redactor:
         """A new redactor that also hides `values` (secrets learnt after start-up, e.g. a resolved DSN)."""
@@ -645,21 +532,21 @@ class Redactor:
         return obj
 
     def is_sensitive_key(self, name: str) -> bool:
-        """True when a key, column or label NAMES a secret (the head-noun rule above); case-insensitive."""
-        return _names_secret(name)
+        """True when a key, column or label NAMES a secret (`tools.secret_names`); case-insensitive."""
+        return names_secret(name)
 
     def logging_filter(self) -> logging.Filter:
         """A filter for log HANDLERS (logger filters miss records propagated from child loggers)."""
         return _RedactingFilter(self)
 
     def _field(self, name: Any, value: Any) -> Any:
-        if value is not None and _names_secret(name):
+        if value is not None and names_secret(name):
             return REDACTED
         return self.value(value)
 
     def _mapping(self, obj: dict[Any, Any]) -> dict[Any, Any]:
         pair_name = obj.get("name", obj.get("key"))
-        hide_value = "value" in obj and _names_secret(pair_name)
+        hide_value = "value" in obj and names_secret(pair_name)
         columns = obj.get("columns")
         is_table = isinstance(columns, list | tuple) and isinstance(obj.get("rows"), list | tuple)
         out: dict[Any, Any] = {}
@@ -676,7 +563,7 @@ class Redactor:
     def _table_rows(self, columns: Any, rows: Any) -> Any:
         """`{"columns": [...], "rows": [[...]]}`: a cell is as secret as its column's name says."""
         names = [column.get("name") if isinstance(column, dict) else column for column in columns]
-        hidden = {index for index, name in enumerate(names) if _names_secret(name)}
+        hidden = {index for index, name in enumerate(names) if names_secret(name)}
 
         value, text = self.value, self.text
 

@@ -4,8 +4,9 @@ Neither model's own template describes tools, and llama.cpp's server then drops 
 This template lists the tools in the system turn and writes a call as one JSON object between
 `<tool_call>` and `</tool_call>` (results come back between `<tool_response>` tags in a user turn):
 the layout llama.cpp's server recognises as a tool-call format, builds a grammar for from the request's
-tool schemas, and parses back into native tool calls; the "llama.cpp" request shaping prefills and
-stops at those same markers (agent.server_kind). The models differ only in their turn tokens, which
+tool schemas, and parses back into native tool calls. The "llama.cpp" request shaping is chosen for
+these markers (agent.server_kind) and holds a reply to that same call object or the Draft
+(agent.call_or_draft), so the history the model reads shows its calls as it wrote them. The models differ only in their turn tokens, which
 are filled in when the file is written.
 
 llama.cpp tokenizes the rendered prompt with special tokens parsed, so a message holding the model's

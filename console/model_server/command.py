@@ -131,15 +131,14 @@ provider = "openai"
 base_url = "{base_url}"
 name = "{model.served_name}"
 timeout_s = 300
-max_tokens = 384              # every round: a call or a Draft the server is told to finish within it
+max_tokens = 1024             # every round: a call or a Draft (a statement of a sentence) it can finish
 temperature = 0.0
 seed = 1
-request_shaping = "llama.cpp" # one grammar-constrained tool call per round ("auto" finds the same)
+request_shaping = "llama.cpp" # each round one grammar-held call or the Draft ("auto" finds the same)
 
 [budget]
-max_model_calls = 3           # two tool rounds, then the Draft (2: one tool round, faster)
-deadline_s = 600
-max_draft_bytes = 2048"""
+max_model_calls = 3           # up to two tool rounds, then the Draft (2: one tool round, faster)
+deadline_s = 600"""
 
 
 def progress_reporter(stream: TextIO) -> Callable[[int, int], None]:

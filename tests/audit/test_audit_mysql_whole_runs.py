@@ -16,6 +16,7 @@ test has a database of its own.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -328,8 +329,10 @@ def test_diagnose_run_stopped_past_its_lease_ends_with_the_audit_error_not_a_dra
             os.kill(process.pid, signal.SIGCONT)
             process.kill()
             process.communicate()
-    assert process.returncode == 3, (out, err)
-    assert out == ""  # no result printed that the audit would contradict
+    assert process.returncode == 1, (out, err)
+    result = json.loads(out)  # a typed end: the audit keeps the run as recovery closed it
+    assert (result["outcome"], result["stop_reason"], result["draft"]) == ("FAILED", "AGENT_ERROR", None)
+    assert result["failure"]["cause"] == "AUDIT_WRITE_FAILED"
     assert "Traceback" not in err
     (line,) = [line for line in err.splitlines() if line]
     assert line.startswith("diagnose: the audit could not be written, so the run was stopped:")

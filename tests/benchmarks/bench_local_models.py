@@ -13,7 +13,11 @@ Run it on a quiet machine: a busy one slows generation several times over.
 
 Must show (the trainer scenario): with shaping, at least 6 of 8 runs per model execute a tool and end
 in an accepted Draft, no fabricated conclusion, no round over `max_tokens`, every run under 180 s.
-Exit 1 if a shaped eval misses one of these.
+Exit 1 if a shaped eval misses one of these. Also printed, not judged (it is the model's choice): on
+the case without context (`vague-query`), whether the run stopped at once (no tool executed, an
+accepted `conclusion: null`), and the lengths of the accepted Drafts' statements and missing-info
+entries (read from the eval's audit), with how many Drafts reached a bound of the schema they were
+held to (`bounds_reached`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import argparse
 import json
 import os
 import signal
+import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -33,6 +39,7 @@ from tests.benchmarks.machine import hardware
 MODELS = {"smollm2": 18251, "gemma3": 18252}
 POLICIES = ("llama.cpp", "off")
 MAX_RUN_S = 180
+NO_CONTEXT_CASE = "vague-query"
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -48,6 +55,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("bench-local-models"))
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--cache", type=Path, help="the model server's cache folder")
+    parser.add_argument("--policy", action="append", choices=POLICIES, help="only these (default: both)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"machine: {hardware()}")
@@ -55,7 +63,7 @@ def main() -> int:
     for model, port in MODELS.items():
         server, block = _start(model, port, args)
         try:
-            for policy in POLICIES:
+            for policy in args.policy or POLICIES:
                 config = args.out / f"{model}-{policy}.toml"
                 config.write_text(_tools_budget(block, policy), encoding="utf-8")
                 before = _load()
@@ -65,6 +73,7 @@ def main() -> int:
                 subprocess.run(command, check=False, stdout=subprocess.DEVNULL)
                 report = json.loads((report_dir / "report.json").read_text("utf-8"))
                 failed |= _print(model, policy, report, before, _load()) and policy == "llama.cpp"
+                print(f"{'':18} {_drafts(report_dir / 'audit.db', report)}")
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -80,7 +89,7 @@ def _start(model: str, port: int, args: argparse.Namespace) -> tuple[subprocess.
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None
     lines: list[str] = []
-    while not lines or lines[-1].strip() != "max_draft_bytes = 2048":
+    while not lines or not lines[-1].startswith("deadline_s"):  # the printed block's last line
         line = server.stdout.readline()
         if not line:
             raise SystemExit(f"diagnose demo model-server --model {model} failed (exit {server.wait()})")
@@ -121,6 +130,37 @@ def _print(model: str, policy: str, report: dict[str, Any], before: str, after: 
         or overall["max_round_completion_tokens"] >= limit
         or max(walls, default=0) >= MAX_RUN_S
     )
+
+
+def _drafts(audit: Path, report: dict[str, Any]) -> str:
+    """The no-context stop and what the accepted Drafts say: lengths in characters, bounds reached."""
+    stops = [r for r in report["runs"] if r["case"] == NO_CONTEXT_CASE]
+    stopped = sum(1 for r in stops if r["accepted"] and r["abstained"] and r["tools_executed"] == 0)
+    calls = [r["tools_executed"] for r in stops]
+    claims: list[int] = []
+    notes: list[int] = []
+    reached = drafts = 0
+    with sqlite3.connect(f"file:{audit}?mode=ro", uri=True) as db:
+        for (text,) in db.execute("SELECT result_json FROM runs WHERE result_json IS NOT NULL"):
+            result = json.loads(text)
+            draft = result.get("draft")
+            if draft is None:
+                continue
+            drafts += 1
+            reached += bool(result.get("bounds_reached"))
+            claims += [len(item["statement"]) for item in draft["analysis"]]
+            notes += [len(entry) for entry in draft["limitations"]["missing_info"]]
+    return (
+        f"no-context stop {stopped}/{len(stops)} (tools executed {calls}); "
+        f"statements {_spread(claims)} chars; missing_info {_spread(notes)} chars; "
+        f"bounds reached in {reached}/{drafts} Drafts"
+    )
+
+
+def _spread(values: list[int]) -> str:
+    if not values:
+        return "none"
+    return f"{len(values)} x median {statistics.median(values):g} ({min(values)}-{max(values)})"
 
 
 def _rate(rate: dict[str, Any]) -> str:

@@ -68,7 +68,7 @@ def test_the_template_shows_tools_and_writes_calls_between_the_markers_the_shapi
     text = template.render(messages=messages, tools=TOOLS, add_generation_prompt=True)
     assert text.startswith(f"{turns.start}system\nSYSTEM\n\n# Tools")
     assert json.dumps(TOOLS[0]) in text
-    # A call is exactly what the "llama.cpp" shaping prefills and stops at.
+    # A call is the object the "llama.cpp" shaping's call branch describes, between the tags.
     assert (
         f'{TOOL_CALL_OPEN}{{"name": "query_logs", "arguments": {{"service": "a"}}}}\n{TOOL_CALL_CLOSE}'
         in text
@@ -356,7 +356,7 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     config.write_text(out, encoding="utf-8")
     settings = load_settings(config)
     assert settings.model.base_url == f"http://127.0.0.1:{port}/v1" and settings.model.name == "tiny"
-    assert settings.model.request_shaping == "llama.cpp" and settings.model.max_tokens == 384
+    assert settings.model.request_shaping == "llama.cpp" and settings.model.max_tokens == 1024
     assert tomllib.loads(out)["budget"]["max_model_calls"] == 3
     template = (tmp_path / "cache" / "templates" / "tiny.jinja").read_text()
     assert template == chat_template(CHATML)

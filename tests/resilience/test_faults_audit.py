@@ -231,15 +231,24 @@ def test_after_a_lock_past_the_retry_deadline_mid_run_the_audit_recovers(tmp_pat
         assert store.query("SELECT * FROM invocations WHERE status = 'STARTED'") == []
 
 
+def _ended_by_the_audit(run: CliRun) -> None:
+    """A typed end (FAILED / AGENT_ERROR, cause AUDIT_WRITE_FAILED, exit 1), its result printed, and
+    one line saying the audit stopped it; no traceback."""
+    assert "Traceback" not in run.err, run.err
+    assert run.code == 1
+    assert (run.result["outcome"], run.result["stop_reason"]) == ("FAILED", "AGENT_ERROR")
+    assert run.result["failure"]["cause"] == "AUDIT_WRITE_FAILED" and run.result["draft"] is None
+    (line,) = [line for line in run.err.splitlines() if "audit" in line]
+    assert line.startswith("diagnose: the audit could not be written, so the run was stopped:")
+
+
 def test_a_lock_held_past_the_retry_deadline_mid_run_ends_with_a_message(tmp_path: Path) -> None:
     _db, run = _run_with_lock_mid_run(tmp_path, hold_s=4.0, prelude=SHORT_RETRY)
-    assert "Traceback" not in run.err, run.err
-    assert run.code == 3 and "audit" in run.err
+    _ended_by_the_audit(run)
 
 
 @pytest.mark.long
 def test_a_lock_held_past_the_real_retry_deadline_mid_run_ends_with_a_message(tmp_path: Path) -> None:
     """The same with the shipped 60 s retry deadline: a `sqlite3` shell left in BEGIN IMMEDIATE."""
     _db, run = _run_with_lock_mid_run(tmp_path, hold_s=70.0, prelude="")
-    assert "Traceback" not in run.err, run.err
-    assert run.code == 3 and "audit" in run.err
+    _ended_by_the_audit(run)

@@ -6,11 +6,17 @@ Every "#### Scenario:" of this requirement, end to end through the real Haystack
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Callable
 
 import pytest
 from haystack.components.agents import Agent
 
+from agent.draft_rules import MIN_CLAIM_CHARS, RunEvidence, run_bounds
+from agent.prompt import system_prompt
+from agent.settings import load_settings
+from console.model_server.catalog import MODELS
+from console.model_server.command import config_block
 from tests.support import RecordingAdapter, harness
 from tests.support.spec_scenarios import (
     DOC_DATA,
@@ -159,3 +165,65 @@ async def test_model_returns_prose_around_json(
     assert len(agent_runs) == 1
     assert checks(result) == [("t-01", "FOUND", None)]
     assert result.exit_code == 1
+
+
+# --- the configured Draft limit is the limit (issue 32, item 14) -----------------------------------------
+
+
+def _many_citations_draft(ids: list[str]) -> dict[str, object]:
+    """A Draft of ~1.3 KB: five citations in one FINDING, a 117-character step, nine analysis items."""
+    negative = {"kind": "NEGATIVE_OBSERVATION", "scope": "网关", "evidence": "NO_EVIDENCE"}
+    items = [finding("连接获取超时。", *ids)] + [
+        {**negative, "statement": f"第 {n} 项未见异常。"} for n in range(8)
+    ]
+    step = "Roll payment-service back to v2.13.4, then watch HikariPool-1's pending threads until they drain."
+    return draft("连接池耗尽。", items, checked=["日志"], missing=["锁等待"]) | {
+        "action_plan": [step + " Then re-run it all."]
+    }
+
+
+@pytest.mark.parametrize("max_draft_bytes", [16_384, 1_048_576])
+async def test_a_draft_within_the_configured_bytes_is_accepted_however_its_bytes_are_shared(
+    max_draft_bytes: int,
+) -> None:
+    """Before, fixed caps beside the byte limit refused this Draft as DRAFT_TOO_LARGE at 16 KiB and at
+    1 MiB alike (4 citations, 100-character notes, 8 items), and a long call ID elsewhere in the run
+    shrank them further. Only the configured bytes (and DESIGN's rules) decide now."""
+    ids = [f"t-0{n}" for n in range(1, 6)]
+    long_id = "call_" + "x" * 120  # an ID of 125 characters, cited nowhere
+    final = _many_citations_draft(ids)
+    steps = final["action_plan"]
+    assert isinstance(steps, list) and len(steps[0]) == 117
+    text = as_text(final)
+    assert 1_000 < len(text.encode()) < 2_000
+    logs = RecordingAdapter(answer=found(LOG_DATA))
+    rounds = [tools_round(*(call(i, "query_logs", logs_input(limit=n + 1)) for n, i in enumerate(ids)))]
+    rounds.append(tools_round(call(long_id, "query_logs", logs_input(limit=9), evaluated(ids[-1]))))
+    h = harness(
+        scenario(*rounds, text_round(text)),
+        adapters={"query_logs": logs},
+        settings_overrides={"budget": {"max_draft_bytes": max_draft_bytes}},
+    )
+
+    result = await h.run()
+
+    assert (result.outcome, result.stop_reason, result.failure) == ("DRAFT", "COMPLETED", None)
+    assert result.draft is not None and result.draft.model_dump(mode="json") == final
+    assert "bounds_reached" not in result.to_json_dict()  # no schema held this model to bounds
+
+
+@pytest.mark.parametrize("max_draft_bytes", [2_048, 16_384])
+def test_the_demo_model_servers_block_leaves_a_claim_a_sentence(max_draft_bytes: int) -> None:
+    """Before, the block `diagnose demo model-server` prints gave claims of 15 characters and notes of
+    6 (every local Draft read `wITYkX`): a bound derived for a grammar must hold a sentence."""
+    block = tomllib.loads(config_block(MODELS["smollm2"], "http://127.0.0.1:18090/v1"))
+    settings = load_settings(
+        None, overrides={**block, "budget": {**block["budget"], "max_draft_bytes": max_draft_bytes}}
+    )
+    bounds = run_bounds(
+        settings.budget.max_draft_bytes, RunEvidence.of({"c" * 32: "FOUND"}), settings.model.max_tokens
+    )
+    assert bounds.holds_a_sentence and bounds.max_text_chars >= MIN_CLAIM_CHARS == 120
+    assert bounds.max_note_chars >= 40
+    prompt = system_prompt(bounds)
+    assert f"T=非空白文本，≤{bounds.max_text_chars} 字" in prompt

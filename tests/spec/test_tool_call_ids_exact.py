@@ -7,7 +7,8 @@ the Draft's citations, the progress checks and `diagnose run`'s output all keep 
 emitted. The one exception is an ID holding a configured secret value: that call is answered with
 INVALID_PROGRESS_PROTOCOL (`invalid_field: tool_call_id`) under an assigned ID, never executed, and
 the secret is echoed nowhere. The team audit compares keys with trailing spaces ignored, so an ID
-ending in a space is refused the same way rather than colliding there.
+ending in a space is refused the same way rather than colliding there, and so is an ID that shows as
+nothing (only blank characters), which no Draft could cite.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.blank_text import BLANK_RANGES
 from agent.scenarios import Scenario
 from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
@@ -300,6 +302,42 @@ def test_an_id_holding_the_configured_mysql_password_is_refused_end_to_end(
     assert SECRET not in run.out + run.err + events.read_text(encoding="utf-8")
     assert _audit_files_holding(tmp_path, SECRET) == []
     assert [c["tool_call_id"] for c in run.result["progress"]["checks"]] == []
+
+
+# --- an ID that shows as nothing -------------------------------------------------------------------------
+
+# Any character of the Draft's blank class (whitespace, controls, format and zero-width characters),
+# each range as likely as any other so the narrow ones (U+200B, U+2060, U+FEFF) come up.
+blank_chars = st.sampled_from(BLANK_RANGES).flatmap(lambda span: st.integers(*span)).map(chr)
+
+
+@settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(call_id=st.text(blank_chars, min_size=1, max_size=4))
+async def test_an_id_of_blank_characters_is_replaced_on_arrival_and_never_runs(
+    call_id: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Before, a call whose ID was only zero-width characters ran and was audited under it, and a
+    FINDING citing that exact ID was then refused as blank: evidence nobody could cite or read."""
+    rounds: list[dict[str, Any]] = [
+        {"tool_calls": [_call(call_id, "支付超时")]},
+        {"text": as_text(draft(missing=["证据"]))},
+    ]
+    run = Run(sqlite_target(tmp_path_factory.mktemp("blank-id")), rounds)
+    try:
+        result = await run.execute()
+        assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
+        assert run.kb.requests == [], "the call never runs"
+        assert run.audit.invocations(result.run_id) == []
+        assert [(r["code"], r["tool_call_id"]) for r in run.audit.protocol_events(result.run_id)] == [
+            ("INVALID_PROGRESS_PROTOCOL", "call-r1-1")
+        ]
+        answered = _answered(run.generator, 1)
+        assert [(o["tool_call_id"], o["control"]) for o in answered] == [
+            ("call-r1-1", {"code": "INVALID_PROGRESS_PROTOCOL", "invalid_field": "tool_call_id"})
+        ]
+        assert call_id not in run.ids_in_events()
+    finally:
+        run.store.close()
 
 
 # --- the team audit: a key that ignores trailing spaces --------------------------------------------------

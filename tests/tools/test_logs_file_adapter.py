@@ -538,7 +538,11 @@ async def test_streamed_answers_equal_parsing_everything(
     paths = [folder / f"{index}.{'ndjson' if index % 2 else 'jsonl'}" for index in range(len(files))]
     for path, lines in zip(paths, files, strict=True):
         path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline else b""))
-    options = {"max_window_minutes": max_window_minutes, "max_lines": max_lines, "message_chars": 20}
+    options: dict[str, Any] = {
+        "max_window_minutes": max_window_minutes,
+        "max_lines": max_lines,
+        "message_chars": 20,
+    }
     adapter = LogFileAdapter(folder, block_bytes=block_bytes, max_line_bytes=300, **options)
 
     async def check(fields: dict[str, Any]) -> None:

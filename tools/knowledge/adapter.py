@@ -38,6 +38,7 @@ from tools.knowledge.parts import read_projection, split_parts, text_room
 from tools.knowledge.runbook import Runbook, parse_runbook, passages
 from tools.knowledge.snippet import snippet
 from tools.knowledge.terms import terms
+from tools.redaction import NOOP, Redactor
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 log = logging.getLogger("tools.knowledge")
@@ -66,8 +67,10 @@ class KnowledgeAdapter:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         max_observation_bytes: int = DEFAULT_MAX_OBSERVATION_BYTES,
         glossary: Glossary | None = None,
+        redactor: Redactor = NOOP,
     ) -> None:
         self._path = path
+        self._redactor = redactor  # a snippet is redacted before it is cut (`Redactor.prefix`)
         self._snippet_chars = snippet_chars
         self._max_file_bytes = max_file_bytes
         self._max_observation_bytes = max_observation_bytes
@@ -125,7 +128,7 @@ class KnowledgeAdapter:
                 {
                     "title": runbook.title,
                     "source": source,
-                    "snippet": snippet(passages(runbook), set(weighted), self._snippet_chars),
+                    "snippet": snippet(passages(runbook), set(weighted), self._snippet_chars, self._redactor),
                     "score": round(score, 3),
                 }
             )
@@ -139,6 +142,9 @@ class KnowledgeAdapter:
         text = read_runbook_text(listed.path, self._max_file_bytes) if listed is not None else None
         if text is None:
             return AdapterResult(EvidenceStatus.EMPTY, {"source": source, "part": part, "parts": 0})
+        # Redacted whole before it is cut into parts: a credential across a part's end keeps the
+        # context its rule needs (each part alone would show half of it).
+        text = self._redactor.text(text)
         room = text_room(source, self._max_observation_bytes, len(text))
         try:
             parts = split_parts(text, room)

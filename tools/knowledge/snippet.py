@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Set
 
 from tools.knowledge.terms import normalize
+from tools.redaction import NOOP, Redactor
 
 
-def snippet(passages: tuple[str, ...], query_terms: Set[str], limit: int) -> str:
+def snippet(passages: tuple[str, ...], query_terms: Set[str], limit: int, redactor: Redactor = NOOP) -> str:
     """From the passage sharing the most query terms (first wins a tie), else from the body's start.
 
     Following passages fill the remaining room, so a short lead-in line still shows what comes next.
@@ -26,6 +27,8 @@ def snippet(passages: tuple[str, ...], query_terms: Set[str], limit: int) -> str
         text = f"{text} {passage}" if text else passage
         if len(text) > 2 * limit:
             break
+    # Redacted whole before either end is cut: a credential across a cut keeps its context.
+    text = redactor.text(text) if len(text) > limit else text
     return _cut(_around_first_match(text, query_terms, limit), limit)
 
 

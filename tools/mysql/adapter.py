@@ -65,7 +65,7 @@ from tools.mysql.innodb_status import COLUMNS as INNODB_STATUS_COLUMNS
 from tools.mysql.innodb_status import status_lines
 from tools.mysql.json_members import hide_secret_members, may_hold_members
 from tools.mysql.statement_digest import WITHHELD, digest_or_withheld, mask_quoted
-from tools.redaction import REDACTED
+from tools.redaction import NOOP, REDACTED, Redactor
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,9 @@ _IDLE_RECYCLE_S = 120.0
 _FIXTURE_TIMEOUT_S = 60.0
 # After KILL CONNECTION, how long the process list is watched for our thread to disappear.
 _KILL_VERIFY_S = 2.0
+# Characters fetched past a cell's display cut, so the redaction before the cut sees a credential that
+# straddles it whole (a URL with its user and password is rarely longer).
+_REDACTION_CONTEXT_CHARS = 256
 _KILL_POLL_S = 0.05
 _RESULT_CTE = "diagnose_result"
 # How much of another session's SQL crosses the wire to be digested: trx_query itself stops at 1024
@@ -277,8 +280,10 @@ class MysqlAdapter:
         pool_size: int = 4,
         connect_timeout_s: float = 5.0,
         kill_verify_s: float = _KILL_VERIFY_S,
+        redactor: Redactor = NOOP,
     ) -> None:
         self._target = parse_dsn(dsn)
+        self._redactor = redactor  # cells are redacted before they are cut (`Redactor.prefix`)
         self._password = password
         # With no list configured, the DSN's database is the one schema the model may read.
         if not allowed_schemas and self._target.database is not None:
@@ -291,8 +296,11 @@ class MysqlAdapter:
         self._max_rows = max_rows
         self._max_columns = max_columns
         self._cell_chars = cell_chars
-        # A value of up to this many bytes is fetched whole (4 bytes per character at most in utf8mb4).
-        self._wire_cell_bytes = 4 * (cell_chars + 1)
+        # A longer value is fetched as a prefix of this many characters: what is shown, and enough
+        # beyond it that a credential across the display cut is seen whole by the redaction before
+        # the cut. A value of up to 4 bytes a character of it is fetched whole (utf8mb4).
+        self._wire_prefix_chars = cell_chars + 1 + _REDACTION_CONTEXT_CHARS
+        self._wire_cell_bytes = 4 * self._wire_prefix_chars
         self._max_result_bytes = max_result_bytes
         self._pool_size = pool_size
         self._connect_timeout_s = connect_timeout_s
@@ -451,7 +459,7 @@ class MysqlAdapter:
         for index, (name, kind) in enumerate(zip(names, kinds, strict=False)):
             wide = index in statements
             limit = _STATEMENT_WIRE_BYTES if wide else self._wire_cell_bytes
-            prefix = _STATEMENT_WIRE_BYTES // 4 if wide else self._cell_chars + 1
+            prefix = _STATEMENT_WIRE_BYTES // 4 if wide else self._wire_prefix_chars
             if kind == _PLAIN:
                 values.append(name)
             elif kind == _TEXT:
@@ -600,7 +608,7 @@ class MysqlAdapter:
 
     def _cut(self, text: str) -> tuple[str, bool]:
         if len(text) > self._cell_chars:
-            return text[: self._cell_chars], True
+            return self._redactor.prefix(text, self._cell_chars), True
         return text, False
 
     def _cell(self, value: Any) -> tuple[Any, bool]:
@@ -608,7 +616,7 @@ class MysqlAdapter:
         if isinstance(value, _Cut):
             if isinstance(value.prefix, bytes | bytearray):
                 return f"<more than {self._wire_cell_bytes} bytes>", True
-            return value.prefix[: self._cell_chars], True
+            return self._redactor.prefix(value.prefix, self._cell_chars), True
         if value is None or isinstance(value, bool | int | float):
             return value, False
         if isinstance(value, Decimal):

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import re
 
-from tools.redaction import REDACTED, names_secret
+from tools.redaction import REDACTED
+from tools.secret_names import names_secret
 
 _MEMBER_KEY = re.compile(r'"((?:[^"\\]++|\\.)*+)"\s*+:\s*+')
 _QUOTE_COLON = re.compile(r'"\s*+:')

@@ -6,7 +6,7 @@ CTE of positions joined on `SUBSTRING(u.password, n.i, 1) = 'a'`, or `WHERE pass
 an oracle), and `JSON_EXTRACT(doc, '$.password')` reads a secret key of a JSON column. So the guard
 refuses any statement whose tree names one, wherever it sits, before anything reaches the server.
 
-"Secret-named" is `tools.redaction.names_secret`, the one definition every redaction step uses, so
+"Secret-named" is `tools.secret_names.names_secret`, the one vocabulary every redaction step uses, so
 `password_expired` and `token_count` (facts ABOUT a secret) stay readable. Where a name can be read
 under another spelling the check fails closed: a column name is also judged in every casing the server
 would resolve (`PASSWORDHASH` for `passwordHash`) and with accents and compatibility forms folded away
@@ -27,7 +27,7 @@ import unicodedata
 
 from sqlglot import exp
 
-from tools.redaction import names_secret
+from tools.secret_names import names_secret
 
 
 def secret_read(root: exp.Expr) -> str | None:
