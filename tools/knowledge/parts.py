@@ -5,7 +5,8 @@ A lookup shows the model a short snippet; the procedure is in the text. `lookup_
 and each part's projection, as JSON, fits `[budget] max_observation_bytes` with room to spare for
 redaction (which may lengthen a short secret to `[REDACTED]`). Parts are cut where a reader would
 turn a page: before a heading, else at a blank line, else at a line end, else at a space; only a
-single line longer than a part is cut mid-line. The parts, joined, are the file's text exactly.
+single line longer than a part is cut mid-line. The parts, joined, are the file's text exactly as redaction
+leaves it: the adapter redacts the whole text before cutting it, so no credential is split across two.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from tools.knowledge.folder import read_runbook_text
 from tools.knowledge.parts import json_bytes, read_projection, split_parts, text_room
 from tools.knowledge.runbook import is_markdown, parse_runbook
 from tools.observation_budget import projection_bytes
-from tools.redaction import Redactor
+from tools.redaction import NOOP, Redactor
 from tools.vocabulary import EvidenceStatus
 
 
@@ -62,7 +62,8 @@ async def test_every_runbook_is_readable_whole_part_by_part(
     folder: Path, budget: int, tmp_path: Path
 ) -> None:
     """Each runbook is found by a search for its title (a read needs that), then read part by part:
-    the parts are the file's text exactly, and each part's projection fits the budget. A folder's
+    the parts are the file's text exactly as redaction leaves it (the whole text is redacted before it
+    is cut), and each part's projection fits the budget. A folder's
     landing page ranks below the pages it lists by design, so it is searched for alone."""
     adapter = KnowledgeAdapter(folder, max_observation_bytes=budget)
     multipart = 0
@@ -80,7 +81,7 @@ async def test_every_runbook_is_readable_whole_part_by_part(
         whole, parts = await read_whole(reader, source, source)
         if runbook.is_landing_page:
             (tmp_path / source).unlink()
-        assert whole == text
+        assert whole == NOOP.text(text)
         multipart += len(parts) > 1
         for number, part in enumerate(parts, 1):
             assert json_bytes(read_projection(source, number, len(parts), part)) <= budget
@@ -155,8 +156,9 @@ async def test_a_runbook_removed_after_the_search_reads_empty(tmp_path: Path) ->
 
 
 async def test_redaction_never_pushes_a_part_past_the_budget(tmp_path: Path) -> None:
-    """Redaction runs after the adapter and may lengthen a short secret to `[REDACTED]`: the boundary
-    still holds the part to the budget, the cut marked."""
+    """Redaction may lengthen a short secret to `[REDACTED]`; the runbook is redacted whole before it is
+    cut into parts (so no credential is split across two), and the boundary holds every part to the
+    budget."""
     (tmp_path / "creds.md").write_text("# Creds\n\n" + "password: ab\n" * 400)
     adapter = KnowledgeAdapter(tmp_path, max_observation_bytes=1024)
     boundary = ToolBoundary({"lookup_knowledge": adapter}, redactor=Redactor(), max_observation_bytes=1024)
@@ -164,7 +166,7 @@ async def test_redaction_never_pushes_a_part_past_the_budget(tmp_path: Path) -> 
     outcome = await boundary.invoke(request("r", {"source": "creds.md", "part": 2}))
     assert outcome.status == "FOUND" and outcome.data is not None
     assert projection_bytes(outcome.data) <= 1024
-    assert "ab\n" not in outcome.data["text"] and outcome.data.get("truncated") is True
+    assert "ab\n" not in outcome.data["text"]
 
 
 async def test_a_draft_cites_a_read_like_any_found_call() -> None:
