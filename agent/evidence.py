@@ -9,7 +9,7 @@ from tools.adapter import EvidenceAdapter
 from tools.boundary import ToolBoundary
 from tools.definitions import ToolName
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path
-from tools.logs_file import LogFileAdapter, bundled_logs_path
+from tools.logs.file_source import LogFileAdapter, bundled_logs_path
 from tools.redaction import NOOP, Redactor
 
 
@@ -58,7 +58,7 @@ def _mysql(settings: Settings) -> EvidenceAdapter:
 
 
 def _loki(settings: Settings) -> EvidenceAdapter:
-    from tools.logs_loki import LokiLogAdapter
+    from tools.logs.loki_source import LokiLogAdapter
 
     logs = settings.logs
     if not logs.url or not logs.services:

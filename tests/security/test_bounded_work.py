@@ -46,11 +46,11 @@ from tests.support.spec_scenarios import (
     text_round,
     tools_round,
 )
-from tools import logs_file
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.input_models import QueryLogsInput
-from tools.logs_file import LogFileAdapter
+from tools.logs import file_source as logs_file
+from tools.logs.file_source import LogFileAdapter
 from tools.mysql import MysqlAdapter
 
 TOO_MANY_CALLS = {"code": "TOO_MANY_CALLS"}

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools import logs_file
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryLogsInput
-from tools.logs_file import LogFileAdapter, bundled_logs_path
+from tools.logs import file_source as logs_file
+from tools.logs.file_source import LogFileAdapter, bundled_logs_path
 from tools.vocabulary import EvidenceStatus
 
 DEMO_START = "2026-11-30T01:30:00Z"
@@ -84,7 +84,14 @@ async def test_account_service_has_no_errors_in_the_demo_window(demo: LogFileAda
 
     assert result == AdapterResult(
         EvidenceStatus.EMPTY,
-        {"entries": [], "returned": 0, "truncated": False, "window": {"start": DEMO_START, "end": DEMO_END}},
+        {
+            "entries": [],
+            "returned": 0,
+            "matched": 0,
+            "truncated": False,
+            "window": {"start": DEMO_START, "end": DEMO_END},
+            "without_level": 0,
+        },
     )
     assert (await query(demo, service="account-service")).status == "FOUND"
 
@@ -131,7 +138,7 @@ async def test_window_bounds_are_inclusive_and_offsets_are_understood(tmp_path: 
 
     assert [entry["ts"] for entry in result.data["entries"]] == [
         "2026-11-30T03:00:00Z",
-        "2026-11-30T10:30:00+08:00",
+        "2026-11-30T02:30:00Z",  # shown in UTC, as every entry
         "2026-11-30T02:00:00Z",
     ]
     assert result.data["window"] == {"start": "2026-11-30T02:00:00Z", "end": "2026-11-30T03:00:00Z"}
@@ -189,8 +196,10 @@ async def test_malformed_and_incomplete_lines_are_counted_and_skipped(tmp_path: 
 
     result = await query(adapter, service="svc")
 
-    assert [entry["message"] for entry in result.data["entries"]] == ["good two", "good one"]
-    assert adapter.skipped_lines == 8
+    # A record without a level is kept (level null): a level filter counts it, never hides it.
+    assert [entry["message"] for entry in result.data["entries"]] == ["good two", "no level", "good one"]
+    assert result.data["entries"][1]["level"] is None
+    assert adapter.skipped_lines == 7
 
 
 async def test_projection_is_bounded(tmp_path: Path) -> None:
@@ -362,7 +371,7 @@ def reference_answer(
         raise ToolError("INVALID_INPUT", "WINDOW_INVERTED")
     start = max(start, end - timedelta(minutes=max_window_minutes))
     matches: list[tuple[datetime, dict[str, Any]]] = []
-    skipped = 0
+    skipped = without_level = 0
     for path in paths:
         pieces = path.read_bytes().split(b"\n")
         # A line keeps its newline, as file iteration gives it: it matters to a UTF-16 line's decoding.
@@ -377,15 +386,19 @@ def reference_answer(
             if (
                 record["service"] == params.service
                 and start <= at <= end
-                and (params.level is None or level == params.level)
                 and (params.contains is None or params.contains in record["message"])
             ):
+                if params.level is not None and level is None:
+                    without_level += 1
+                    continue
+                if params.level is not None and RANKS[level] < RANKS[params.level]:
+                    continue
                 labels = [(k, v) for k, v in record.items() if k not in ("ts", "service", "level", "message")]
                 matches.append(
                     (
                         at,
                         {
-                            "ts": record["ts"],
+                            "ts": reference_utc(at),
                             "service": record["service"],
                             "level": level,
                             "message": record["message"][:message_chars],
@@ -399,25 +412,32 @@ def reference_answer(
     data = {
         "entries": [entry for _, entry in matches[:limit]],
         "returned": min(limit, len(matches)),
+        "matched": len(matches),
         "truncated": len(matches) > limit,
         "window": {"start": reference_utc(start), "end": reference_utc(end)},
     }
+    if params.level is not None:
+        data["without_level"] = without_level
     return AdapterResult(EvidenceStatus.FOUND if matches else EvidenceStatus.EMPTY, data), skipped
 
 
-def reference_parse(raw: bytes) -> tuple[datetime, dict[str, Any], str] | None:
+RANKS = {"DEBUG": 1, "INFO": 2, "WARN": 3, "ERROR": 4, "FATAL": 5}
+
+
+def reference_parse(raw: bytes) -> tuple[datetime, dict[str, Any], str | None] | None:
     try:
         record = json.loads(raw.removeprefix(b"\xef\xbb\xbf"))
     except (ValueError, RecursionError):
         return None
     if not isinstance(record, dict) or not all(
-        isinstance(record.get(key), str) for key in ("ts", "service", "level", "message")
+        isinstance(record.get(key), str) for key in ("ts", "service", "message")
     ):
         return None
     at = reference_instant(record["ts"])
     if at is None:
         return None
-    level = record["level"].upper()
+    level = record.get("level")
+    level = level.upper() if isinstance(level, str) else None
     return at, record, "WARN" if level == "WARNING" else level
 
 

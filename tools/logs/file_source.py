@@ -2,7 +2,7 @@
 
 Log files written by real appenders contain truncated writes and foreign lines; those are counted and
 skipped so one bad line never hides the rest. A log file may be gigabytes, so a query streams it and
-keeps only the `limit` newest matches plus a sparse index of each file (`tools.log_index`), never the
+keeps only the `limit` newest matches plus a sparse index of each file (`tools.logs.file_index`), never the
 lines: memory does not grow with the file, and a repeated query reads only the blocks that may hold a
 match. The scan runs in a worker thread, which cannot be killed, so it checks a stop flag between
 blocks: when the tool times out or the run is cancelled, reading stops within one block.
@@ -11,7 +11,6 @@ blocks: when the tool times out or the run is cancelled, reading stops within on
 from __future__ import annotations
 
 import asyncio
-import heapq
 import importlib.resources
 import json
 import logging
@@ -19,7 +18,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from itertools import islice
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryLogsInput
-from tools.log_index import (
+from tools.logs.file_index import (
     BLOCK_BYTES,
     MAX_LINE_BYTES,
     BlockBuilder,
@@ -36,7 +35,10 @@ from tools.log_index import (
     instant_us,
     read_lines,
 )
-from tools.vocabulary import ErrorCode, EvidenceStatus
+from tools.logs.projection import LogProjection, NewestRecords, Window
+from tools.logs.record import LogRecord
+from tools.logs.severity import Severity, severity_of_field
+from tools.vocabulary import ErrorCode
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +46,6 @@ LOG_SUFFIXES = (".ndjson", ".jsonl")
 MAX_LABELS = 8
 MAX_LABEL_CHARS = 100
 _CORE_KEYS = frozenset({"ts", "service", "level", "message"})
-# Appenders disagree on spelling; the tool contract only knows these four levels.
-_LEVEL_ALIASES = {"WARNING": "WARN"}
 _BOM = b"\xef\xbb\xbf"
 _decode_json = json.JSONDecoder().decode  # json.loads' own decoder: the same defaults
 # A cancelled call waits this long at most for its scan to notice the stop flag (one block, normally
@@ -61,10 +61,9 @@ def bundled_logs_path() -> Path:
 
 class _Line(NamedTuple):
     record: dict[str, Any]
-    ts: str
     at_us: int
     service: str
-    level: str
+    severity: Severity | None
     message: str
 
 
@@ -76,7 +75,7 @@ class _Query(NamedTuple):
     service: str
     start_us: int
     end_us: int
-    level: str | None
+    level: Severity | None
     contains: str | None
     # The UTF-8 bytes a line must hold to match, when it has no JSON escape (see `may_match`).
     service_needle: bytes
@@ -89,7 +88,7 @@ class _Query(NamedTuple):
             service=params.service,
             start_us=instant_us(start),
             end_us=instant_us(end),
-            level=params.level,
+            level=None if params.level is None else Severity[params.level],
             contains=contains,
             service_needle=b'"' + _utf8(params.service) + b'"',
             contains_needle=None if contains is None else _utf8(contains),
@@ -108,48 +107,42 @@ class _Query(NamedTuple):
             return False
         return self.contains_needle is None or self.contains_needle in raw
 
-    def matches(self, line: _Line) -> bool:
+    def matches_but_level(self, line: _Line) -> bool:
         return (
             line.service == self.service
             and self.start_us <= line.at_us <= self.end_us
-            and (self.level is None or line.level == self.level)
             and (self.contains is None or self.contains in line.message)
         )
 
 
-class _Newest:
-    """The `limit` newest matches so far, and how many matched in all.
-
-    Keys are (instant, file number, byte offset): among equal instants the later line wins, as it was
-    written later. Only a match that makes the cut is projected.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._heap: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
-        self.matched = 0
-
-    def offer(self, key: tuple[int, int, int], project: Callable[[], dict[str, Any]]) -> None:
-        self.matched += 1
-        if len(self._heap) < self._limit:
-            heapq.heappush(self._heap, (key, project()))
-        elif key > self._heap[0][0]:
-            heapq.heapreplace(self._heap, (key, project()))
-
-    def newest_first(self) -> list[dict[str, Any]]:
-        return [entry for _, entry in sorted(self._heap, key=lambda item: item[0], reverse=True)]
-
-
-class _Scan(NamedTuple):
+class _Scan:
     """One call's scan: what it looks for, what it has found, and the flag that stops it."""
 
-    query: _Query
-    newest: _Newest
-    stop: threading.Event
+    def __init__(self, query: _Query, limit: int, stop: threading.Event) -> None:
+        self.query = query
+        self.newest = NewestRecords(limit)
+        self.without_level = 0
+        self.stop = stop
 
     def check(self) -> None:
         if self.stop.is_set():
             raise _Stopped
+
+    def consider(self, line: _Line, key: tuple[int, int, int], record: Callable[[], LogRecord]) -> None:
+        """Offer a line that matches; count one the level filter cannot judge."""
+        query = self.query
+        if not query.matches_but_level(line):
+            return
+        if query.level is not None:
+            if line.severity is None:
+                self.without_level += 1
+                return
+            if line.severity < query.level:
+                return
+        if self.newest.would_keep(key):
+            self.newest.offer(key, record())
+        else:
+            self.newest.count_only()
 
 
 class LogFileAdapter:
@@ -162,13 +155,14 @@ class LogFileAdapter:
         max_lines: int = 200,
         message_chars: int = 500,
         *,
+        message_lines: int = 12,
         block_bytes: int = BLOCK_BYTES,
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self._path = path
         self._max_window = timedelta(minutes=max_window_minutes)
         self._max_lines = max_lines
-        self._message_chars = message_chars
+        self._projection = LogProjection(message_chars, message_lines)
         self._block_bytes = block_bytes
         self._max_line_bytes = max_line_bytes
         self._indexes: dict[Path, FileIndex] = {}
@@ -206,20 +200,19 @@ class LogFileAdapter:
             raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
         start = max(start, end - self._max_window)
         limit = min(params.limit, self._max_lines)
-        scan = _Scan(_Query.of(params, start, end), _Newest(limit), stop)
+        scan = _Scan(_Query.of(params, start, end), limit, stop)
         with self._locked(scan):
             files = self._files()
             for number, path in enumerate(files):
                 self._search(number, path, scan)
             self._indexes = {path: self._indexes[path] for path in files}
-        newest = scan.newest
-        data = {
-            "entries": newest.newest_first(),
-            "returned": min(limit, newest.matched),
-            "truncated": newest.matched > limit,
-            "window": {"start": _format_utc(start), "end": _format_utc(end)},
-        }
-        return AdapterResult(EvidenceStatus.FOUND if newest.matched else EvidenceStatus.EMPTY, data)
+        return self._projection.observation(
+            scan.newest.newest_first(),
+            matched=scan.newest.matched,
+            window=Window(instant_us(start) * 1000, instant_us(end) * 1000),
+            level=scan.query.level,
+            without_level=scan.without_level,
+        )
 
     @contextmanager
     def _locked(self, scan: _Scan) -> Iterator[None]:
@@ -254,8 +247,8 @@ class LogFileAdapter:
                 if raw is None or not query.may_match(raw):
                     continue
                 line = _parse_line(raw)
-                if line is not None and query.matches(line):
-                    scan.newest.offer((line.at_us, number, offset), partial(self._project, line))
+                if line is not None:
+                    scan.consider(line, (line.at_us, number, offset), partial(_record, line))
 
     def _search_and_index(
         self, handle: BinaryIO, number: int, path: Path, index: FileIndex, scan: _Scan
@@ -278,24 +271,11 @@ class LogFileAdapter:
                 block.skipped += 1
                 continue
             block.add(line.at_us, line.service)
-            if scan.query.matches(line):
-                scan.newest.offer((line.at_us, number, offset), partial(self._project, line))
+            scan.consider(line, (line.at_us, number, offset), partial(_record, line))
         index.add(block, min(handle.tell(), index.identity.size))
         index.complete = True
         if index.skipped:
             logger.warning("skipped %d unparseable log lines in %s", index.skipped, path)
-
-    def _project(self, line: _Line) -> dict[str, Any]:
-        extra = ((key, value) for key, value in line.record.items() if key not in _CORE_KEYS)
-        return {
-            "ts": line.ts,
-            "service": line.service,
-            "level": line.level,
-            "message": line.message[: self._message_chars],
-            "labels": {
-                key[:MAX_LABEL_CHARS]: _label_value(value) for key, value in islice(extra, MAX_LABELS)
-            },
-        }
 
     def _files(self) -> list[Path]:
         try:
@@ -322,6 +302,17 @@ def _drop_outcome(scan: asyncio.Future[AdapterResult]) -> None:
         scan.exception()  # retrieved, so asyncio does not report it as never retrieved
 
 
+def _record(line: _Line) -> LogRecord:
+    extra = ((key, value) for key, value in line.record.items() if key not in _CORE_KEYS)
+    return LogRecord(
+        instant_ns=line.at_us * 1000,
+        service=line.service,
+        severity=line.severity,
+        message=line.message,
+        labels=tuple((key, _label_value(value)) for key, value in islice(extra, MAX_LABELS)),
+    )
+
+
 def _parse_line(raw: bytes) -> _Line | None:
     try:
         if raw[:1] == b"{" and raw[1:2] != b"\x00":
@@ -333,24 +324,18 @@ def _parse_line(raw: bytes) -> _Line | None:
         return None
     if not isinstance(record, dict):
         return None
-    ts, service, level, message = (
+    ts, service, level_text, message = (
         record.get("ts"),
         record.get("service"),
         record.get("level"),
         record.get("message"),
     )
-    if not (
-        isinstance(ts, str)
-        and isinstance(service, str)
-        and isinstance(level, str)
-        and isinstance(message, str)
-    ):
+    if not (isinstance(ts, str) and isinstance(service, str) and isinstance(message, str)):
         return None
     at = _parse_ts(ts)
     if at is None:
         return None
-    level = level.upper()
-    return _Line(record, ts, instant_us(at), service, _LEVEL_ALIASES.get(level, level), message)
+    return _Line(record, instant_us(at), service, severity_of_field(level_text), message)
 
 
 def _utf8(text: str) -> bytes:
@@ -370,12 +355,3 @@ def _parse_ts(value: str) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo is not None else None
-
-
-def _format_utc(moment: datetime) -> str:
-    utc = moment.astimezone(UTC)
-    if utc.microsecond == 0:
-        timespec = "seconds"
-    else:
-        timespec = "milliseconds" if utc.microsecond % 1000 == 0 else "microseconds"
-    return utc.replace(tzinfo=None).isoformat(timespec=timespec) + "Z"
