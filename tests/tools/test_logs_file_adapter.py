@@ -388,11 +388,12 @@ def reference_answer(
                 and start <= at <= end
                 and (params.contains is None or params.contains in record["message"])
             ):
-                if params.level is not None and level is None:
-                    without_level += 1
-                    continue
-                if params.level is not None and RANKS[level] < RANKS[params.level]:
-                    continue
+                if params.level is not None:
+                    if level is None:
+                        without_level += 1
+                        continue
+                    if RANKS[level] < RANKS[params.level]:
+                        continue
                 labels = [(k, v) for k, v in record.items() if k not in ("ts", "service", "level", "message")]
                 matches.append(
                     (
