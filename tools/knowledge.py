@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.adapter import AdapterResult, ToolRequest
+from tools.folder_walk import FolderListing, SkippedFile, list_folder
 from tools.input_models import LookupKnowledgeInput
-from tools.vocabulary import ErrorCode, EvidenceStatus
+from tools.vocabulary import EvidenceStatus
 
 if TYPE_CHECKING:
     from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
@@ -76,20 +77,6 @@ class _Index:
     fingerprint: frozenset[tuple[str, int, int]]
     retriever: InMemoryBM25Retriever
     runbooks: dict[str, _Runbook]
-
-
-@dataclass(frozen=True)
-class SkippedFile:
-    """A `*.md` entry of the folder that is not indexed, and why (for operators and the log only)."""
-
-    source: str
-    reason: str  # OUTSIDE_FOLDER, TOO_LARGE, NOT_A_FILE, UNREADABLE
-
-
-@dataclass(frozen=True)
-class _Listing:
-    files: list[tuple[str, Path, os.stat_result]]
-    skipped: tuple[SkippedFile, ...]
 
 
 class KnowledgeAdapter:
@@ -164,55 +151,9 @@ class KnowledgeAdapter:
                 self._index, self._skipped = index, listing.skipped
             return self._index
 
-    def _list_files(self) -> _Listing:
+    def _list_files(self) -> FolderListing:
         """Every `*.md` regular file under the folder, reached only through links that stay inside it."""
-        if not self._path.is_dir():
-            raise ToolError(ErrorCode.UNAVAILABLE)
-        try:
-            root = self._path.resolve(strict=True)
-            with os.scandir(root):  # an unreadable folder is UNAVAILABLE, not an empty one
-                pass
-        except OSError as exc:
-            raise ToolError(ErrorCode.UNAVAILABLE) from exc
-        found: list[tuple[str, Path, os.stat_result]] = []
-        skipped: list[SkippedFile] = []
-        visited = {root}
-        pending = [(root, "")]
-        while pending:
-            folder, prefix = pending.pop()
-            try:
-                entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
-            except OSError:
-                skipped.append(SkippedFile(prefix or ".", "UNREADABLE"))
-                continue
-            for entry in entries:
-                source = f"{prefix}{entry.name}"
-                real = Path(os.path.realpath(entry.path))
-                if entry.is_symlink() and not real.is_relative_to(root):
-                    if entry.name.endswith(".md") or real.is_dir():
-                        skipped.append(SkippedFile(source, "OUTSIDE_FOLDER"))
-                    continue
-                try:
-                    info = real.stat()
-                except OSError:
-                    if entry.name.endswith(".md"):
-                        skipped.append(SkippedFile(source, "UNREADABLE"))
-                    continue
-                if stat.S_ISDIR(info.st_mode):
-                    if real not in visited:  # a link back up the tree is followed once, never in a loop
-                        visited.add(real)
-                        pending.append((real, f"{source}/"))
-                elif not entry.name.endswith(".md"):
-                    continue
-                elif not stat.S_ISREG(info.st_mode):
-                    skipped.append(SkippedFile(source, "NOT_A_FILE"))
-                elif info.st_size > self._max_file_bytes:
-                    skipped.append(SkippedFile(source, "TOO_LARGE"))
-                else:
-                    found.append((source, real, info))
-        found.sort(key=lambda item: item[0])
-        skipped.sort(key=lambda item: item.source)
-        return _Listing(found, tuple(skipped))
+        return list_folder(self._path, lambda name: name.endswith(".md"), self._max_file_bytes)
 
 
 def _read_runbook(path: Path, max_bytes: int) -> str | None:

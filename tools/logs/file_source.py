@@ -1,57 +1,70 @@
-"""query_logs over local NDJSON files: the demo log and any `[logs] source = "file"` configuration.
+"""query_logs over local log files: the demo log and any `[logs] source = "file"` configuration.
 
-Log files written by real appenders contain truncated writes and foreign lines; those are counted and
-skipped so one bad line never hides the rest. A log file may be gigabytes, so a query streams it and
-keeps only the `limit` newest matches plus a sparse index of each file (`tools.logs.file_index`), never the
-lines: memory does not grow with the file, and a repeated query reads only the blocks that may hold a
-match. The scan runs in a worker thread, which cannot be killed, so it checks a stop flag between
-blocks: when the tool times out or the run is cancelled, reading stops within one block.
+`[logs] path` is one file or a folder searched recursively (rotated and `.gz` files included;
+`tools.logs.file_names` says which names are logs and what service a name gives). Each file is read
+as-is in its own format (`tools.logs.file_formats` recognises it, or `[logs] format` forces one) and
+searched by `tools.logs.file_scan`, which keeps only the `limit` newest matches: memory does not
+grow with the files. The answer is the shared projection (`tools.logs.projection`).
+
+A log folder is someone's content: a link in it that resolves outside it is skipped and logged
+(`tools.folder_walk`, the rule runbook folders follow), files are opened without following a link
+swapped in since, and anything but a regular file is refused (a FIFO would block the scan).
+
+The scan runs in a worker thread, which cannot be killed, so it checks a stop flag between chunks:
+when the tool times out or the run is cancelled, reading stops within one chunk.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import importlib.resources
-import json
 import logging
 import os
+import stat
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import datetime, timedelta
-from functools import partial
-from itertools import islice
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import BinaryIO, cast
+from zoneinfo import ZoneInfo
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.folder_walk import SkippedFile, list_folder
 from tools.input_models import QueryLogsInput
-from tools.logs.file_index import (
-    BLOCK_BYTES,
-    MAX_LINE_BYTES,
-    BlockBuilder,
-    FileIdentity,
-    FileIndex,
-    instant_us,
-    read_lines,
+from tools.logs.custom_format import RegexFormat
+from tools.logs.file_formats import ALIASES, AUTO, SAMPLE_BYTES, SAMPLE_LINES, build_formats, recognise
+from tools.logs.file_names import COMPRESSED, is_log_file, service_of
+from tools.logs.file_scan import (
+    MAX_CENSUS_SERVICES,
+    CallState,
+    FileScan,
+    FileSummary,
+    LogQuery,
+    SkipReason,
+    Stopped,
 )
+from tools.logs.line_format import LineFormat
 from tools.logs.projection import LogProjection, NewestRecords, Window
-from tools.logs.record import LogRecord
-from tools.logs.severity import Severity, severity_of_field
+from tools.logs.severity import Severity
+from tools.logs.timestamps import NS_PER_S, Clock, timezone_named
 from tools.vocabulary import ErrorCode
 
 logger = logging.getLogger(__name__)
 
-LOG_SUFFIXES = (".ndjson", ".jsonl")
-MAX_LABELS = 8
-MAX_LABEL_CHARS = 100
-_CORE_KEYS = frozenset({"ts", "service", "level", "message"})
-_BOM = b"\xef\xbb\xbf"
-_decode_json = json.JSONDecoder().decode  # json.loads' own decoder: the same defaults
+BLOCK_BYTES = 256 * 1024  # read at a time; a stop lands between two reads
+# Lines longer than this are skipped (counted) without ever being held whole.
+MAX_LINE_BYTES = 16 * 1024 * 1024
 # A cancelled call waits this long at most for its scan to notice the stop flag (one block, normally
 # milliseconds); a scan stuck in the file system is then left to stop on its own.
 STOP_GRACE_S = 2.0
 _LOCK_POLL_S = 0.05
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_MAX_CACHED_FILES = 10_000
+_UTC = Clock(ZoneInfo("UTC"), 0)
 
 
 def bundled_logs_path() -> Path:
@@ -59,94 +72,29 @@ def bundled_logs_path() -> Path:
     return Path(str(importlib.resources.files("tools") / "data" / "logs" / "demo.ndjson"))
 
 
-class _Line(NamedTuple):
-    record: dict[str, Any]
-    at_us: int
-    service: str
-    severity: Severity | None
-    message: str
+@dataclass(frozen=True)
+class FileIdentity:
+    """One version of a file: any change to it (a rewrite, an append, a rotation) gives a new one."""
 
-
-class _Stopped(Exception):
-    """The call that started the scan was cancelled or timed out: its answer is no longer wanted."""
-
-
-class _Query(NamedTuple):
-    service: str
-    start_us: int
-    end_us: int
-    level: Severity | None
-    contains: str | None
-    # The UTF-8 bytes a line must hold to match, when it has no JSON escape (see `may_match`).
-    service_needle: bytes
-    contains_needle: bytes | None
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
 
     @classmethod
-    def of(cls, params: QueryLogsInput, start: datetime, end: datetime) -> _Query:
-        contains = params.contains
-        return cls(
-            service=params.service,
-            start_us=instant_us(start),
-            end_us=instant_us(end),
-            level=None if params.level is None else Severity[params.level],
-            contains=contains,
-            service_needle=b'"' + _utf8(params.service) + b'"',
-            contains_needle=None if contains is None else _utf8(contains),
-        )
-
-    def may_match(self, raw: bytes) -> bool:
-        """False only for a line that cannot match, told from its bytes before any JSON parsing.
-
-        A line that starts with `{` and a non-NUL byte is decoded as UTF-8, and without a backslash
-        none of its strings has an escape, so each string's bytes are exactly its UTF-8 text: the
-        service must then appear as `"<service>"` and `contains` as itself. Anything else is parsed.
-        """
-        if raw[:1] != b"{" or raw[1:2] == b"\x00" or b"\\" in raw:
-            return True
-        if self.service_needle not in raw:
-            return False
-        return self.contains_needle is None or self.contains_needle in raw
-
-    def matches_but_level(self, line: _Line) -> bool:
-        return (
-            line.service == self.service
-            and self.start_us <= line.at_us <= self.end_us
-            and (self.contains is None or self.contains in line.message)
-        )
+    def of(cls, info: os.stat_result) -> FileIdentity:
+        return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
-class _Scan:
-    """One call's scan: what it looks for, what it has found, and the flag that stops it."""
-
-    def __init__(self, query: _Query, limit: int, stop: threading.Event) -> None:
-        self.query = query
-        self.newest = NewestRecords(limit)
-        self.without_level = 0
-        self.stop = stop
-
-    def check(self) -> None:
-        if self.stop.is_set():
-            raise _Stopped
-
-    def consider(self, line: _Line, key: tuple[int, int, int], record: Callable[[], LogRecord]) -> None:
-        """Offer a line that matches; count one the level filter cannot judge."""
-        query = self.query
-        if not query.matches_but_level(line):
-            return
-        if query.level is not None:
-            if line.severity is None:
-                self.without_level += 1
-                return
-            if line.severity < query.level:
-                return
-        if self.newest.would_keep(key):
-            self.newest.offer(key, record())
-        else:
-            self.newest.count_only()
+@dataclass(frozen=True)
+class _LogFile:
+    source: str  # the path inside the folder, or the file's name
+    path: Path
+    inside_folder: bool
 
 
 class LogFileAdapter:
-    """Answers query_logs from one NDJSON file or a folder of `*.ndjson` / `*.jsonl` files."""
+    """Answers query_logs from one log file or a folder of them, each read in its own format."""
 
     def __init__(
         self,
@@ -158,28 +106,53 @@ class LogFileAdapter:
         message_lines: int = 12,
         block_bytes: int = BLOCK_BYTES,
         max_line_bytes: int = MAX_LINE_BYTES,
+        log_format: str = AUTO,
+        timezone: str = "UTC",
+        fields: Mapping[str, str] | None = None,
+        file_services: Mapping[str, str] | None = None,
+        custom_formats: Iterable[RegexFormat] = (),
     ) -> None:
         self._path = path
-        self._max_window = timedelta(minutes=max_window_minutes)
+        self._max_window_ns = max_window_minutes * 60 * NS_PER_S
         self._max_lines = max_lines
         self._projection = LogProjection(message_chars, message_lines)
         self._block_bytes = block_bytes
         self._max_line_bytes = max_line_bytes
-        self._indexes: dict[Path, FileIndex] = {}
-        # One scan at a time: scans extend the indexes in place.
+        self._zone = timezone_named(timezone)
+        self._formats = build_formats(fields, custom_formats)
+        name = ALIASES.get(log_format, log_format)
+        if name != AUTO and name not in self._formats:
+            raise ValueError(f"unknown log format {log_format!r}")
+        self._forced = None if name == AUTO else self._formats[name]
+        self._file_services = dict(file_services or {})
+        self._recognised: dict[FileIdentity, LineFormat | None] = {}
+        self._summaries: dict[FileIdentity, FileSummary] = {}
+        self._logged: set[tuple[FileIdentity, str]] = set()
+        self._skipped: Counter[SkipReason] = Counter()
+        self._skipped_files: tuple[SkippedFile, ...] = ()
+        # One scan at a time: scans share the caches above.
         self._lock = threading.Lock()
 
     @property
     def skipped_lines(self) -> int:
-        """Unparseable lines in the files last searched: for operators, never shown to the model."""
-        return sum(index.skipped for index in self._indexes.values())
+        """Lines the last call could not read: for operators, never shown to the model."""
+        return sum(self._skipped.values())
+
+    @property
+    def skipped_by_reason(self) -> dict[str, int]:
+        return {str(reason): count for reason, count in sorted(self._skipped.items())}
+
+    @property
+    def skipped_files(self) -> tuple[SkippedFile, ...]:
+        """Files of the folder left out at the last call, and why (links leading outside, ...)."""
+        return self._skipped_files
 
     async def execute(self, request: ToolRequest) -> AdapterResult:
         """Scan off the event loop so a large file never freezes the console.
 
         A thread cannot be killed, so cancellation (the tool's time limit, or the run's) sets the
         scan's stop flag and waits for the scan to notice it: once this call has ended, nothing reads
-        the files on its behalf. Blocks indexed before the stop are kept for the next call.
+        the files on its behalf.
         """
         params = request.input
         assert isinstance(params, QueryLogsInput)
@@ -193,104 +166,173 @@ class LogFileAdapter:
             raise
 
     def _query(self, params: QueryLogsInput, stop: threading.Event) -> AdapterResult:
-        start, end = _parse_ts(params.start), _parse_ts(params.end)
-        if start is None or end is None:
-            raise ToolError(ErrorCode.INVALID_INPUT)
+        start, end = _instant_ns(params.start), _instant_ns(params.end)
         if end < start:
             raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
-        start = max(start, end - self._max_window)
+        window = Window(max(start, end - self._max_window_ns), end)
+        level = None if params.level is None else Severity[params.level]
+        contains = None if params.contains is None else params.contains.lower()
         limit = min(params.limit, self._max_lines)
-        scan = _Scan(_Query.of(params, start, end), limit, stop)
-        with self._locked(scan):
+        state = CallState(LogQuery(params.service, window, level, contains), NewestRecords(limit), stop)
+        census: CallState | None = None
+        with self._locked(stop):
             files = self._files()
-            for number, path in enumerate(files):
-                self._search(number, path, scan)
-            self._indexes = {path: self._indexes[path] for path in files}
+            self._search(files, state)
+            self._skipped = Counter(state.skipped)
+            if not state.newest.matched:
+                census = CallState(LogQuery(None, window, None, None), NewestRecords(1), stop)
+                self._search(files, census)
+        services = None
+        if census is not None and params.service not in census.services:
+            services = sorted(census.services)[: MAX_CENSUS_SERVICES - 1]
         return self._projection.observation(
-            scan.newest.newest_first(),
-            matched=scan.newest.matched,
-            window=Window(instant_us(start) * 1000, instant_us(end) * 1000),
-            level=scan.query.level,
-            without_level=scan.without_level,
+            state.newest.newest_first(),
+            matched=state.newest.matched,
+            window=window,
+            level=level,
+            without_level=state.without_level,
+            services_in_window=services,
         )
 
     @contextmanager
-    def _locked(self, scan: _Scan) -> Iterator[None]:
+    def _locked(self, stop: threading.Event) -> Iterator[None]:
         while not self._lock.acquire(timeout=_LOCK_POLL_S):
-            scan.check()
+            if stop.is_set():
+                raise Stopped
         try:
             yield
         finally:
             self._lock.release()
 
-    def _search(self, number: int, path: Path, scan: _Scan) -> None:
-        """Offer every match of one file: from its indexed blocks, then from the rest while indexing it."""
-        try:
-            with path.open("rb") as handle:
-                # The identity of what was opened, so a file rotated meanwhile is never misread.
-                identity = FileIdentity.of(os.fstat(handle.fileno()))
-                index = self._indexes.get(path)
-                if index is None or index.identity != identity:
-                    index = self._indexes[path] = FileIndex(identity, self._block_bytes)
-                self._search_indexed(handle, number, index, scan)
-                if not index.complete:
-                    self._search_and_index(handle, number, path, index, scan)
-        except OSError as exc:
-            raise ToolError(ErrorCode.UNAVAILABLE) from exc
-
-    def _search_indexed(self, handle: BinaryIO, number: int, index: FileIndex, scan: _Scan) -> None:
-        """Read the indexed blocks that may hold a match, parsing only lines that may match."""
-        query = scan.query
-        for block in index.candidates(query.start_us, query.end_us, query.service):
-            scan.check()
-            for offset, raw in read_lines(handle, block.start, block.end, self._max_line_bytes):
-                if raw is None or not query.may_match(raw):
-                    continue
-                line = _parse_line(raw)
-                if line is not None:
-                    scan.consider(line, (line.at_us, number, offset), partial(_record, line))
-
-    def _search_and_index(
-        self, handle: BinaryIO, number: int, path: Path, index: FileIndex, scan: _Scan
-    ) -> None:
-        """Read the file past its index, line by line: index every line, offer the matches. A stop
-        lands between blocks, each block indexed before it is kept."""
-        block = BlockBuilder(index.indexed_to)
-        for offset, raw in read_lines(handle, index.indexed_to, index.identity.size, self._max_line_bytes):
-            if offset - block.start >= index.block_bytes:
-                index.add(block, offset)
-                scan.check()
-                block = BlockBuilder(offset)
-            if raw is None:
-                block.skipped += 1
-                continue
-            if raw.isspace():
-                continue
-            line = _parse_line(raw)
-            if line is None:
-                block.skipped += 1
-                continue
-            block.add(line.at_us, line.service)
-            scan.consider(line, (line.at_us, number, offset), partial(_record, line))
-        index.add(block, min(handle.tell(), index.identity.size))
-        index.complete = True
-        if index.skipped:
-            logger.warning("skipped %d unparseable log lines in %s", index.skipped, path)
-
-    def _files(self) -> list[Path]:
+    def _files(self) -> list[_LogFile]:
         try:
             if self._path.is_file():
-                return [self._path]
-            if self._path.is_dir():
-                children = self._path.iterdir()
-                return sorted(child for child in children if child.suffix in LOG_SUFFIXES and child.is_file())
+                return [_LogFile(self._path.name, self._path, inside_folder=False)]
+            if not self._path.is_dir():
+                raise ToolError(ErrorCode.UNAVAILABLE)
         except OSError as exc:
             raise ToolError(ErrorCode.UNAVAILABLE) from exc
-        raise ToolError(ErrorCode.UNAVAILABLE)
+        listing = list_folder(self._path, is_log_file)
+        if listing.skipped != self._skipped_files and listing.skipped:
+            logger.warning(
+                "log folder %s: skipped %d file(s): %s",
+                self._path,
+                len(listing.skipped),
+                ", ".join(f"{item.source} ({item.reason})" for item in listing.skipped),
+            )
+        self._skipped_files = listing.skipped
+        return [_LogFile(source, real, inside_folder=True) for source, real, _ in listing.files]
+
+    def _search(self, files: list[_LogFile], state: CallState) -> None:
+        if len(self._recognised) > _MAX_CACHED_FILES:  # versions of files long rotated away
+            self._recognised.clear()
+            self._summaries.clear()
+        for number, log_file in enumerate(files):
+            state.check()
+            self._search_file(number, log_file, state)
+
+    def _search_file(self, number: int, log_file: _LogFile, state: CallState) -> None:
+        flags = os.O_RDONLY | os.O_NONBLOCK | (_NOFOLLOW if log_file.inside_folder else 0)
+        try:
+            descriptor = os.open(log_file.path, flags)
+        except OSError as exc:
+            if not log_file.inside_folder:
+                raise ToolError(ErrorCode.UNAVAILABLE) from exc
+            self._skip_file(log_file, "UNREADABLE")
+            return
+        with os.fdopen(descriptor, "rb") as raw:
+            info = os.fstat(raw.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                if not log_file.inside_folder:
+                    raise ToolError(ErrorCode.UNAVAILABLE)
+                self._skip_file(log_file, "NOT_A_FILE")
+                return
+            identity = FileIdentity.of(info)
+            summary = self._summaries.get(identity)
+            window = state.query.window
+            if summary is not None and (
+                summary.latest_ns < window.start_ns - NS_PER_S or summary.earliest_ns > window.end_ns
+            ):
+                state.skipped.update(summary.skipped)
+                return
+            compressed = log_file.path.name.endswith(COMPRESSED)
+            with _opened(raw, compressed) as handle:
+                fmt = self._format_of(identity, handle, info.st_mtime_ns, log_file)
+                if fmt is None:
+                    return
+                scan = FileScan(
+                    state,
+                    fmt,
+                    Clock(self._zone, info.st_mtime_ns),
+                    service_of(log_file.source, self._file_services),
+                    number,
+                    chunk_bytes=self._block_bytes,
+                    max_line_bytes=self._max_line_bytes,
+                )
+                before = sum(state.skipped.values())
+                try:
+                    found = scan.scan_stream(handle) if compressed else scan.scan_plain(handle, info.st_size)
+                except OSError as exc:
+                    raise ToolError(ErrorCode.UNAVAILABLE) from exc
+            if found is not None:
+                self._summaries[identity] = found
+            skipped = sum(state.skipped.values()) - before
+            if skipped and (identity, "lines") not in self._logged:
+                self._logged.add((identity, "lines"))
+                logger.warning("skipped %d unreadable log lines in %s", skipped, log_file.source)
+
+    def _format_of(
+        self, identity: FileIdentity, handle: BinaryIO, mtime_ns: int, log_file: _LogFile
+    ) -> LineFormat | None:
+        if self._forced is not None:
+            return self._forced
+        if identity in self._recognised:
+            return self._recognised[identity]
+        try:
+            sample = handle.read(SAMPLE_BYTES)
+            handle.seek(0)
+        except (OSError, EOFError, zlib.error):
+            sample = b""
+        lines = sample.split(b"\n")
+        if len(sample) == SAMPLE_BYTES:
+            lines.pop()  # the last line may be cut
+        texts = [text for raw in lines if (text := raw.decode("utf-8", "replace")).strip()][:SAMPLE_LINES]
+        fmt = recognise(texts, self._formats, Clock(self._zone, mtime_ns))
+        self._recognised[identity] = fmt
+        if fmt is None and texts:
+            self._skip_file(log_file, "UNKNOWN_FORMAT")
+        return fmt
+
+    def _skip_file(self, log_file: _LogFile, reason: str) -> None:
+        skipped = SkippedFile(log_file.source, reason)
+        if skipped not in self._skipped_files:
+            self._skipped_files = (*self._skipped_files, skipped)
+            logger.warning("log file %s skipped: %s", log_file.source, reason)
+
+
+@contextmanager
+def _opened(raw: BinaryIO, compressed: bool) -> Iterator[BinaryIO]:
+    if not compressed:
+        yield raw
+        return
+    stream = gzip.GzipFile(fileobj=raw, mode="rb")
+    try:
+        yield cast(BinaryIO, stream)
+    finally:
+        with suppress(OSError, EOFError, zlib.error):
+            stream.close()
+
+
+def _instant_ns(text: str) -> int:
+    """The input model already checked RFC 3339; nanoseconds are kept (ties are told apart by them)."""
+    parsed = _UTC.iso(text)
+    if parsed is None or parsed[1] != len(text):
+        raise ToolError(ErrorCode.INVALID_INPUT)
+    return parsed[0]
 
 
 async def _wait_for_stop(scan: asyncio.Future[AdapterResult]) -> None:
-    """Give the scan time to notice its stop flag; its result or `_Stopped` is dropped either way."""
+    """Give the scan time to notice its stop flag; its result or `Stopped` is dropped either way."""
     done, _ = await asyncio.wait({scan}, timeout=STOP_GRACE_S)
     if not done:
         logger.warning("a log scan did not stop within %.0f s of its cancellation", STOP_GRACE_S)
@@ -300,58 +342,3 @@ async def _wait_for_stop(scan: asyncio.Future[AdapterResult]) -> None:
 def _drop_outcome(scan: asyncio.Future[AdapterResult]) -> None:
     if not scan.cancelled():
         scan.exception()  # retrieved, so asyncio does not report it as never retrieved
-
-
-def _record(line: _Line) -> LogRecord:
-    extra = ((key, value) for key, value in line.record.items() if key not in _CORE_KEYS)
-    return LogRecord(
-        instant_ns=line.at_us * 1000,
-        service=line.service,
-        severity=line.severity,
-        message=line.message,
-        labels=tuple((key, _label_value(value)) for key, value in islice(extra, MAX_LABELS)),
-    )
-
-
-def _parse_line(raw: bytes) -> _Line | None:
-    try:
-        if raw[:1] == b"{" and raw[1:2] != b"\x00":
-            # What json.loads does with these bytes (it would detect UTF-8), minus its per-call detour.
-            record = _decode_json(raw.decode("utf-8", "surrogatepass"))
-        else:
-            record = json.loads(raw.removeprefix(_BOM))
-    except (ValueError, RecursionError):  # ValueError covers UnicodeDecodeError; RecursionError: deep nesting
-        return None
-    if not isinstance(record, dict):
-        return None
-    ts, service, level_text, message = (
-        record.get("ts"),
-        record.get("service"),
-        record.get("level"),
-        record.get("message"),
-    )
-    if not (isinstance(ts, str) and isinstance(service, str) and isinstance(message, str)):
-        return None
-    at = _parse_ts(ts)
-    if at is None:
-        return None
-    return _Line(record, instant_us(at), service, severity_of_field(level_text), message)
-
-
-def _utf8(text: str) -> bytes:
-    # surrogatepass: JSON decodes bytes the same way, so a lone surrogate still compares exactly.
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _label_value(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text[:MAX_LABEL_CHARS]
-
-
-def _parse_ts(value: str) -> datetime | None:
-    """A timezone-aware instant, or None: a naive log time cannot be placed in the window."""
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None

@@ -60,24 +60,31 @@ class NewestRecords:
     """
 
     def __init__(self, limit: int) -> None:
-        self._limit = limit
+        self.limit = limit
         self._heap: list[tuple[tuple[int, ...], LogRecord]] = []
         self.matched = 0
 
     def offer(self, key: tuple[int, ...], record: LogRecord) -> None:
         self.matched += 1
-        if len(self._heap) < self._limit:
+        if len(self._heap) < self.limit:
             heapq.heappush(self._heap, (key, record))
         elif key > self._heap[0][0]:
             heapq.heapreplace(self._heap, (key, record))
 
     def would_keep(self, key: tuple[int, ...]) -> bool:
         """Whether a record with this key would make the cut: lets a source skip building one."""
-        return len(self._heap) < self._limit or key > self._heap[0][0]
+        return len(self._heap) < self.limit or key > self._heap[0][0]
 
     def count_only(self) -> None:
         """A match that cannot make the cut (see `would_keep`): counted, never built."""
         self.matched += 1
+
+    def absorb(self, other: NewestRecords) -> None:
+        """Add another collector's matches (one file's, kept apart until it was read through)."""
+        matched = self.matched + other.matched
+        for key, record in other._heap:
+            self.offer(key, record)
+        self.matched = matched
 
     def newest_first(self) -> list[LogRecord]:
         return [record for _, record in sorted(self._heap, key=lambda item: item[0], reverse=True)]
