@@ -9,6 +9,7 @@ from tools.adapter import EvidenceAdapter
 from tools.boundary import ToolBoundary
 from tools.definitions import ToolName
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path
+from tools.logs.custom_format import RegexFormat
 from tools.logs.file_source import LogFileAdapter, bundled_logs_path
 from tools.redaction import NOOP, Redactor
 
@@ -22,11 +23,7 @@ def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
         ),
     }
     if settings.logs.source == "file":
-        adapters[ToolName.QUERY_LOGS] = LogFileAdapter(
-            settings.logs.path or bundled_logs_path(),
-            max_window_minutes=settings.logs.max_window_minutes,
-            max_lines=settings.logs.max_lines,
-        )
+        adapters[ToolName.QUERY_LOGS] = _log_files(settings)
     else:
         adapters[ToolName.QUERY_LOGS] = _loki(settings)
     if settings.mysql.dsn:
@@ -55,6 +52,24 @@ def _mysql(settings: Settings) -> EvidenceAdapter:
     except ValueError:
         # The message could echo the DSN; name the key instead.
         raise ConfigError("[mysql] dsn is not a valid mysql://user@host:port/database URL") from None
+
+
+def _log_files(settings: Settings) -> EvidenceAdapter:
+    logs = settings.logs
+    custom = [
+        RegexFormat(name, custom.pattern, custom.time_format, multiline=custom.multiline)
+        for name, custom in logs.formats.items()
+    ]
+    return LogFileAdapter(
+        logs.path or bundled_logs_path(),
+        max_window_minutes=logs.max_window_minutes,
+        max_lines=logs.max_lines,
+        log_format=logs.format,
+        timezone=logs.timezone,
+        fields=logs.fields,
+        file_services=logs.file_services,
+        custom_formats=custom,
+    )
 
 
 def _loki(settings: Settings) -> EvidenceAdapter:

@@ -99,9 +99,13 @@ async def test_account_service_has_no_errors_in_the_demo_window(demo: LogFileAda
 
 
 async def test_demo_malformed_lines_are_skipped(demo: LogFileAdapter) -> None:
+    """The torn JSON line is skipped; the legacy appender's text line among the JSON is read as
+    text, its service the file's."""
     result = await query(demo, service="payment-service", level="ERROR", contains="HikariPool-1", limit=200)
+    legacy = await query(demo, service="demo", level="WARN")
 
-    assert demo.skipped_lines == 2
+    assert demo.skipped_lines == 1
+    assert [entry["ts"] for entry in legacy.data["entries"]] == ["2026-11-30T02:40:12.503Z"]
     assert "2026-11-30T02:31:07.412Z" not in {entry["ts"] for entry in result.data["entries"]}
 
 
@@ -209,8 +213,9 @@ async def test_malformed_and_incomplete_lines_are_counted_and_skipped(tmp_path: 
     result = await query(adapter, service="svc")
 
     # Kept: a record without a level (a level filter counts it), a naive time (read in [logs]
-    # timezone, UTC by default), a message that is not a string. Skipped: the torn line, the foreign
-    # text line, the unreadable time, the array, the bytes that are not UTF-8.
+    # timezone, UTC by default), a message that is not a string, and the text appender's line (read
+    # as text, its service the file's). Skipped: the torn line, the unreadable time, the array, the
+    # bytes that are not UTF-8.
     assert [entry["message"] for entry in result.data["entries"]] == [
         "good two",
         "42",
@@ -219,8 +224,9 @@ async def test_malformed_and_incomplete_lines_are_counted_and_skipped(tmp_path: 
         "good one",
     ]
     assert result.data["entries"][3]["level"] is None
-    assert adapter.skipped_lines == 5
-    assert adapter.skipped_by_reason == {"UNREADABLE": 5}
+    assert adapter.skipped_lines == 4
+    assert adapter.skipped_by_reason == {"UNREADABLE": 4}
+    assert (await query(adapter, service="app", level="ERROR")).data["matched"] == 1
 
 
 async def test_projection_is_bounded(tmp_path: Path) -> None:
@@ -313,7 +319,7 @@ async def test_cancelled_query_leaves_the_adapter_usable(demo: LogFileAdapter) -
     result = await query(demo, service="payment-service", level="ERROR", limit=200)
 
     assert result.status == "FOUND" and not result.data["truncated"]
-    assert demo.skipped_lines == 2
+    assert demo.skipped_lines == 1
 
 
 async def test_projection_cannot_corrupt_the_cache(demo: LogFileAdapter) -> None:
@@ -414,6 +420,9 @@ def reference_answer(
     if end < start:
         raise ToolError("INVALID_INPUT", "WINDOW_INVERTED")
     start = max(start, end - max_window_minutes * 60 * NS)
+    # An end written to the second covers that second, to the millisecond that millisecond.
+    digits = re.search(r"\.(\d+)", params.end)
+    through = end + 10 ** (9 - (len(digits[1]) if digits else 0)) - 1
     matches: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
     census: set[str] = set()
     skipped = without_level = 0
@@ -431,14 +440,14 @@ def reference_answer(
                 continue
             if not text.strip():
                 continue
-            parsed = reference_parse(text)
+            parsed = reference_parse(text) or reference_text_line(text, path.stem)
             if parsed is None:
                 skipped += 1
                 continue
             instant, record, level = parsed
-            if start <= instant <= end:
+            if start <= instant <= through:
                 census.add(record["service"])
-            if instant > end or instant < start - NS or record["service"] != params.service:
+            if instant > through or instant < start - NS or record["service"] != params.service:
                 continue
             if (
                 contains is not None
@@ -448,13 +457,13 @@ def reference_answer(
                 continue
             if params.level is not None:
                 if level is None:
-                    without_level += start <= instant <= end
+                    without_level += start <= instant <= through
                     continue
                 if RANKS[level] < RANKS[params.level]:
                     continue
             rank, rank_instant = (rank + 1, rank_instant) if instant == rank_instant else (0, instant)
             instant += rank
-            if not start <= instant <= end:
+            if not start <= instant <= through:
                 continue
             labels = [(k, v) for k, v in record.items() if k not in ("ts", "service", "level", "message")]
             entry = {
@@ -500,6 +509,16 @@ def reference_parse(text: str) -> tuple[int, dict[str, Any], str | None] | None:
         return None
     level = record.get("level")
     return instant, record, LEVELS.get(level.upper()) if isinstance(level, str) else None
+
+
+def reference_text_line(text: str, file_service: str) -> tuple[int, dict[str, Any], str | None] | None:
+    """A text appender's line among the JSON ones: read as text, its service the file's."""
+    match = re.match(r"(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d) ([A-Z]+) ", text)
+    if match is None:
+        return None
+    instant = reference_ns(f"{match[1]}T{match[2]}")
+    assert instant is not None
+    return instant, {"service": file_service, "message": text.rstrip("\r\n")}, LEVELS.get(match[3])
 
 
 def reference_ns(value: str) -> int | None:

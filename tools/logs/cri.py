@@ -26,6 +26,7 @@ class CriLines:
     name = "cri"
     multiline = False
     escapes_text = False
+    spans_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _CRI.match(line)

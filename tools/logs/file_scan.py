@@ -51,6 +51,7 @@ MAX_PROBE_BYTES = 1024 * 1024
 ORDER_PROBES = 16
 MAX_RECORD_CHARS = 256 * 1024
 MAX_CENSUS_SERVICES = 21
+MAX_OPEN_LINES = 2000  # a JSON object spread over more lines than this is not one
 # Non-ASCII characters whose lower case contains ASCII (str.lower): U+0130 and U+212A. A piece holding
 # one may match an ASCII word without holding its bytes, so it is parsed in full.
 _FOLD_HAZARDS = tuple(
@@ -134,6 +135,15 @@ class _FileFindings:
 
 
 @dataclass
+class _Open:
+    """The lines of a JSON object not closed yet (`LineFormat.spans_lines`)."""
+
+    offset: int
+    lines: list[str]
+    chars: int
+
+
+@dataclass
 class _Pending:
     offset: int
     head: Head
@@ -165,6 +175,7 @@ class FileScan:
         *,
         chunk_bytes: int,
         max_line_bytes: int,
+        fallback: LineFormat | None = None,
     ) -> None:
         self._state = state
         self._query = state.query
@@ -174,6 +185,8 @@ class FileScan:
         self._number = number
         self._chunk_bytes = max(chunk_bytes, 1)
         self._max_line_bytes = max_line_bytes
+        # Lines a file's format cannot read but another can (a text line among JSON ones).
+        self._fallback = fallback
         self._needle = state.query.needle(fmt.escapes_text)
         self._ordered = False
         self._clear()
@@ -181,6 +194,7 @@ class FileScan:
     def _clear(self) -> None:
         self._found = _FileFindings(NewestRecords(self._state.newest.limit))
         self._pending: _Pending | None = None
+        self._open: _Open | None = None
         self._rank_instant = -1
         self._rank = 0
         self._latest_seen = -(2**63)
@@ -219,6 +233,7 @@ class FileScan:
             self._state.check()
             if self._chunk(offset, chunk):
                 break
+        self._abandon_open()
         self._finish_pending()
 
     def _chunks(self, handle: BinaryIO, start: int, end: int | None) -> Iterator[tuple[int, bytes]]:
@@ -273,6 +288,7 @@ class FileScan:
             end = chunk.find(b"\n", min(start + PIECE_BYTES, len(chunk)) - 1) + 1 or len(chunk)
             if (
                 hazard
+                or self._open is not None
                 or lowered.find(needle, start, end) >= 0
                 or (escapes and lowered.find(b"\\u", start, end) >= 0)
             ):
@@ -298,7 +314,7 @@ class FileScan:
         into it (its continuation lines) and the one running out of it (from its last head) are kept."""
         self._skipped_pieces = True
         pending = self._pending
-        if pending is None and not self._format.multiline:
+        if pending is None and not self._format.multiline and not self._format.spans_lines:
             return
         lines = chunk[start:end].split(b"\n")
         if lines and not lines[-1]:
@@ -308,6 +324,9 @@ class FileScan:
         for raw in lines:
             positions.append(position)
             position += len(raw) + 1
+        if not self._format.multiline:
+            self._reopen_last_object(offset, lines, positions)
+            return
         first = 0
         if pending is not None:
             while first < len(lines):
@@ -327,6 +346,16 @@ class FileScan:
                     self._continue(_text(raw))
                 return
 
+    def _reopen_last_object(self, offset: int, lines: list[bytes], positions: list[int]) -> None:
+        """In a skipped piece of a format whose records may span lines: a JSON object still open at
+        the piece's end may hold the word on a later line, so it is read from its first line."""
+        for last in range(len(lines) - 1, -1, -1):
+            if lines[last].lstrip().startswith(b"{"):
+                if self._head_of(lines[last]) is None:
+                    for raw, position in zip(lines[last:], positions[last:], strict=True):
+                        self._line(offset + position, raw + b"\n")
+                return
+
     def _line(self, offset: int, raw: bytes) -> bool:
         if len(raw) - raw.endswith(b"\n") > self._max_line_bytes:
             self._found.skipped[SkipReason.TOO_LONG] += 1
@@ -334,11 +363,18 @@ class FileScan:
         line = _text(raw)
         if not line.strip():
             return False
+        if self._open is not None and self._extend_open(line):
+            return False
         try:
             head = self._format.head(line, self._clock)
         except TooCostly:
             self._found.skipped[SkipReason.TOO_COSTLY] += 1
             return False
+        if head is None and self._format.spans_lines and line.lstrip().startswith("{"):
+            self._open = _Open(offset, [line], len(line))
+            return False
+        if head is None and self._fallback is not None:
+            head = self._fallback.head(line, self._clock)
         if head is None:
             if self._pending is not None and self._format.multiline:
                 self._continue(line)
@@ -355,10 +391,38 @@ class FileScan:
             pending.head = _joined(pending.head, head)
             return False
         self._finish_pending()
-        if self._ordered and head.instant_ns > self._query.window.end_ns + SLACK_NS:
+        if self._ordered and head.instant_ns > self._query.window.through_ns + SLACK_NS:
             return True
         self._pending = _Pending(offset, head, line)
         return False
+
+    def _extend_open(self, line: str) -> bool:
+        """Add a line to the open JSON object; False when the line is no part of it (it starts a
+        record of its own: the open object never closed and is counted as unreadable)."""
+        opened = self._open
+        assert opened is not None
+        fallback = self._fallback
+        if self._head(line) is not None or (fallback is not None and fallback.head(line, self._clock)):
+            self._abandon_open()  # a record of its own: never swallowed by a broken one
+            return False
+        opened.lines.append(line)
+        opened.chars += len(line)
+        if opened.chars > MAX_RECORD_CHARS or len(opened.lines) > MAX_OPEN_LINES:
+            self._abandon_open()
+            return True
+        if line.rstrip().endswith("}"):
+            text = "".join(opened.lines)
+            head = self._head(text)
+            if head is not None:
+                self._open = None
+                self._finish_pending()
+                self._pending = _Pending(opened.offset, head, text)
+        return True
+
+    def _abandon_open(self) -> None:
+        opened, self._open = self._open, None
+        if opened is not None:
+            self._found.skipped[SkipReason.UNREADABLE] += len(opened.lines)
 
     def _head_of(self, raw: bytes) -> Head | None:
         return self._head(_text(raw))
@@ -395,7 +459,7 @@ class FileScan:
         self._earliest_seen = min(self._earliest_seen, instant)
         query = self._query
         window = query.window
-        if instant > window.end_ns or instant < window.start_ns - NS_PER_S:
+        if instant > window.through_ns or instant < window.start_ns - NS_PER_S:
             return
         service = head.service or self._file_service
         if query.service is None:

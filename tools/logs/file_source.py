@@ -21,6 +21,7 @@ import gzip
 import importlib.resources
 import logging
 import os
+import re
 import stat
 import threading
 import zlib
@@ -65,6 +66,7 @@ _LOCK_POLL_S = 0.05
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _MAX_CACHED_FILES = 10_000
 _UTC = Clock(ZoneInfo("UTC"), 0)
+_FRACTION = re.compile(r"\.(\d{1,9})")
 
 
 def bundled_logs_path() -> Path:
@@ -166,10 +168,11 @@ class LogFileAdapter:
             raise
 
     def _query(self, params: QueryLogsInput, stop: threading.Event) -> AdapterResult:
-        start, end = _instant_ns(params.start), _instant_ns(params.end)
+        (start, _), (end, end_digits) = _instant_ns(params.start), _instant_ns(params.end)
         if end < start:
             raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
-        window = Window(max(start, end - self._max_window_ns), end)
+        through = end + 10 ** (9 - end_digits) - 1  # the end's last second, millisecond, ...
+        window = Window(max(start, end - self._max_window_ns), end, through)
         level = None if params.level is None else Severity[params.level]
         contains = None if params.contains is None else params.contains.lower()
         limit = min(params.limit, self._max_lines)
@@ -207,7 +210,13 @@ class LogFileAdapter:
     def _files(self) -> list[_LogFile]:
         try:
             if self._path.is_file():
-                return [_LogFile(self._path.name, self._path, inside_folder=False)]
+                # The folder's name too: a pod's log is `<container>/0.log` (tools.logs.file_names).
+                source = (
+                    f"{self._path.parent.name}/{self._path.name}"
+                    if self._path.parent.name
+                    else self._path.name
+                )
+                return [_LogFile(source, self._path, inside_folder=False)]
             if not self._path.is_dir():
                 raise ToolError(ErrorCode.UNAVAILABLE)
         except OSError as exc:
@@ -251,7 +260,7 @@ class LogFileAdapter:
             summary = self._summaries.get(identity)
             window = state.query.window
             if summary is not None and (
-                summary.latest_ns < window.start_ns - NS_PER_S or summary.earliest_ns > window.end_ns
+                summary.latest_ns < window.start_ns - NS_PER_S or summary.earliest_ns > window.through_ns
             ):
                 state.skipped.update(summary.skipped)
                 return
@@ -268,6 +277,7 @@ class LogFileAdapter:
                     number,
                     chunk_bytes=self._block_bytes,
                     max_line_bytes=self._max_line_bytes,
+                    fallback=self._formats["text"] if fmt.name == "json" else None,
                 )
                 before = sum(state.skipped.values())
                 try:
@@ -323,12 +333,14 @@ def _opened(raw: BinaryIO, compressed: bool) -> Iterator[BinaryIO]:
             stream.close()
 
 
-def _instant_ns(text: str) -> int:
-    """The input model already checked RFC 3339; nanoseconds are kept (ties are told apart by them)."""
+def _instant_ns(text: str) -> tuple[int, int]:
+    """The instant, nanoseconds kept (ties are told apart by them), and how many fraction digits it
+    was written with. The input model already checked RFC 3339."""
     parsed = _UTC.iso(text)
     if parsed is None or parsed[1] != len(text):
         raise ToolError(ErrorCode.INVALID_INPUT)
-    return parsed[0]
+    fraction = _FRACTION.search(text)
+    return parsed[0], 0 if fraction is None else len(fraction.group(1))
 
 
 async def _wait_for_stop(scan: asyncio.Future[AdapterResult]) -> None:

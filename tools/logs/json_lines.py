@@ -26,6 +26,7 @@ from typing import Any
 from tools.logs.line_format import Head
 from tools.logs.projection import MAX_LABEL_CHARS, MAX_LABELS
 from tools.logs.severity import severity_of_field
+from tools.logs.text_lines import level_word
 from tools.logs.timestamps import Clock, epoch_ns
 
 ROLES = ("time", "level", "message", "service")
@@ -73,6 +74,7 @@ class JsonLines:
     name = "json"
     multiline = False
     escapes_text = True
+    spans_lines = True
 
     def __init__(self, fields: Mapping[str, str] | None = None) -> None:
         configured = dict(fields or {})
@@ -105,9 +107,12 @@ class JsonLines:
                 ((key, value) for key, value in record.items() if key not in self._mapped), MAX_LABELS
             )
         )
+        severity = severity_of_field(self._first(record, "level"))
+        if severity is None and "stream" in record and isinstance(record.get("log"), str):
+            severity = level_word(text)  # Docker json-file: the container's own text says it
         return Head(
             instant_ns=instant,
-            severity=severity_of_field(self._first(record, "level")),
+            severity=severity,
             message=text,
             service=service if isinstance(service, str) and service else None,
             labels=labels,

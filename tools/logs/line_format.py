@@ -44,4 +44,10 @@ class LineFormat(Protocol):
         the raw line can miss a record that holds the word."""
         ...
 
+    @property
+    def spans_lines(self) -> bool:
+        """Whether one record may be written over several lines that each start no record (a JSON
+        object pretty-printed by its writer, as Elasticsearch 7 prints its stack traces)."""
+        ...
+
     def head(self, line: str, clock: Clock) -> Head | None: ...

@@ -29,6 +29,7 @@ class Logfmt:
     name = "logfmt"
     multiline = False
     escapes_text = True
+    spans_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         if _START.match(line) is None:

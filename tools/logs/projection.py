@@ -39,13 +39,22 @@ _NS_PER_S = 1_000_000_000
 
 @dataclass(frozen=True)
 class Window:
-    """The instants searched, both ends included, in nanoseconds since the epoch."""
+    """The instants searched, both ends included, in nanoseconds since the epoch.
+
+    `through_ns` is the last instant the end covers: an end written to the second covers that whole
+    second (to the millisecond, that millisecond), as a reader of `end=02:10:52Z` expects the records
+    stamped 02:10:52 to be in. A source that cannot tell keeps it equal to `end_ns`."""
 
     start_ns: int
     end_ns: int
+    through_ns: int = -1
+
+    def __post_init__(self) -> None:
+        if self.through_ns < self.end_ns:
+            object.__setattr__(self, "through_ns", self.end_ns)
 
     def holds(self, instant_ns: int) -> bool:
-        return self.start_ns <= instant_ns <= self.end_ns
+        return self.start_ns <= instant_ns <= self.through_ns
 
     def as_data(self) -> dict[str, str]:
         return {"start": format_ns(self.start_ns), "end": format_ns(self.end_ns)}

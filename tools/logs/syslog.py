@@ -35,6 +35,7 @@ class Syslog:
     name = "syslog"
     multiline = False
     escapes_text = False
+    spans_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         line = line.rstrip("\r\n")

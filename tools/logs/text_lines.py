@@ -57,6 +57,7 @@ class TextLines:
     name = "text"
     multiline = True
     escapes_text = False
+    spans_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         stamp = _leading_stamp(line, clock)
@@ -111,6 +112,7 @@ class Logcat:
     name = "logcat"
     multiline = False
     escapes_text = False
+    spans_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _LOGCAT.match(line)
@@ -136,6 +138,7 @@ class Glog:
     name = "glog"
     multiline = True
     escapes_text = False
+    spans_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _GLOG.match(line)

@@ -35,6 +35,7 @@ class AccessLog:
     name = "access-log"
     multiline = False
     escapes_text = False
+    spans_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _ACCESS.match(line)
@@ -70,6 +71,7 @@ class ApacheErrorLog:
     name = "apache-error"
     multiline = True  # mod_php and CGI scripts continue a record on following lines
     escapes_text = False
+    spans_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _APACHE_ERROR.match(line)
@@ -97,6 +99,7 @@ class NginxErrorLog:
     name = "nginx-error"
     multiline = True
     escapes_text = False
+    spans_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _NGINX_ERROR.match(line)
