@@ -38,7 +38,7 @@ from tools.folder_walk import SkippedFile, list_folder
 from tools.input_models import QueryLogsInput
 from tools.logs.custom_format import RegexFormat
 from tools.logs.file_formats import ALIASES, AUTO, SAMPLE_BYTES, SAMPLE_LINES, build_formats, recognise
-from tools.logs.file_names import COMPRESSED, is_log_file, service_of
+from tools.logs.file_names import is_log_file, service_of
 from tools.logs.file_scan import (
     MAX_CENSUS_SERVICES,
     CallState,
@@ -65,6 +65,7 @@ STOP_GRACE_S = 2.0
 _LOCK_POLL_S = 0.05
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _MAX_CACHED_FILES = 10_000
+_GZIP_MAGIC = b"\x1f\x8b"
 _UTC = Clock(ZoneInfo("UTC"), 0)
 _FRACTION = re.compile(r"\.(\d{1,9})")
 
@@ -264,7 +265,8 @@ class LogFileAdapter:
             ):
                 state.skipped.update(summary.skipped)
                 return
-            compressed = log_file.path.name.endswith(COMPRESSED)
+            compressed = raw.read(2) == _GZIP_MAGIC  # by its bytes: a name can lie either way
+            raw.seek(0)
             with _opened(raw, compressed) as handle:
                 fmt = self._format_of(identity, handle, info.st_mtime_ns, log_file)
                 if fmt is None:

@@ -56,13 +56,15 @@ class TooCostly(ValueError):
 
 def decode_object(line: str) -> dict[str, Any] | None:
     """The JSON object on this line, or None; TooCostly for a line past the element bound."""
+    if len(line) > _STRUCTURE_CHECK_BYTES and (
+        line.count(",") + line.count("[") + line.count("{") > MAX_JSON_ELEMENTS
+    ):
+        if line.lstrip().startswith("{"):
+            raise TooCostly
+        return None
     text = line.strip().removeprefix("\ufeff")
     if not text.startswith("{"):
         return None
-    if len(text) > _STRUCTURE_CHECK_BYTES and (
-        text.count(",") + text.count("[") + text.count("{") > MAX_JSON_ELEMENTS
-    ):
-        raise TooCostly
     try:
         record = json.loads(text)
     except (ValueError, RecursionError):
