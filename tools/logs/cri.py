@@ -27,6 +27,7 @@ class CriLines:
     multiline = False
     escapes_text = False
     spans_lines = False
+    partial_lines = True
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _CRI.match(line)

@@ -38,6 +38,7 @@ def compile_pattern(name: str, pattern: str) -> re.Pattern[str]:
 class RegexFormat:
     escapes_text = False
     spans_lines = False
+    partial_lines = False
 
     def __init__(
         self, name: str, pattern: str, time_format: str | None = None, *, multiline: bool = True

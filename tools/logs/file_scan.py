@@ -281,23 +281,92 @@ class FileScan:
         if needle is None:
             return self._lines(offset, chunk, 0, len(chunk))
         lowered = chunk.lower()
-        hazard = any(sequence in chunk for sequence in _FOLD_HAZARDS)
+        hazard = not chunk.isascii() and any(sequence in chunk for sequence in _FOLD_HAZARDS)
         escapes = self._format.escapes_text
         start = 0
         while start < len(chunk):
             end = chunk.find(b"\n", min(start + PIECE_BYTES, len(chunk)) - 1) + 1 or len(chunk)
-            if (
-                hazard
-                or self._open is not None
-                or lowered.find(needle, start, end) >= 0
-                or (escapes and lowered.find(b"\\u", start, end) >= 0)
-            ):
+            if hazard or self._open is not None or (escapes and lowered.find(b"\\u", start, end) >= 0):
                 if self._lines(offset, chunk, start, end):
+                    return True
+            elif lowered.find(needle, start, end) >= 0:
+                if self._hits(offset, chunk, lowered, needle, start, end):
                     return True
             else:
                 self._skip_piece(offset, chunk, start, end)
             start = end
         return False
+
+    def _hits(self, offset: int, chunk: bytes, lowered: bytes, needle: bytes, start: int, end: int) -> bool:
+        """A piece holding the word: only the records around its hits are read. A record starts at a
+        head line (found by walking back from the hit) and runs to the next head line."""
+        if self._open is not None or (self._pending is not None and not self._format.multiline):
+            return self._lines(offset, chunk, start, end)  # a JSON object or CRI line still open
+        position = self._continue_pending(chunk, start, end)
+        while position < end:
+            hit = lowered.find(needle, position, end)
+            if hit < 0:
+                break
+            first = self._record_start(chunk, position, chunk.rfind(b"\n", position, hit) + 1 or position)
+            if first is None:  # no record start between here and the hit: read the rest plainly
+                return self._lines(offset, chunk, position, end)
+            last = chunk.find(b"\n", hit, end) + 1 or end
+            if self._format.multiline:
+                last = self._multiline_tail(chunk, last, end)
+                if last == end:  # the record may run on into the next piece: it stays pending
+                    return self._lines(offset, chunk, first, end)
+            if self._lines(offset, chunk, first, last):
+                return True
+            if self._open is not None:  # a JSON object still open past the hit: read on plainly
+                return self._lines(offset, chunk, last, end)
+            self._finish_pending()
+            position = last
+        self._skip_piece(offset, chunk, position, end)
+        return False
+
+    def _continue_pending(self, chunk: bytes, start: int, end: int) -> int:
+        """Feed the pending record its continuation lines at the piece's start; where they end."""
+        if self._pending is None:
+            return start
+        position = start
+        while position < end:
+            stop = chunk.find(b"\n", position, end) + 1 or end
+            raw = chunk[position:stop]
+            if self._head_of(raw) is not None:
+                self._finish_pending()
+                return position
+            self._continue(_text(raw))
+            position = stop
+        return end
+
+    def _record_start(self, chunk: bytes, floor: int, line: int) -> int | None:
+        """The head line at or before `line` (not before `floor`), or the line opening a JSON object
+        written over several lines; the line itself in a single-line format."""
+        if not self._format.multiline and not self._format.spans_lines:
+            while self._format.partial_lines and line > floor:  # a CRI line's earlier pieces
+                previous = chunk.rfind(b"\n", floor, line - 1) + 1 or floor
+                head = self._head_of(chunk[previous:line])
+                if head is None or not head.joins_next:
+                    break
+                line = previous
+            return line
+        while True:
+            stop = chunk.find(b"\n", line) + 1 or len(chunk)
+            raw = chunk[line:stop]
+            if (self._format.spans_lines and raw.lstrip().startswith(b"{")) or self._head_of(raw) is not None:
+                return line
+            if line <= floor:
+                return None
+            line = chunk.rfind(b"\n", floor, line - 1) + 1 or floor
+
+    def _multiline_tail(self, chunk: bytes, position: int, end: int) -> int:
+        """Where the record going on at `position` ends: the next head line, or the piece's end."""
+        while position < end:
+            stop = chunk.find(b"\n", position, end) + 1 or end
+            if self._head_of(chunk[position:stop]) is not None:
+                return position
+            position = stop
+        return end
 
     def _lines(self, offset: int, chunk: bytes, start: int, end: int) -> bool:
         position = start
@@ -351,7 +420,8 @@ class FileScan:
         the piece's end may hold the word on a later line, so it is read from its first line."""
         for last in range(len(lines) - 1, -1, -1):
             if lines[last].lstrip().startswith(b"{"):
-                if self._head_of(lines[last]) is None:
+                # A line ending in `}` is most likely whole: only a line that may not be is parsed.
+                if not lines[last].rstrip().endswith(b"}") or self._head_of(lines[last]) is None:
                     for raw, position in zip(lines[last:], positions[last:], strict=True):
                         self._line(offset + position, raw + b"\n")
                 return
@@ -438,6 +508,8 @@ class FileScan:
         if pending is None:
             return
         line = line.rstrip("\r\n")
+        if not line.strip():
+            return  # blank lines belong to no record
         if pending.chars + len(line) > MAX_RECORD_CHARS and pending.continuation:
             head = pending.head
             self._finish_pending()

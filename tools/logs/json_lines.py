@@ -77,6 +77,7 @@ class JsonLines:
     multiline = False
     escapes_text = True
     spans_lines = True
+    partial_lines = False
 
     def __init__(self, fields: Mapping[str, str] | None = None) -> None:
         configured = dict(fields or {})

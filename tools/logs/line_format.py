@@ -50,4 +50,9 @@ class LineFormat(Protocol):
         object pretty-printed by its writer, as Elasticsearch 7 prints its stack traces)."""
         ...
 
+    @property
+    def partial_lines(self) -> bool:
+        """Whether a head may be the first piece of a line split by its writer (`Head.joins_next`)."""
+        ...
+
     def head(self, line: str, clock: Clock) -> Head | None: ...

@@ -30,6 +30,7 @@ class Logfmt:
     multiline = False
     escapes_text = True
     spans_lines = False
+    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         if _START.match(line) is None:

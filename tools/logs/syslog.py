@@ -36,6 +36,7 @@ class Syslog:
     multiline = False
     escapes_text = False
     spans_lines = False
+    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         line = line.rstrip("\r\n")

@@ -58,6 +58,7 @@ class TextLines:
     multiline = True
     escapes_text = False
     spans_lines = False
+    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         stamp = _leading_stamp(line, clock)
@@ -113,6 +114,7 @@ class Logcat:
     multiline = False
     escapes_text = False
     spans_lines = False
+    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _LOGCAT.match(line)
@@ -139,6 +141,7 @@ class Glog:
     multiline = True
     escapes_text = False
     spans_lines = False
+    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _GLOG.match(line)

@@ -36,6 +36,7 @@ class AccessLog:
     multiline = False
     escapes_text = False
     spans_lines = False
+    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _ACCESS.match(line)
@@ -72,6 +73,7 @@ class ApacheErrorLog:
     multiline = True  # mod_php and CGI scripts continue a record on following lines
     escapes_text = False
     spans_lines = False
+    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _APACHE_ERROR.match(line)
@@ -100,6 +102,7 @@ class NginxErrorLog:
     multiline = True
     escapes_text = False
     spans_lines = False
+    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _NGINX_ERROR.match(line)
