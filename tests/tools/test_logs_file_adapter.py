@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.canonical import input_key
 from tools.input_models import QueryLogsInput
 from tools.logs.file_source import LogFileAdapter, bundled_logs_path
 from tools.logs.json_lines import JsonLines
@@ -191,6 +192,35 @@ async def test_equal_timestamps_keep_the_later_line_first(tmp_path: Path) -> Non
     result = await query(LogFileAdapter(path), service="svc")
 
     assert [entry["message"] for entry in result.data["entries"]] == ["second", "first"]
+
+
+async def test_every_record_of_a_crowded_second_is_reachable_by_narrowing_the_window(tmp_path: Path) -> None:
+    """300 records stamped with one second, 200 at most per answer: ties are told apart by their
+    order in microseconds, so an end just before the oldest shown returns the rest; the calls differ
+    in their canonical input, so neither is refused as a duplicate."""
+    path = write_lines(
+        tmp_path / "app.ndjson", *[line("2026-11-30T02:00:00Z", message=f"m{n}") for n in range(300)]
+    )
+    adapter = LogFileAdapter(path)
+    second: dict[str, Any] = {
+        "service": "svc",
+        "start": "2026-11-30T02:00:00Z",
+        "end": "2026-11-30T02:00:00Z",
+        "limit": 200,
+    }
+
+    newest = await query(adapter, **second)
+    oldest_shown = newest.data["entries"][-1]["ts"]
+    rest = await query(adapter, **{**second, "end": "2026-11-30T02:00:00.000099Z"})
+
+    assert (newest.data["matched"], newest.data["returned"]) == (300, 200)
+    assert oldest_shown == "2026-11-30T02:00:00.000100Z"
+    assert rest.data["matched"] == 100 and not rest.data["truncated"]
+    seen = [entry["message"] for entry in newest.data["entries"] + rest.data["entries"]]
+    assert seen == [f"m{n}" for n in reversed(range(300))]
+    assert input_key("query_logs", QueryLogsInput(**second)) != input_key(
+        "query_logs", QueryLogsInput(**{**second, "end": "2026-11-30T02:00:00.000099Z"})
+    )
 
 
 async def test_malformed_and_incomplete_lines_are_counted_and_skipped(tmp_path: Path) -> None:
@@ -402,6 +432,7 @@ LEVELS = {"INFO": "INFO", "ERROR": "ERROR", "WARNING": "WARN", "WARN": "WARN", "
 LEVELS |= {"FATAL": "FATAL", "CRIT": "FATAL", "E": "ERROR"}
 RANKS = {"TRACE": 0, "DEBUG": 1, "INFO": 2, "WARN": 3, "ERROR": 4, "FATAL": 5}
 NS = 1_000_000_000
+US = 1000  # nanoseconds: instants are read to the microsecond
 
 
 def reference_answer(
@@ -420,9 +451,7 @@ def reference_answer(
     if end < start:
         raise ToolError("INVALID_INPUT", "WINDOW_INVERTED")
     start = max(start, end - max_window_minutes * 60 * NS)
-    # An end written to the second covers that second, to the millisecond that millisecond.
-    digits = re.search(r"\.(\d+)", params.end)
-    through = end + 10 ** (9 - (len(digits[1]) if digits else 0)) - 1
+    through = end + NS - US if end % NS == 0 else end  # an end on a whole second covers that second
     matches: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
     census: set[str] = set()
     skipped = without_level = 0
@@ -462,7 +491,7 @@ def reference_answer(
                 if RANKS[level] < RANKS[params.level]:
                     continue
             rank, rank_instant = (rank + 1, rank_instant) if instant == rank_instant else (0, instant)
-            instant += rank
+            instant += rank * US
             if not start <= instant <= through:
                 continue
             labels = [(k, v) for k, v in record.items() if k not in ("ts", "service", "level", "message")]
@@ -528,7 +557,7 @@ def reference_ns(value: str) -> int | None:
         return None
     zone = "+00:00" if match[3] in (None, "Z") else match[3]
     moment = datetime.fromisoformat(match[1] + zone)
-    return int(moment.timestamp()) * NS + int((match[2] or "0").ljust(9, "0"))
+    return int(moment.timestamp()) * NS + int((match[2] or "0").ljust(9, "0")[:6]) * US
 
 
 def reference_label(value: Any) -> str:
@@ -555,7 +584,7 @@ INSTANTS = [
     "2026-11-30T02:00:00.000001Z",
     "2026-11-30T02:30:00.5Z",
     "2026-11-30T03:00:00Z",
-    "2026-11-30T03:00:00.123456789+00:00",  # nanoseconds are kept
+    "2026-11-30T03:00:00.123456789+00:00",  # read to the microsecond
     "2026-11-30T05:00:00Z",
 ]
 SERVICES = ["svc", "pay", "payé", 'q"uote', "bäck\\slash"]

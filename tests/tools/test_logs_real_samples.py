@@ -137,11 +137,13 @@ async def test_bunyan_numeric_levels() -> None:
 
     info = await ask(path, service="renovate", level="INFO")
     debug = await ask(path, service="renovate", level="DEBUG")
-    pending = await ask(path, service="renovate", contains="Pending", end="2023-03-24T14:26:18.000Z")
+    pending = await ask(path, service="renovate", contains="Pending", end="2023-03-24T14:26:17.999Z")
+    # An end on a whole second covers that second: 14:26:18.330 and .331 too.
+    through_18 = await ask(path, service="renovate", contains="Pending", end="2023-03-24T14:26:18Z")
 
     assert messages(info) == ["Dependency extraction complete"]
     assert debug.data["matched"] == 10
-    assert pending.data["matched"] == 3  # two more come after 14:26:18
+    assert pending.data["matched"] == 3 and through_18.data["matched"] == 5
 
 
 async def test_pino_epoch_milliseconds_and_ecs_service_name() -> None:
@@ -169,9 +171,9 @@ async def test_journald_priority_and_identifier() -> None:
 
     assert messages(alert) == ["GPS Reference longitude: 7.358143333"]
     assert alert.data["entries"][0]["level"] == "FATAL"  # priority 1, alert
-    # One instant, two records: the later written is the newer, one nanosecond apart.
+    # One instant, two records: the later written is the newer, one microsecond apart.
     assert [entry["ts"] for entry in both.data["entries"]] == [
-        "2018-08-21T14:04:21.221373001Z",
+        "2018-08-21T14:04:21.221374Z",
         "2018-08-21T14:04:21.221373Z",
     ]
 

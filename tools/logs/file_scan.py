@@ -18,9 +18,10 @@ How a first call over a large file stays near `grep` speed:
 
 Records: a head line (`LineFormat.head`) and, in a multi-line format, the continuation lines below
 it. A record longer than `MAX_RECORD_CHARS` is cut into pieces that keep its head's instant, service
-and severity, so its tail stays searchable and memory stays bounded. Ties: records matching the
-query at one instant get that instant plus their order among them in nanoseconds (file order), so
-narrowing the window reaches each of them, however many share a stamp.
+and severity, so its tail stays searchable and memory stays bounded. Instants are read to the
+microsecond. Ties: records matching the query at one instant get that instant plus their order among
+them in microseconds (file order), so narrowing the window reaches each of them however many share
+a stamp, and an end on a whole second still covers every record stamped with that second.
 
 Bytes that no format reads are counted by reason (`SkipReason`) and skipped: never fatal, never
 taking a neighbour record with them.
@@ -45,6 +46,7 @@ from tools.logs.severity import Severity
 from tools.logs.timestamps import NS_PER_S, Clock
 
 SLACK_NS = 120 * NS_PER_S
+US = 1000  # nanoseconds
 PIECE_BYTES = 16 * 1024
 PROBE_BYTES = 64 * 1024
 MAX_PROBE_BYTES = 1024 * 1024
@@ -523,7 +525,7 @@ class FileScan:
         if pending is None:
             return
         head = pending.head
-        instant = head.instant_ns
+        instant = head.instant_ns // US * US  # the microsecond: the precision calls are told apart by
         if instant > self._latest_seen:
             self._latest_seen = instant
         elif self._ordered and instant < self._latest_seen - SLACK_NS:
@@ -553,7 +555,7 @@ class FileScan:
             self._rank += 1
         else:
             self._rank_instant, self._rank = instant, 0
-        instant += self._rank
+        instant += self._rank * US
         if not window.holds(instant):
             return
         newest = self._found.newest

@@ -21,7 +21,6 @@ import gzip
 import importlib.resources
 import logging
 import os
-import re
 import stat
 import threading
 import zlib
@@ -67,7 +66,7 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _MAX_CACHED_FILES = 10_000
 _GZIP_MAGIC = b"\x1f\x8b"
 _UTC = Clock(ZoneInfo("UTC"), 0)
-_FRACTION = re.compile(r"\.(\d{1,9})")
+US = 1000  # nanoseconds
 
 
 def bundled_logs_path() -> Path:
@@ -169,10 +168,12 @@ class LogFileAdapter:
             raise
 
     def _query(self, params: QueryLogsInput, stop: threading.Event) -> AdapterResult:
-        (start, _), (end, end_digits) = _instant_ns(params.start), _instant_ns(params.end)
+        start, end = _instant_us(params.start), _instant_us(params.end)
         if end < start:
             raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
-        through = end + 10 ** (9 - end_digits) - 1  # the end's last second, millisecond, ...
+        # An end on a whole second covers that second: records stamped to the second, and those a
+        # tie spread over it (tools.logs.file_scan), are in.
+        through = end + NS_PER_S - US if end % NS_PER_S == 0 else end
         window = Window(max(start, end - self._max_window_ns), end, through)
         level = None if params.level is None else Severity[params.level]
         contains = None if params.contains is None else params.contains.lower()
@@ -335,14 +336,13 @@ def _opened(raw: BinaryIO, compressed: bool) -> Iterator[BinaryIO]:
             stream.close()
 
 
-def _instant_ns(text: str) -> tuple[int, int]:
-    """The instant, nanoseconds kept (ties are told apart by them), and how many fraction digits it
-    was written with. The input model already checked RFC 3339."""
+def _instant_us(text: str) -> int:
+    """The instant in nanoseconds, cut to the microsecond: the precision the file source reads (and
+    the one equivalent calls are told apart by, tools.canonical). The input model checked RFC 3339."""
     parsed = _UTC.iso(text)
     if parsed is None or parsed[1] != len(text):
         raise ToolError(ErrorCode.INVALID_INPUT)
-    fraction = _FRACTION.search(text)
-    return parsed[0], 0 if fraction is None else len(fraction.group(1))
+    return parsed[0] // US * US
 
 
 async def _wait_for_stop(scan: asyncio.Future[AdapterResult]) -> None:

@@ -41,9 +41,9 @@ _NS_PER_S = 1_000_000_000
 class Window:
     """The instants searched, both ends included, in nanoseconds since the epoch.
 
-    `through_ns` is the last instant the end covers: an end written to the second covers that whole
-    second (to the millisecond, that millisecond), as a reader of `end=02:10:52Z` expects the records
-    stamped 02:10:52 to be in. A source that cannot tell keeps it equal to `end_ns`."""
+    `through_ns` is the last instant the end covers. The file source lets an end on a whole second
+    cover that second (`end=02:10:52Z` takes the records stamped 02:10:52, however many share that
+    second); a source that does not keeps it equal to `end_ns`."""
 
     start_ns: int
     end_ns: int
