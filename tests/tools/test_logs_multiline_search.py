@@ -140,3 +140,23 @@ async def test_a_multi_line_json_object_is_found_by_a_word_on_any_of_its_lines(
 
         assert len(record) == 41 and "RuntimeException" in record[39]
         assert [entry["level"] for entry in result.data["entries"]] == ["ERROR"], piece
+
+
+async def test_a_word_split_across_a_cri_lines_pieces_is_found(tmp_path: Path) -> None:
+    """The runtime cuts long lines anywhere, even inside a word: the pieces are joined first."""
+    path = tmp_path / "api" / "0.log"
+    path.parent.mkdir()
+    path.write_text(
+        "2026-11-30T02:00:00.100000000Z stderr P dial tcp 10.0.0.7:5432: conn\n"
+        "2026-11-30T02:00:00.100000000Z stderr F ection refused\n"
+        "2026-11-30T02:00:01.000000000Z stdout F ready\n"
+    )
+    request = QueryLogsInput(
+        service="api", start="2026-11-30T02:00:00Z", end="2026-11-30T02:01:00Z", contains="Connection Refused"
+    )
+
+    result = await LogFileAdapter(path).execute(ToolRequest("r", "s", "c", "query_logs", request))
+
+    assert [entry["message"] for entry in result.data["entries"]] == [
+        "dial tcp 10.0.0.7:5432: connection refused"
+    ]

@@ -189,7 +189,8 @@ class FileScan:
         self._max_line_bytes = max_line_bytes
         # Lines a file's format cannot read but another can (a text line among JSON ones).
         self._fallback = fallback
-        self._needle = state.query.needle(fmt.escapes_text)
+        # A word may straddle the split of a CRI line into pieces: such files are parsed in full.
+        self._needle = None if fmt.partial_lines else state.query.needle(fmt.escapes_text)
         self._ordered = False
         self._clear()
 
@@ -382,51 +383,31 @@ class FileScan:
 
     def _skip_piece(self, offset: int, chunk: bytes, start: int, end: int) -> None:
         """A piece without the word: no record wholly inside it can match. Only the record running
-        into it (its continuation lines) and the one running out of it (from its last head) are kept."""
+        into it (its continuation lines) and the one running out of it (from its last head, or the
+        line opening a JSON object not closed yet) are kept, found from the piece's ends."""
         self._skipped_pieces = True
-        pending = self._pending
-        if pending is None and not self._format.multiline and not self._format.spans_lines:
+        multiline, spans = self._format.multiline, self._format.spans_lines
+        if not multiline and not spans:
             return
-        lines = chunk[start:end].split(b"\n")
-        if lines and not lines[-1]:
-            lines.pop()
-        positions: list[int] = []
-        position = start
-        for raw in lines:
-            positions.append(position)
-            position += len(raw) + 1
-        if not self._format.multiline:
-            self._reopen_last_object(offset, lines, positions)
-            return
-        first = 0
-        if pending is not None:
-            while first < len(lines):
-                if self._head_of(lines[first]) is not None:
-                    break
-                self._continue(_text(lines[first]))
-                first += 1
-            if first == len(lines):
-                return
-            self._finish_pending()
-        for last in range(len(lines) - 1, first - 1, -1):
-            line = _text(lines[last])
-            head = self._head(line)
-            if head is not None:
-                self._pending = _Pending(offset + positions[last], head, line)
-                for raw in lines[last + 1 :]:
-                    self._continue(_text(raw))
-                return
-
-    def _reopen_last_object(self, offset: int, lines: list[bytes], positions: list[int]) -> None:
-        """In a skipped piece of a format whose records may span lines: a JSON object still open at
-        the piece's end may hold the word on a later line, so it is read from its first line."""
-        for last in range(len(lines) - 1, -1, -1):
-            if lines[last].lstrip().startswith(b"{"):
+        position = self._continue_pending(chunk, start, end) if multiline else start
+        line_end = end
+        while line_end > position:
+            line_start = chunk.rfind(b"\n", position, line_end - 1) + 1 or position
+            raw = chunk[line_start:line_end]
+            if spans and raw.lstrip().startswith(b"{"):
                 # A line ending in `}` is most likely whole: only a line that may not be is parsed.
-                if not lines[last].rstrip().endswith(b"}") or self._head_of(lines[last]) is None:
-                    for raw, position in zip(lines[last:], positions[last:], strict=True):
-                        self._line(offset + position, raw + b"\n")
+                if not raw.rstrip().endswith(b"}") or self._head_of(raw) is None:
+                    self._lines(offset, chunk, line_start, end)  # an object still open: read it
                 return
+            if multiline and (head := self._head_of(raw)) is not None:
+                self._pending = _Pending(offset + line_start, head, _text(raw))
+                tail = chunk[line_end:end].split(b"\n")
+                for continued in tail:
+                    self._continue(_text(continued))
+                return
+            if spans and end - line_start > MAX_RECORD_CHARS:
+                return  # no object opens within reach of the piece's end
+            line_end = line_start
 
     def _line(self, offset: int, raw: bytes) -> bool:
         if len(raw) - raw.endswith(b"\n") > self._max_line_bytes:
