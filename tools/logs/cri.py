@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from tools.logs.line_format import Head
+from tools.logs.line_format import FormatTraits, Head
 from tools.logs.text_lines import level_word
 from tools.logs.timestamps import Clock
 
@@ -22,11 +22,8 @@ _CRI = re.compile(
 )
 
 
-class CriLines:
+class CriLines(FormatTraits):
     name = "cri"
-    multiline = False
-    escapes_text = False
-    spans_lines = False
     partial_lines = True
 
     def head(self, line: str, clock: Clock) -> Head | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from tools.logs.line_format import Head
+from tools.logs.line_format import FormatTraits, Head
 from tools.logs.projection import MAX_LABELS
 from tools.logs.severity import severity_of_field
 from tools.logs.timestamps import Clock, epoch_ns, fraction_ns
@@ -35,10 +35,8 @@ def compile_pattern(name: str, pattern: str) -> re.Pattern[str]:
     return compiled
 
 
-class RegexFormat:
-    escapes_text = False
-    spans_lines = False
-    partial_lines = False
+class RegexFormat(FormatTraits):
+    indented_heads = True  # the configured pattern decides
 
     def __init__(
         self, name: str, pattern: str, time_format: str | None = None, *, multiline: bool = True

@@ -62,6 +62,7 @@ _FOLD_HAZARDS = tuple(
     if not 0xD800 <= code < 0xE000 and any(ch.isascii() for ch in chr(code).lower())
 )
 _JSON_ESCAPED = frozenset('"\\/')
+_INDENTS = (b" ", b"\t")
 
 
 class SkipReason(StrEnum):
@@ -111,6 +112,7 @@ class CallState:
     without_level: int = 0
     services: set[str] = field(default_factory=set)
     skipped: Counter[SkipReason] = field(default_factory=Counter)
+    service_seen: bool = False  # a record of the service was read in the window, matching or not
 
     def check(self) -> None:
         if self.stop.is_set():
@@ -125,10 +127,12 @@ class _FileFindings:
     without_level: int = 0
     services: set[str] = field(default_factory=set)
     skipped: Counter[SkipReason] = field(default_factory=Counter)
+    service_seen: bool = False
 
     def add_to(self, state: CallState) -> None:
         state.newest.absorb(self.newest)
         state.without_level += self.without_level
+        state.service_seen = state.service_seen or self.service_seen
         state.skipped.update(self.skipped)
         for service in sorted(self.services):
             if len(state.services) >= MAX_CENSUS_SERVICES:
@@ -152,6 +156,7 @@ class _Pending:
     line: str
     continuation: list[str] = field(default_factory=list)
     chars: int = 0
+    holds_word: bool = False  # found by the byte search: `contains` need not be checked again
 
 
 @dataclass
@@ -178,6 +183,7 @@ class FileScan:
         chunk_bytes: int,
         max_line_bytes: int,
         fallback: LineFormat | None = None,
+        shown_lines: int = 12,
     ) -> None:
         self._state = state
         self._query = state.query
@@ -187,6 +193,8 @@ class FileScan:
         self._number = number
         self._chunk_bytes = max(chunk_bytes, 1)
         self._max_line_bytes = max_line_bytes
+        # Continuation lines an entry can show: all a record found by the byte search keeps.
+        self._shown_lines = shown_lines
         # Lines a file's format cannot read but another can (a text line among JSON ones).
         self._fallback = fallback
         # A word may straddle the split of a CRI line into pieces: such files are parsed in full.
@@ -318,13 +326,36 @@ class FileScan:
                 last = self._multiline_tail(chunk, last, end)
                 if last == end:  # the record may run on into the next piece: it stays pending
                     return self._lines(offset, chunk, first, end)
-            if self._lines(offset, chunk, first, last):
+                if self._hit_record(offset, chunk, first, last):
+                    return True
+            elif self._lines(offset, chunk, first, last):
                 return True
             if self._open is not None:  # a JSON object still open past the hit: read on plainly
                 return self._lines(offset, chunk, last, end)
             self._finish_pending()
             position = last
         self._skip_piece(offset, chunk, position, end)
+        return False
+
+    def _hit_record(self, offset: int, chunk: bytes, first: int, last: int) -> bool:
+        """A multi-line record known to hold the word, from its head line to `last`: its lines are
+        split at C speed and only those an entry can show are decoded."""
+        head_end = chunk.find(b"\n", first, last) + 1 or last
+        if self._line(offset + first, chunk[first:head_end]):
+            return True
+        pending = self._pending
+        if pending is None or pending.offset != offset + first:
+            return self._lines(offset, chunk, head_end, last)  # the head line was no record's head
+        pending.holds_word = True
+        body = chunk[head_end:last]
+        shown = 0
+        for raw in body.split(b"\n"):
+            if shown >= self._shown_lines:
+                break
+            if raw.strip():
+                pending.continuation.append(_text(raw).rstrip("\r\n"))
+                shown += 1
+        pending.chars += len(body)
         return False
 
     def _continue_pending(self, chunk: bytes, start: int, end: int) -> int:
@@ -419,7 +450,11 @@ class FileScan:
         if self._open is not None and self._extend_open(line):
             return False
         try:
-            head = self._format.head(line, self._clock)
+            head = (
+                None
+                if raw[:1] in _INDENTS and not self._format.indented_heads
+                else self._format.head(line, self._clock)
+            )
         except TooCostly:
             self._found.skipped[SkipReason.TOO_COSTLY] += 1
             return False
@@ -478,6 +513,8 @@ class FileScan:
             self._found.skipped[SkipReason.UNREADABLE] += len(opened.lines)
 
     def _head_of(self, raw: bytes) -> Head | None:
+        if raw[:1] in _INDENTS and not self._format.indented_heads:
+            return None  # a stack frame, `    ... 37 more`: never a record's first line
         return self._head(_text(raw))
 
     def _head(self, line: str) -> Head | None:
@@ -523,7 +560,9 @@ class FileScan:
             return
         if service != query.service:
             return
-        if query.contains is not None and not _holds(pending, query.contains):
+        if window.holds(instant):
+            self._found.service_seen = True
+        if query.contains is not None and not pending.holds_word and not _holds(pending, query.contains):
             return
         if query.level is not None:
             if head.severity is None:

@@ -184,7 +184,7 @@ class LogFileAdapter:
             files = self._files()
             self._search(files, state)
             self._skipped = Counter(state.skipped)
-            if not state.newest.matched:
+            if not state.newest.matched and not state.service_seen:  # which services are there?
                 census = CallState(LogQuery(None, window, None, None), NewestRecords(1), stop)
                 self._search(files, census)
         services = None
@@ -281,6 +281,7 @@ class LogFileAdapter:
                     chunk_bytes=self._block_bytes,
                     max_line_bytes=self._max_line_bytes,
                     fallback=self._formats["text"] if fmt.name == "json" else None,
+                    shown_lines=self._projection.message_lines,
                 )
                 before = sum(state.skipped.values())
                 try:

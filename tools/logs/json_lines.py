@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from itertools import islice
 from typing import Any
 
-from tools.logs.line_format import Head
+from tools.logs.line_format import FormatTraits, Head
 from tools.logs.projection import MAX_LABEL_CHARS, MAX_LABELS
 from tools.logs.severity import severity_of_field
 from tools.logs.text_lines import level_word
@@ -72,12 +72,11 @@ def decode_object(line: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-class JsonLines:
+class JsonLines(FormatTraits):
     name = "json"
-    multiline = False
     escapes_text = True
     spans_lines = True
-    partial_lines = False
+    indented_heads = True
 
     def __init__(self, fields: Mapping[str, str] | None = None) -> None:
         configured = dict(fields or {})

@@ -31,6 +31,17 @@ class Head:
     joins_next: bool = False
 
 
+class FormatTraits:
+    """The traits a format may change, at their usual values: one record per line, read as written,
+    a record's first line never indented. A format class states only where it differs."""
+
+    multiline = False
+    escapes_text = False
+    spans_lines = False
+    partial_lines = False
+    indented_heads = False
+
+
 class LineFormat(Protocol):
     @property
     def name(self) -> str: ...
@@ -48,6 +59,12 @@ class LineFormat(Protocol):
     def spans_lines(self) -> bool:
         """Whether one record may be written over several lines that each start no record (a JSON
         object pretty-printed by its writer, as Elasticsearch 7 prints its stack traces)."""
+        ...
+
+    @property
+    def indented_heads(self) -> bool:
+        """Whether a record's first line may start with a space or a tab (a configured regex may);
+        when not, an indented line is a continuation without being parsed."""
         ...
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from tools.logs.line_format import Head
+from tools.logs.line_format import FormatTraits, Head
 from tools.logs.projection import MAX_LABELS
 from tools.logs.severity import severity_of_field
 from tools.logs.timestamps import Clock, epoch_ns
@@ -25,12 +25,10 @@ _KNOWN = frozenset(_TIME + _LEVEL + _MESSAGE + _SERVICE)
 _HEAD_CHARS = 64 * 1024  # pairs are read from the line's first 64 KiB; the message may run on
 
 
-class Logfmt:
+class Logfmt(FormatTraits):
     name = "logfmt"
-    multiline = False
     escapes_text = True
-    spans_lines = False
-    partial_lines = False
+    indented_heads = True
 
     def head(self, line: str, clock: Clock) -> Head | None:
         if _START.match(line) is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from tools.logs.line_format import Head
+from tools.logs.line_format import FormatTraits, Head
 from tools.logs.severity import syslog_priority_severity
 from tools.logs.timestamps import MONTHS, Clock, fraction_ns
 
@@ -31,12 +31,8 @@ _HIGH_PRECISION = re.compile(
 _TAG = re.compile(r"([^\s:\[]{1,64})(?:\[(\d{1,10})\])?: ?(.*)", re.DOTALL)
 
 
-class Syslog:
+class Syslog(FormatTraits):
     name = "syslog"
-    multiline = False
-    escapes_text = False
-    spans_lines = False
-    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         line = line.rstrip("\r\n")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from tools.logs.line_format import Head
+from tools.logs.line_format import FormatTraits, Head
 from tools.logs.severity import Severity, severity_of_letter, severity_of_word
 from tools.logs.timestamps import MONTHS, Clock, fraction_ns
 
@@ -53,12 +53,9 @@ def level_word(text: str, start: int = 0) -> Severity | None:
     return severity_of_word(match.group(1) or match.group(2))
 
 
-class TextLines:
+class TextLines(FormatTraits):
     name = "text"
     multiline = True
-    escapes_text = False
-    spans_lines = False
-    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         stamp = _leading_stamp(line, clock)
@@ -107,55 +104,43 @@ def _leading_stamp(line: str, clock: Clock) -> tuple[int, int] | None:
     return None if instant is None else (instant, match.end())
 
 
-class Logcat:
+class Logcat(FormatTraits):
     """`adb logcat -v threadtime`: `MM-dd HH:mm:ss.SSS  PID  TID L Tag: message`."""
 
     name = "logcat"
-    multiline = False
-    escapes_text = False
-    spans_lines = False
-    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _LOGCAT.match(line)
         if match is None:
             return None
         month, day, hour, minute, second, fraction, pid, tid, letter, tag, message = match.groups()
-        instant = clock.yearless(
-            int(month), int(day), int(hour), int(minute), int(second), fraction_ns(fraction)
-        )
-        if instant is None:
-            return None
-        return Head(
-            instant_ns=instant,
-            severity=severity_of_letter(letter),
-            message=message.rstrip("\r\n"),
-            labels=(("tag", tag.strip()), ("pid", pid), ("tid", tid)),
-        )
+        stamp = (month, day, hour, minute, second, fraction)
+        return _lettered(clock, stamp, letter, message, (("tag", tag.strip()), ("pid", pid), ("tid", tid)))
 
 
-class Glog:
+class Glog(FormatTraits):
     """Google glog / klog: `Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg`."""
 
     name = "glog"
     multiline = True
-    escapes_text = False
-    spans_lines = False
-    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _GLOG.match(line)
         if match is None:
             return None
         letter, month, day, hour, minute, second, fraction, thread, source, message = match.groups()
-        instant = clock.yearless(
-            int(month), int(day), int(hour), int(minute), int(second), fraction_ns(fraction)
-        )
-        if instant is None:
-            return None
-        return Head(
-            instant_ns=instant,
-            severity=severity_of_letter(letter),
-            message=message.rstrip("\r\n"),
-            labels=(("source", source), ("thread", thread)),
-        )
+        stamp = (month, day, hour, minute, second, fraction)
+        return _lettered(clock, stamp, letter, message, (("source", source), ("thread", thread)))
+
+
+def _lettered(
+    clock: Clock, stamp: tuple[str, ...], letter: str, message: str, labels: tuple[tuple[str, str], ...]
+) -> Head | None:
+    """A record of a year-less stamp (month, day, hour, minute, second, fraction) and a letter."""
+    month, day, hour, minute, second, fraction = stamp
+    instant = clock.yearless(int(month), int(day), int(hour), int(minute), int(second), fraction_ns(fraction))
+    if instant is None:
+        return None
+    return Head(
+        instant_ns=instant, severity=severity_of_letter(letter), message=message.rstrip("\r\n"), labels=labels
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from tools.logs.line_format import Head
+from tools.logs.line_format import FormatTraits, Head
 from tools.logs.severity import Severity, severity_of_word
 from tools.logs.timestamps import MONTHS, Clock, fraction_ns, offset_seconds
 
@@ -31,12 +31,8 @@ _NGINX_ERROR = re.compile(
 )
 
 
-class AccessLog:
+class AccessLog(FormatTraits):
     name = "access-log"
-    multiline = False
-    escapes_text = False
-    spans_lines = False
-    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _ACCESS.match(line)
@@ -68,12 +64,9 @@ class AccessLog:
         )
 
 
-class ApacheErrorLog:
+class ApacheErrorLog(FormatTraits):
     name = "apache-error"
     multiline = True  # mod_php and CGI scripts continue a record on following lines
-    escapes_text = False
-    spans_lines = False
-    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _APACHE_ERROR.match(line)
@@ -97,12 +90,9 @@ class ApacheErrorLog:
         )
 
 
-class NginxErrorLog:
+class NginxErrorLog(FormatTraits):
     name = "nginx-error"
     multiline = True
-    escapes_text = False
-    spans_lines = False
-    partial_lines = False
 
     def head(self, line: str, clock: Clock) -> Head | None:
         match = _NGINX_ERROR.match(line)
