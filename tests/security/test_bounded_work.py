@@ -1,7 +1,7 @@
 """Issue 20, items 10 and 11: the work one model reply, one run or one log query can cause is bounded.
 
 query_logs over a big file: memory does not grow with the file (the scan keeps the best `limit`
-entries and a sparse index, never the lines; a line past the line cap is never held whole), and the
+entries and one chunk of the file, never the lines; a line past the line cap is never held whole), and the
 scan stops reading when its call ends, by the tool's time limit or the run's cancellation: it runs in
 a thread, which cannot be killed, so it checks a stop flag between blocks. Proved by counting the
 lines parsed and by `tracemalloc` peaks, never by timing.
