@@ -629,24 +629,34 @@ class FileScan:
         return low if _rising(probes) else None
 
     def _probe(self, handle: BinaryIO, offset: int) -> tuple[int, int] | None:
-        """(offset, instant) of the first record starting at or after `offset`, read within a bound."""
-        handle.seek(offset)
-        data = handle.read(MAX_PROBE_BYTES)
+        """(offset, instant) of the first record starting at or after `offset`, read within a bound:
+        `PROBE_BYTES` first (a record is rarely longer), up to `MAX_PROBE_BYTES` when needed."""
+        size = PROBE_BYTES
+        while True:
+            handle.seek(offset)
+            data = handle.read(size)
+            found, complete = self._first_head(data, offset)
+            if found is not None or complete or size >= MAX_PROBE_BYTES or len(data) < size:
+                return found
+            size *= 4
+
+    def _first_head(self, data: bytes, offset: int) -> tuple[tuple[int, int] | None, bool]:
+        """The first head in `data` read at `offset`, and whether `data` was enough to tell."""
         position = 0
         if offset > 0:
             newline = data.find(b"\n")
             if newline < 0:
-                return None
+                return None, False
             position = newline + 1
         while position < len(data):
             newline = data.find(b"\n", position)
             if newline < 0:
-                return None  # a line cut by the probe's bound
+                return None, False  # a line cut by the read's bound
             head = self._head_of(data[position:newline])
             if head is not None:
-                return offset + position, head.instant_ns
+                return (offset + position, head.instant_ns), True
             position = newline + 1
-        return None
+        return None, False
 
 
 def _rising(probes: dict[int, int]) -> bool:
