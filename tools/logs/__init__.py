@@ -14,4 +14,10 @@ A source is an `EvidenceAdapter` (`tools.adapter`): it validates the window, cla
 `[logs] max_window_minutes` keeping its end, filters where filtering is cheapest, and hands matched
 records to the projection. Sources: `file_source` (local files and folders), `loki_source` (Grafana
 Loki, with `logql` building its query from structured input only).
+
+The file source, module by module: `file_names` (which files are logs, the service a name gives),
+`file_formats` (the formats and how a file's is recognised), one module per format family
+(`json_lines`, `logfmt`, `syslog`, `web_server`, `cri`, `text_lines`, `custom_format`) behind
+`line_format.LineFormat`, `timestamps` (zones, year-less stamps, epochs) and `file_scan` (one file
+read for one call: bisection by time, the byte search, multi-line records, skip reasons).
 """

@@ -129,7 +129,7 @@ class LogFileAdapter:
         self._file_services = dict(file_services or {})
         self._recognised: dict[FileIdentity, LineFormat | None] = {}
         self._summaries: dict[FileIdentity, FileSummary] = {}
-        self._logged: set[tuple[FileIdentity, str]] = set()
+        self._logged: set[tuple[FileIdentity | str, str]] = set()  # what the log has been told once
         self._skipped: Counter[SkipReason] = Counter()
         self._skipped_files: tuple[SkippedFile, ...] = ()
         # One scan at a time: scans share the caches above.
@@ -301,7 +301,10 @@ class LogFileAdapter:
         if self._forced is not None:
             return self._forced
         if identity in self._recognised:
-            return self._recognised[identity]
+            known = self._recognised[identity]
+            if known is None:
+                self._skip_file(log_file, "UNKNOWN_FORMAT")
+            return known
         try:
             sample = handle.read(SAMPLE_BYTES)
             handle.seek(0)
@@ -311,9 +314,11 @@ class LogFileAdapter:
         if len(sample) == SAMPLE_BYTES:
             lines.pop()  # the last line may be cut
         texts = [text for raw in lines if (text := raw.decode("utf-8", "replace")).strip()][:SAMPLE_LINES]
+        if not texts:
+            return None  # empty so far: looked at again once it holds lines
         fmt = recognise(texts, self._formats, Clock(self._zone, mtime_ns))
         self._recognised[identity] = fmt
-        if fmt is None and texts:
+        if fmt is None:
             self._skip_file(log_file, "UNKNOWN_FORMAT")
         return fmt
 
@@ -321,6 +326,8 @@ class LogFileAdapter:
         skipped = SkippedFile(log_file.source, reason)
         if skipped not in self._skipped_files:
             self._skipped_files = (*self._skipped_files, skipped)
+        if (log_file.source, reason) not in self._logged:
+            self._logged.add((log_file.source, reason))
             logger.warning("log file %s skipped: %s", log_file.source, reason)
 
 
