@@ -26,7 +26,7 @@ from agent.errors import DiagnoseError
 from agent.input_files import MIB, InputFileError, read_input_text
 from tools.logs.custom_format import compile_pattern
 from tools.logs.file_formats import format_names
-from tools.logs.json_lines import ROLES
+from tools.logs.json_lines import ROLE_NAMES, ROLES
 from tools.logs.timestamps import timezone_named
 
 CONFIG_ENV = "DIAGNOSE_CONFIG"
@@ -132,7 +132,7 @@ class LogsSettings(Section):
             raise ValueError(
                 f"[logs] format {self.format!r} is neither a built-in format nor in [logs.formats]"
             )
-        unknown = sorted(set(self.fields) - set(ROLES))
+        unknown = sorted(set(self.fields) - set(ROLE_NAMES))
         if unknown:
             raise ValueError(f"[logs.fields] knows {', '.join(ROLES)}, not {', '.join(unknown)}")
         return self

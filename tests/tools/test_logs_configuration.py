@@ -75,7 +75,7 @@ async def test_json_field_names_of_ones_own_and_services_by_glob(tmp_path: Path)
     shutil.copyfile(SAMPLES / "java" / "farm.log", logs / "farm-7f9c.log")
     adapter = configured(
         tmp_path,
-        f'[logs]\npath = "{logs}"\n[logs.fields]\ntime = "when"\nlevel = "sev"\nmessage = "text"\n'
+        f'[logs]\npath = "{logs}"\n[logs.fields]\nts = "when"\nlevel = "sev"\nmsg = "text"\n'
         'service = "component"\n[logs.file_services]\n"farm-*.log" = "farm"\n',
     )
 
@@ -108,7 +108,7 @@ async def test_offset_less_stamps_take_the_configured_time_zone(tmp_path: Path) 
         ('[logs]\nformat = "xml"\n', "[logs] format"),
         ("[logs.formats.broken]\npattern = '(?P<time>['\n", "[logs.formats.broken]"),
         ("[logs.formats.timeless]\npattern = '(?P<ts>\\S+)'\n", "(?P<time>"),
-        ('[logs.fields]\nseverity = "sev"\n', "[logs.fields]"),
+        ('[logs.fields]\nlvl = "sev"\n', "[logs.fields]"),
     ],
 )
 def test_a_bad_logs_setting_is_refused_at_start_naming_it(tmp_path: Path, toml: str, named: str) -> None:

@@ -30,6 +30,15 @@ from tools.logs.text_lines import level_word
 from tools.logs.timestamps import Clock, epoch_ns
 
 ROLES = ("time", "level", "message", "service")
+# `[logs.fields]` keys: a role by its name or the usual field name for it (`ts = "when"` is `time`).
+ROLE_NAMES = {
+    **{name: name for name in ROLES},
+    "ts": "time",
+    "timestamp": "time",
+    "severity": "level",
+    "msg": "message",
+    "app": "service",
+}
 DEFAULT_FIELDS: Mapping[str, tuple[str, ...]] = {
     "time": ("ts", "@timestamp", "timestamp", "time", "__REALTIME_TIMESTAMP", "date", "datetime", "asctime"),
     "level": ("level", "log.level", "severity", "lvl", "levelname", "loglevel", "log_level", "PRIORITY"),
@@ -79,7 +88,7 @@ class JsonLines(FormatTraits):
     indented_heads = True
 
     def __init__(self, fields: Mapping[str, str] | None = None) -> None:
-        configured = dict(fields or {})
+        configured = {ROLE_NAMES[key]: name for key, name in (fields or {}).items()}
         self._fields = {
             role: ((configured[role],) if role in configured else ()) + DEFAULT_FIELDS[role] for role in ROLES
         }
