@@ -5,10 +5,12 @@ far more memory than its bytes (docs/RELIABILITY.md, "Threat model").
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import os
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tools.adapter import AdapterResult, ToolRequest
+from tools.boundary import ToolBoundary
 from tools.input_models import QueryLogsInput
 from tools.logs.file_source import LogFileAdapter
 
@@ -171,3 +174,22 @@ async def test_a_link_leading_out_of_the_log_folder_is_skipped_and_logged(
         assert "OUTSIDE_FOLDER" in caplog.text
     else:
         assert outside == []
+
+
+async def test_a_gzip_bomb_costs_neither_memory_nor_time_past_the_tools_limit(tmp_path: Path) -> None:
+    """1 GiB of one zero-filled line in a 1 MiB gzip file (64 members of 16 MiB each): the line is
+    skipped in chunks, memory stays bounded, and the scan ends with the call (a 0.1 s tool limit)."""
+    member = gzip.compress(b"\0" * (16 * 1024 * 1024), compresslevel=1)
+    first = gzip.compress(b'{"ts":"2026-11-30T02:00:00Z","message":"before"}\n')
+    (tmp_path / "bomb.log.gz").write_bytes(first + member * 64)
+    boundary = ToolBoundary({"query_logs": LogFileAdapter(tmp_path)}, timeout_s=0.1)
+    request: dict[str, Any] = {"service": "bomb", **DAY, "limit": 10}
+    tracemalloc.start()
+    try:
+        outcome = await boundary.invoke(ToolRequest("r", "s", "c", "query_logs", QueryLogsInput(**request)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert (outcome.status, outcome.error_code) == ("ERROR", "TIMEOUT")
+    assert peak < 80 * 1024 * 1024, f"{peak / 2**20:.1f} MiB"

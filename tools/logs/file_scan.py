@@ -254,6 +254,7 @@ class FileScan:
         carry = bytearray()
         skipping = False
         while True:
+            self._state.check()  # also while a huge line (a gzip bomb's) is being skipped
             want = self._chunk_bytes if end is None else min(self._chunk_bytes, end - position - len(carry))
             try:
                 data = handle.read(want) if want > 0 else b""
