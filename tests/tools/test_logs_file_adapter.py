@@ -708,3 +708,20 @@ async def test_streamed_answers_equal_parsing_everything(
         handle.write(b"\n" + b"\n".join(appended))
     for fields in queries:
         await check(fields)
+
+
+async def test_a_file_whose_first_record_is_longer_than_the_sample_is_still_recognised(
+    tmp_path: Path,
+) -> None:
+    """Recognition samples the lines after a first line too long to sample (one huge record)."""
+    write_lines(
+        tmp_path / "app.log",
+        line("2026-11-30T02:00:00Z", message="x" * 600_000),
+        line("2026-11-30T02:01:00Z", message="small"),
+    )
+    adapter = LogFileAdapter(tmp_path)
+
+    result = await query(adapter, service="svc")
+
+    assert [entry["message"][:5] for entry in result.data["entries"]] == ["small", "xxxxx"]
+    assert adapter.skipped_files == ()

@@ -306,12 +306,12 @@ class LogFileAdapter:
                 self._skip_file(log_file, "UNKNOWN_FORMAT")
             return known
         try:
-            sample = handle.read(SAMPLE_BYTES)
+            sample = self._sample(handle)
             handle.seek(0)
         except (OSError, EOFError, zlib.error):
             sample = b""
         lines = sample.split(b"\n")
-        if len(sample) == SAMPLE_BYTES:
+        if len(sample) >= SAMPLE_BYTES:
             lines.pop()  # the last line may be cut
         texts = [text for raw in lines if (text := raw.decode("utf-8", "replace")).strip()][:SAMPLE_LINES]
         if not texts:
@@ -321,6 +321,19 @@ class LogFileAdapter:
         if fmt is None:
             self._skip_file(log_file, "UNKNOWN_FORMAT")
         return fmt
+
+    def _sample(self, handle: BinaryIO) -> bytes:
+        """The file's first `SAMPLE_BYTES` of whole lines; past a first line longer than that (one
+        huge record), the lines after it, so such a file is still recognised."""
+        sample = handle.read(SAMPLE_BYTES)
+        skipped = 0
+        while len(sample) == SAMPLE_BYTES and b"\n" not in sample and skipped < self._max_line_bytes:
+            skipped += len(sample)
+            sample = handle.read(SAMPLE_BYTES)
+        newline = sample.find(b"\n")
+        if skipped and newline >= 0:
+            sample = sample[newline + 1 :] + handle.read(newline + 1)
+        return sample
 
     def _skip_file(self, log_file: _LogFile, reason: str) -> None:
         skipped = SkippedFile(log_file.source, reason)
