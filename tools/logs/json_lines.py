@@ -130,9 +130,11 @@ class JsonLines(FormatTraits):
         )
 
     def _first(self, record: dict[str, Any], role: str) -> Any:
+        """The first named field present; an object or array is no time, level or service (ECS
+        nests `service` as `{"name": ...}`: `service.name` is then tried)."""
         for name in self._fields[role]:
             value = lookup(record, name)
-            if value is not None:
+            if value is not None and (role == "message" or not isinstance(value, dict | list)):
                 return value
         return None
 

@@ -18,7 +18,7 @@ from tools.logs.timestamps import MONTHS, Clock, fraction_ns
 
 LEVEL_WINDOW = 80
 _LEVEL_WORD = re.compile(
-    r"(?<![\w.-])(FATAL|CRITICAL|CRIT|EMERG|EMERGENCY|ALERT|PANIC|SEVERE|ERROR|ERR|WARNING|WARN|INFO|"
+    r"(?<![\w-])(FATAL|CRITICAL|CRIT|EMERG|EMERGENCY|ALERT|PANIC|SEVERE|ERROR|ERR|WARNING|WARN|INFO|"
     r"NOTICE|CONFIG|DEBUG|FINEST|FINER|FINE|TRACE|VERBOSE|Fatal|Critical|Error|Warning|Warn|Info|"
     r"Information|Notice|Debug|Trace|Verbose)(?![\w-])"
     r"|\[(fatal|crit|critical|alert|emerg|error|err|warn|warning|notice|info|debug|trace)\]",

@@ -155,4 +155,5 @@ def epoch_ns(value: float | int | str) -> int | None:
         scale = 1
     if isinstance(number, int):
         return number * scale
-    return round(number * scale)
+    whole = int(number)  # the fraction apart: a float of 1.8e18 nanoseconds is off by hundreds
+    return whole * scale + round((number - whole) * scale)
