@@ -14,8 +14,10 @@ from tools.logs.file_source import LogFileAdapter, bundled_logs_path
 from tools.redaction import NOOP, Redactor
 
 
-def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
-    """Embedded sources by default; query_mysql has no adapter (UNAVAILABLE) until `[mysql] dsn` is set."""
+def build_adapters(settings: Settings, redactor: Redactor = NOOP) -> dict[str, EvidenceAdapter]:
+    """Embedded sources by default; query_mysql has no adapter (UNAVAILABLE) until `[mysql] dsn` is set.
+
+    The log sources get the run's redactor: what they cut to a display size they redact first."""
     adapters: dict[str, EvidenceAdapter] = {
         ToolName.LOOKUP_KNOWLEDGE: KnowledgeAdapter(
             settings.knowledge.path or bundled_knowledge_path(),
@@ -23,9 +25,9 @@ def build_adapters(settings: Settings) -> dict[str, EvidenceAdapter]:
         ),
     }
     if settings.logs.source == "file":
-        adapters[ToolName.QUERY_LOGS] = _log_files(settings)
+        adapters[ToolName.QUERY_LOGS] = _log_files(settings, redactor)
     else:
-        adapters[ToolName.QUERY_LOGS] = _loki(settings)
+        adapters[ToolName.QUERY_LOGS] = _loki(settings, redactor)
     if settings.mysql.dsn:
         adapters[ToolName.QUERY_MYSQL] = _mysql(settings)
     return adapters
@@ -54,7 +56,7 @@ def _mysql(settings: Settings) -> EvidenceAdapter:
         raise ConfigError("[mysql] dsn is not a valid mysql://user@host:port/database URL") from None
 
 
-def _log_files(settings: Settings) -> EvidenceAdapter:
+def _log_files(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
     logs = settings.logs
     custom = [
         RegexFormat(name, custom.pattern, custom.time_format, multiline=custom.multiline)
@@ -69,10 +71,11 @@ def _log_files(settings: Settings) -> EvidenceAdapter:
         fields=logs.fields,
         file_services=logs.file_services,
         custom_formats=custom,
+        redactor=redactor,
     )
 
 
-def _loki(settings: Settings) -> EvidenceAdapter:
+def _loki(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
     from tools.logs.loki_source import LokiLogAdapter
 
     logs = settings.logs
@@ -86,6 +89,7 @@ def _loki(settings: Settings) -> EvidenceAdapter:
             max_window_minutes=logs.max_window_minutes,
             max_lines=logs.max_lines,
             level_label=logs.level_label,
+            redactor=redactor,
         )
     except ValueError as exc:
         raise ConfigError(f"[logs] {exc}") from None
@@ -93,7 +97,7 @@ def _loki(settings: Settings) -> EvidenceAdapter:
 
 def build_boundary(settings: Settings, redactor: Redactor = NOOP) -> ToolBoundary:
     return ToolBoundary(
-        build_adapters(settings),
+        build_adapters(settings, redactor),
         redactor=redactor,
         max_observation_bytes=settings.budget.max_observation_bytes,
     )

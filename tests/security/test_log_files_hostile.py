@@ -21,6 +21,7 @@ from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.input_models import QueryLogsInput
 from tools.logs.file_source import LogFileAdapter
+from tools.redaction import REDACTED, Redactor
 
 DAY = {"start": "2026-11-30T00:00:00Z", "end": "2026-11-30T06:00:00Z"}
 # One readable record per format family, each at its own minute of the day.
@@ -193,3 +194,34 @@ async def test_a_gzip_bomb_costs_neither_memory_nor_time_past_the_tools_limit(tm
 
     assert (outcome.status, outcome.error_code) == ("ERROR", "TIMEOUT")
     assert peak < 80 * 1024 * 1024, f"{peak / 2**20:.1f} MiB"
+
+
+# ------------------------------------------------------------------ redacted before it is cut
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    padding=st.integers(440, 499),
+    password=st.text(
+        alphabet="abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789", min_size=10, max_size=24
+    ),
+    multiline=st.booleans(),
+)
+async def test_a_credential_across_the_entrys_cut_is_redacted_before_the_cut(
+    tmp_path_factory: pytest.TempPathFactory, padding: int, password: str, multiline: bool
+) -> None:
+    """A DSN whose password straddles the 500-character cut of an entry: cut first, the rule would
+    miss it (no `@` left) and show the password's first half; redacted first, nothing of it shows.
+    So does a label whose key names a secret, however its value is spelt."""
+    folder = tmp_path_factory.mktemp("cut")
+    dsn = f"mysql://app:{password}@db.internal:3306/shop"
+    message = (
+        "." * padding + " connecting to " + dsn + (" and more\n\tat frame" if multiline else " and more")
+    )
+    record = {"ts": "2026-11-30T02:00:00Z", "service": "app", "message": message, "db_password": password}
+    (folder / "app.ndjson").write_text(json.dumps(record) + "\n")
+    adapter = LogFileAdapter(folder, redactor=Redactor())
+
+    [entry] = (await ask(adapter, service="app")).data["entries"]
+
+    assert entry["cut"] is True and len(entry["message"]) <= 500
+    assert password[:4] not in entry["message"].split("connecting to")[-1]
+    assert entry["labels"]["db_password"] == REDACTED

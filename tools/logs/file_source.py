@@ -51,6 +51,7 @@ from tools.logs.line_format import LineFormat
 from tools.logs.projection import LogProjection, NewestRecords, Window
 from tools.logs.severity import Severity
 from tools.logs.timestamps import NS_PER_S, Clock, timezone_named
+from tools.redaction import NOOP, Redactor
 from tools.vocabulary import ErrorCode
 
 logger = logging.getLogger(__name__)
@@ -113,11 +114,12 @@ class LogFileAdapter:
         fields: Mapping[str, str] | None = None,
         file_services: Mapping[str, str] | None = None,
         custom_formats: Iterable[RegexFormat] = (),
+        redactor: Redactor = NOOP,
     ) -> None:
         self._path = path
         self._max_window_ns = max_window_minutes * 60 * NS_PER_S
         self._max_lines = max_lines
-        self._projection = LogProjection(message_chars, message_lines)
+        self._projection = LogProjection(message_chars, message_lines, redactor)
         self._block_bytes = block_bytes
         self._max_line_bytes = max_line_bytes
         self._zone = timezone_named(timezone)

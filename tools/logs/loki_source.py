@@ -23,6 +23,7 @@ from tools.logs.logql import build_logql, validate_config
 from tools.logs.projection import MAX_LABELS, LogProjection, NewestRecords, Window
 from tools.logs.record import LogRecord
 from tools.logs.severity import Severity, severity_of_field
+from tools.redaction import NOOP, Redactor
 from tools.vocabulary import ErrorCode
 
 QUERY_RANGE_PATH = "/loki/api/v1/query_range"
@@ -60,12 +61,13 @@ class LokiLogAdapter:
         max_body_bytes: int = 2_000_000,
         level_label: str = "level",
         transport: httpx.AsyncBaseTransport | None = None,
+        redactor: Redactor = NOOP,
     ) -> None:
         validate_config(service_matchers, level_label)
         self._service_matchers = dict(service_matchers)
         self._max_window_ns = max_window_minutes * 60 * _NS_PER_S
         self._max_lines = max_lines
-        self._projection = LogProjection(message_chars)
+        self._projection = LogProjection(message_chars, redactor=redactor)
         self._label_whitelist = tuple(label_whitelist)
         self._max_body_bytes = max_body_bytes
         self._level_label = level_label

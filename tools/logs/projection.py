@@ -28,12 +28,15 @@ from itertools import islice
 from tools.adapter import AdapterResult
 from tools.logs.record import LogRecord
 from tools.logs.severity import Severity
+from tools.redaction import NOOP, REDACTED, Redactor
 from tools.vocabulary import EvidenceStatus
 
 MAX_LABELS = 8
 MAX_LABEL_CHARS = 100
 MAX_SERVICES_SHOWN = 20
 MAX_SERVICE_CHARS = 100
+# How much text past a cut is redacted with what is shown: a credential's rule needs its context.
+REDACTION_CONTEXT_CHARS = 1000
 _NS_PER_S = 1_000_000_000
 
 
@@ -101,10 +104,16 @@ class NewestRecords:
 
 @dataclass(frozen=True)
 class LogProjection:
-    """How much of a record an entry shows: enough to read a stack trace's head, bounded per entry."""
+    """How much of a record an entry shows: enough to read a stack trace's head, bounded per entry.
+
+    Whatever is cut is redacted first (`redactor`): cut first, a credential across the cut would lose
+    the context its rule needs and show its first half. A label whose key names a secret shows
+    `[REDACTED]`, judged on the whole key. What fits is left to the tool boundary, which redacts the
+    whole observation after the source."""
 
     message_chars: int = 500
     message_lines: int = 12
+    redactor: Redactor = NOOP
 
     def observation(
         self,
@@ -138,13 +147,10 @@ class LogProjection:
         message, cut = self._shown(record.message)
         entry: dict[str, object] = {
             "ts": format_ns(record.instant_ns),
-            "service": record.service,
+            "service": self._cut(record.service, MAX_SERVICE_CHARS),
             "level": None if record.severity is None else record.severity.name,
             "message": message,
-            "labels": {
-                key[:MAX_LABEL_CHARS]: value[:MAX_LABEL_CHARS]
-                for key, value in islice(record.labels, MAX_LABELS)
-            },
+            "labels": dict(self._label(key, value) for key, value in islice(record.labels, MAX_LABELS)),
         }
         if record.severity_inferred and record.severity is not None:
             entry["level_inferred"] = True
@@ -152,9 +158,19 @@ class LogProjection:
             entry["cut"] = True
         return entry
 
+    def _label(self, key: str, value: str) -> tuple[str, str]:
+        shown = REDACTED if self.redactor.is_sensitive_key(key) else self._cut(value, MAX_LABEL_CHARS)
+        return self._cut(key, MAX_LABEL_CHARS), shown
+
+    def _cut(self, text: str, limit: int) -> str:
+        """At most `limit` characters, redacted before the cut when there is one."""
+        if len(text) <= limit:
+            return text
+        return self.redactor.text(text[: limit + REDACTION_CONTEXT_CHARS])[:limit]
+
     def _shown(self, message: str) -> tuple[str, bool]:
         """The first `message_lines` lines within `message_chars`, and whether anything was left out."""
-        shown = message[: self.message_chars]
+        shown = self._cut(message, self.message_chars)
         lines_end = -1
         for _ in range(self.message_lines):
             lines_end = shown.find("\n", lines_end + 1)
