@@ -9,7 +9,8 @@ from tools.adapter import EvidenceAdapter
 from tools.boundary import ToolBoundary
 from tools.definitions import ToolName
 from tools.knowledge import KnowledgeAdapter, bundled_knowledge_path
-from tools.logs_file import LogFileAdapter, bundled_logs_path
+from tools.logs.custom_format import RegexFormat
+from tools.logs.file_source import LogFileAdapter, bundled_logs_path
 from tools.redaction import NOOP, Redactor
 
 
@@ -26,12 +27,7 @@ def build_adapters(settings: Settings, redactor: Redactor = NOOP) -> dict[str, E
         ),
     }
     if settings.logs.source == "file":
-        adapters[ToolName.QUERY_LOGS] = LogFileAdapter(
-            settings.logs.path or bundled_logs_path(),
-            max_window_minutes=settings.logs.max_window_minutes,
-            max_lines=settings.logs.max_lines,
-            redactor=redactor,
-        )
+        adapters[ToolName.QUERY_LOGS] = _log_files(settings, redactor)
     else:
         adapters[ToolName.QUERY_LOGS] = _loki(settings, redactor)
     if settings.mysql.dsn:
@@ -63,8 +59,27 @@ def _mysql(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
         raise ConfigError("[mysql] dsn is not a valid mysql://user@host:port/database URL") from None
 
 
+def _log_files(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
+    logs = settings.logs
+    custom = [
+        RegexFormat(name, custom.pattern, custom.time_format, multiline=custom.multiline)
+        for name, custom in logs.formats.items()
+    ]
+    return LogFileAdapter(
+        logs.path or bundled_logs_path(),
+        max_window_minutes=logs.max_window_minutes,
+        max_lines=logs.max_lines,
+        log_format=logs.format,
+        timezone=logs.timezone,
+        fields=logs.fields,
+        file_services=logs.file_services,
+        custom_formats=custom,
+        redactor=redactor,
+    )
+
+
 def _loki(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
-    from tools.logs_loki import LokiLogAdapter
+    from tools.logs.loki_source import LokiLogAdapter
 
     logs = settings.logs
     if not logs.url or not logs.services:

@@ -25,6 +25,10 @@ from pydantic_settings import (
 from agent.closest_name import did_you_mean
 from agent.errors import DiagnoseError
 from agent.input_files import MIB, InputFileError, read_input_text
+from tools.logs.custom_format import compile_pattern
+from tools.logs.file_formats import format_names
+from tools.logs.json_lines import ROLE_NAMES, ROLES
+from tools.logs.timestamps import timezone_named
 
 CONFIG_ENV = "DIAGNOSE_CONFIG"
 MAX_CONFIG_BYTES = MIB
@@ -93,6 +97,14 @@ class KnowledgeSettings(Section):
     max_file_bytes: int = Field(default=2 * 1024 * 1024, ge=1)
 
 
+class LogFormatSettings(Section):
+    """`[logs.formats.NAME]`: a log format none of the built-in ones covers, as one regex."""
+
+    pattern: str
+    time_format: str | None = None  # strptime; without it ISO stamps and epoch numbers are read
+    multiline: bool = True  # lines the pattern does not match continue the record above
+
+
 class LogsSettings(Section):
     source: Literal["file", "loki"] = "file"
     path: Path | None = None
@@ -103,6 +115,28 @@ class LogsSettings(Section):
     services: dict[str, str] = Field(default_factory=dict)
     tenant: str | None = None
     level_label: str = "level"
+    # Files (docs/contracts.md, "Configuration"): each file's format ("auto": recognised per file),
+    # the zone of stamps without an offset, JSON field names by role, services by file glob, and
+    # formats written as one regex each.
+    format: str = "auto"
+    timezone: str = "UTC"
+    fields: dict[str, str] = Field(default_factory=dict)
+    file_services: dict[str, str] = Field(default_factory=dict)
+    formats: dict[str, LogFormatSettings] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _readable_files(self) -> LogsSettings:
+        timezone_named(self.timezone)
+        for name, custom in self.formats.items():
+            compile_pattern(name, custom.pattern)
+        if self.format not in format_names(self.formats):
+            raise ValueError(
+                f"[logs] format {self.format!r} is neither a built-in format nor in [logs.formats]"
+            )
+        unknown = sorted(set(self.fields) - set(ROLE_NAMES))
+        if unknown:
+            raise ValueError(f"[logs.fields] knows {', '.join(ROLES)}, not {', '.join(unknown)}")
+        return self
 
 
 class MysqlSettings(Section):

@@ -154,7 +154,7 @@ class QueryLogsInput(StrictModel):
     service: Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control_characters)]
     start: Rfc3339
     end: Rfc3339
-    level: Literal["ERROR", "WARN", "INFO", "DEBUG"] | None = None
+    level: Literal["FATAL", "ERROR", "WARN", "INFO", "DEBUG"] | None = None
     contains: Annotated[
         str | None, Field(default=None, min_length=1, max_length=200), AfterValidator(_no_control_characters)
     ] = None

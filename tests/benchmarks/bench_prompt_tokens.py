@@ -36,7 +36,7 @@ from tests.benchmarks.machine import hardware
 from tools.adapter import ToolRequest
 from tools.boundary import ToolBoundary
 from tools.input_models import QueryLogsInput
-from tools.logs_file import LogFileAdapter, bundled_logs_path
+from tools.logs.file_source import LogFileAdapter, bundled_logs_path
 from tools.observation import Observation
 
 TARGET_FIRST_ROUND = 1_500

@@ -9,7 +9,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def baseline_file(revision: str, module_path: str, folder: Path) -> Path:
-    """`module_path` (e.g. `tools/logs_file.py`) as of `revision`, written into `folder`."""
+    """`module_path` (e.g. `tools/logs/file_source.py`) as of `revision`, written into `folder`."""
     source = subprocess.run(
         ["git", "show", f"{revision}:{module_path}"], cwd=REPO, check=True, capture_output=True, text=True
     ).stdout

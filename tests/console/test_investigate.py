@@ -56,7 +56,7 @@ async def test_evidence_backed_diagnosis(app_factory: AppFactory) -> None:
         assert labels[-1].startswith("■ DRAFT / COMPLETED exit 0")
 
         gauge = gauge_text(app)
-        assert "4 / 8" in gauge and "12,346 / 64,000" in gauge and "6,244 / 262,144" in gauge
+        assert "4 / 8" in gauge and "12,346 / 64,000" in gauge and "6,305 / 262,144" in gauge
         assert "— / 300 s" in gauge  # elapsed time is hidden in pinned (snapshot) mode
         assert {app.investigate.query_one(BudgetGauge).level(k) for k in ("model_calls", "tokens")} == {"ok"}
 

@@ -27,7 +27,7 @@ from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
 from tools.definitions import MAX_SQL_BYTES, TOOL_NAMES, ToolName
 from tools.input_models import BUSINESS_INPUTS, QueryMysqlInput
-from tools.logql import MAX_CONTAINS_CHARS, build_logql
+from tools.logs.logql import MAX_CONTAINS_CHARS, build_logql
 from tools.unicode_text import is_encodable
 
 DEFAULT = settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -519,7 +519,8 @@ _GO_SIMPLE_ESCAPES = {
 
 def go_unquote(text: str, at: int) -> tuple[str, int]:
     """Decode the double-quoted Go string literal starting at `at` (strconv.Unquote rules, which Loki's
-    lexer applies); returns the value and the index after the closing quote. Independent of tools.logql."""
+    lexer applies); returns the value and the index after the closing quote.
+    Independent of tools.logs.logql."""
     assert text[at] == '"', text[at:]
     out: list[str] = []
     i = at + 1

@@ -1,7 +1,7 @@
 """Issue 20, items 10 and 11: the work one model reply, one run or one log query can cause is bounded.
 
 query_logs over a big file: memory does not grow with the file (the scan keeps the best `limit`
-entries and a sparse index, never the lines; a line past the line cap is never held whole), and the
+entries and one chunk of the file, never the lines; a line past the line cap is never held whole), and the
 scan stops reading when its call ends, by the tool's time limit or the run's cancellation: it runs in
 a thread, which cannot be killed, so it checks a stop flag between blocks. Proved by counting the
 lines parsed and by `tracemalloc` peaks, never by timing.
@@ -46,11 +46,11 @@ from tests.support.spec_scenarios import (
     text_round,
     tools_round,
 )
-from tools import logs_file
 from tools.adapter import AdapterResult, ToolRequest
 from tools.boundary import ToolBoundary
 from tools.input_models import QueryLogsInput
-from tools.logs_file import LogFileAdapter
+from tools.logs.file_source import LogFileAdapter
+from tools.logs.json_lines import JsonLines
 from tools.mysql.adapter import MysqlAdapter
 
 TOO_MANY_CALLS = {"code": "TOO_MANY_CALLS"}
@@ -298,13 +298,13 @@ class ParseCount:
 @pytest.fixture
 def parsed(monkeypatch: pytest.MonkeyPatch) -> ParseCount:
     count = ParseCount()
-    parse = logs_file._parse_line
+    parse = JsonLines.head
 
-    def counting(raw: bytes) -> Any:
+    def counting(self: JsonLines, line: str, clock: Any) -> Any:
         count.lines += 1
-        return parse(raw)
+        return parse(self, line, clock)
 
-    monkeypatch.setattr(logs_file, "_parse_line", counting)
+    monkeypatch.setattr(JsonLines, "head", counting)
     return count
 
 
@@ -353,26 +353,25 @@ async def test_a_scan_stops_reading_when_the_run_is_cancelled(big_log: Path, par
     assert await still_after_a_while(parsed) < BIG_LOG_LINES
 
 
-async def test_a_stopped_scan_leaves_its_index_to_the_next_call(
+async def test_a_stopped_scan_leaves_the_adapter_to_answer_the_next_call_exactly(
     tmp_path: Path, parsed: ParseCount, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Nothing read before the stop is read again, bar one block: a file too big for one call's time
-    limit is answered by the next calls."""
+    """A scan stopped halfway keeps nothing half-read: the next call's answer is a fresh adapter's."""
     lines = 60_000
     path = write_log(tmp_path / "big.ndjson", lines, tail_service="rare-service")
     adapter = LogFileAdapter(path, block_bytes=16 * 1024)
     # The scan waits at line 10,000 until the call has been cancelled: on a busy machine it would
-    # otherwise finish the whole file before the cancellation arrives, and nothing would be left over.
+    # otherwise finish the whole file before the cancellation arrives.
     reached, go_on = threading.Event(), threading.Event()
-    count_line = logs_file._parse_line
+    count_line = JsonLines.head
 
-    def held_at_10_000(raw: bytes) -> Any:
+    def held_at_10_000(self: JsonLines, line: str, clock: Any) -> Any:
         if parsed.lines == 10_000 and not go_on.is_set():
             reached.set()
             go_on.wait(30)
-        return count_line(raw)
+        return count_line(self, line, clock)
 
-    monkeypatch.setattr(logs_file, "_parse_line", held_at_10_000)
+    monkeypatch.setattr(JsonLines, "head", held_at_10_000)
     first = asyncio.create_task(adapter.execute(logs_request(service="rare-service")))
     await until(reached.is_set)
     first.cancel()
@@ -381,12 +380,10 @@ async def test_a_stopped_scan_leaves_its_index_to_the_next_call(
     go_on.set()
     with pytest.raises(asyncio.CancelledError):
         await first
-    before = await still_after_a_while(parsed)
+    assert await still_after_a_while(parsed) < lines
 
     result = await adapter.execute(logs_request(service="rare-service", limit=200))
 
-    block_lines = 16 * 1024 // 60 + 1  # lines are longer than 60 bytes: a block holds fewer than this
-    assert before < lines <= parsed.lines <= lines + block_lines  # both calls together
     assert result == await LogFileAdapter(path).execute(logs_request(service="rare-service", limit=200))
     assert result.data["returned"] == 10
 
@@ -394,7 +391,7 @@ async def test_a_stopped_scan_leaves_its_index_to_the_next_call(
 @pytest.mark.parametrize("mib", [20, pytest.param(200, marks=pytest.mark.long)], ids=lambda mib: f"{mib}MiB")
 async def test_memory_does_not_grow_with_the_log_file(tmp_path: Path, mib: int) -> None:
     """The whole file is scanned (a window over all of it, every level), yet the adapter holds only
-    the best `limit` entries and a sparse index: before, every line was parsed and kept."""
+    the best `limit` entries and one chunk of the file: before, every line was parsed and kept."""
     message_bytes = 1000
     path = write_log(
         tmp_path / "big.ndjson", mib * 1024 * 1024 // (message_bytes + 90), message_bytes=message_bytes

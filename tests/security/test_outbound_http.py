@@ -276,7 +276,7 @@ def test_loki_reads_any_answer_within_its_cap_and_none_past_it(delta: int, encod
 async def loki_query(origin: str, **options: Any) -> Any:
     from tools.adapter import ToolRequest
     from tools.input_models import QueryLogsInput
-    from tools.logs_loki import LokiLogAdapter
+    from tools.logs.loki_source import LokiLogAdapter
 
     adapter = LokiLogAdapter(origin, {"payment-service": '{app="payment"}'}, **options)
     business = QueryLogsInput(
@@ -408,7 +408,7 @@ def test_the_trace_backfill_gives_up_on_a_dripping_collector(
 async def test_loki_is_bounded(hostile: str) -> None:
     from tools.adapter import ToolError, ToolRequest
     from tools.input_models import QueryLogsInput
-    from tools.logs_loki import LokiLogAdapter
+    from tools.logs.loki_source import LokiLogAdapter
 
     expected = {"gzip bomb": "RESULT_TOO_LARGE", "slow drip": "TIMEOUT", "endless body": "RESULT_TOO_LARGE"}
     with HostileServer(whole(200, b"")) as elsewhere:

@@ -29,8 +29,9 @@ from tools.input_models import LookupKnowledgeInput, QueryLogsInput
 from tools.knowledge import KnowledgeAdapter
 from tools.knowledge.parts import text_room
 from tools.knowledge.snippet import snippet
-from tools.logs_file import MAX_LABEL_CHARS, LogFileAdapter
-from tools.logs_loki import LokiLogAdapter
+from tools.logs.file_source import LogFileAdapter
+from tools.logs.loki_source import LokiLogAdapter
+from tools.logs.projection import MAX_LABEL_CHARS
 from tools.mysql.adapter import MysqlAdapter, _Cut, _Rows
 from tools.mysql.guard import guard_sql
 from tools.redaction import NOOP, REDACTED, Redactor
@@ -140,7 +141,8 @@ async def test_a_label_named_like_a_secret_is_judged_before_its_name_is_cut(tmp_
 def test_a_loki_line_and_label_are_redacted_before_they_are_cut(case: tuple[str, str, Redactor]) -> None:
     value, secret, redactor = case
     adapter = LokiLogAdapter("http://127.0.0.1:9/", {"svc": '{app="svc"}'}, redactor=redactor)
-    entry = adapter._project("svc", 1_764_468_000_000_000_000, {"app": value[-MAX_LABEL_CHARS - 20 :]}, value)
+    record = adapter._record("svc", 1_764_468_000_000_000_000, {"app": value[-MAX_LABEL_CHARS - 20 :]}, value)
+    entry = adapter._projection.entry(record)
     assert not shows_part_of(secret, json.dumps(entry, ensure_ascii=False))
 
 

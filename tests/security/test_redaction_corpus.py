@@ -126,7 +126,7 @@ def in_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
     monkeypatch.setattr(logging, "lastResort", logging.lastResort)
     _log_to_file()
     path = tmp_path / "state" / "diagnosis-console" / "diagnose.log"
-    logger = logging.getLogger("tools.logs_loki")
+    logger = logging.getLogger("tools.logs.loki_source")
 
     def place(text: str) -> tuple[str, str]:
         start = path.stat().st_size if path.exists() else 0
@@ -135,7 +135,7 @@ def in_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable
             stream.seek(start)
             line = stream.read().decode("utf-8")
         assert line.count("\n") == 1
-        return line.split(" tools.logs_loki: ", 1)[1][:-1], one_line("backend said: " + text)
+        return line.split(" tools.logs.loki_source: ", 1)[1][:-1], one_line("backend said: " + text)
 
     try:
         yield place

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import re
 import socket
 import tracemalloc
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -24,9 +25,9 @@ from hypothesis import strategies as st
 from tests.support.loki import LokiServer, loki_server_fixture, streams_body  # noqa: F401 (fixture)
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryLogsInput
-from tools.logql import build_logql, validate_config
-from tools.logs_file import LogFileAdapter
-from tools.logs_loki import QUERY_RANGE_PATH, LokiLogAdapter
+from tools.logs.file_source import LogFileAdapter
+from tools.logs.logql import build_logql, validate_config
+from tools.logs.loki_source import QUERY_RANGE_PATH, LokiLogAdapter
 from tools.vocabulary import EvidenceStatus
 
 PAYMENT = '{app="payment-service", namespace="prod"}'
@@ -137,7 +138,8 @@ def tokenize(query: str) -> list[tuple[str, str]]:
 
 
 PAYMENT_TOKENS = tokenize(PAYMENT)
-ERROR_FILTER = [("OP", "|"), ("IDENT", "level"), ("OP", "=~"), ("STRING", "(?i)error")]
+ERROR_OR_WORSE = "(?i)(alert|crit|critical|dpanic|emerg|emergency|err|error|fatal|panic|severe)"
+ERROR_FILTER = [("OP", "|"), ("IDENT", "level"), ("OP", "=~"), ("STRING", ERROR_OR_WORSE)]
 
 HOSTILE = [
     '"} |= "x',
@@ -202,13 +204,30 @@ def test_unprintable_or_long_contains_is_rejected_even_past_the_input_model(
 
 @pytest.mark.parametrize(
     ("level", "pattern"),
-    [("ERROR", "(?i)error"), ("WARN", "(?i)warn(ing)?"), ("INFO", "(?i)info"), ("DEBUG", "(?i)debug")],
+    [
+        ("FATAL", "(?i)(alert|crit|critical|dpanic|emerg|emergency|fatal|panic)"),
+        ("ERROR", ERROR_OR_WORSE),
+        (
+            "WARN",
+            "(?i)(alert|crit|critical|dpanic|emerg|emergency|err|error|fatal|panic|severe|warn|warning)",
+        ),
+    ],
 )
 def test_level_is_a_fixed_label_filter_on_the_configured_label(level: str, pattern: str) -> None:
+    """`level` means this severity or worse, in every spelling the file source reads."""
     query = build_logql(MATCHERS, "order-service", level, None, level_label="detected_level")
 
     assert query == '{app="order-service"} | detected_level=~"' + pattern + '"'
     assert tokenize(query)[-3:] == [("IDENT", "detected_level"), ("OP", "=~"), ("STRING", pattern)]
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+def test_a_lower_level_filter_accepts_every_level_above_it(level: str) -> None:
+    pattern = re.fullmatch(r'.*=~"(.*)"', build_logql(MATCHERS, "order-service", level, None))
+    assert pattern is not None
+    accepted = re.compile(pattern.group(1))
+    assert all(accepted.fullmatch(word) for word in ("info", "Notice", "WARNING", "err", "CRITICAL"))
+    assert not accepted.fullmatch("trace")
 
 
 def test_unknown_service_is_invalid_input() -> None:
@@ -236,7 +255,13 @@ async def test_request_carries_built_query_window_limit_and_no_tenant(
 
     assert result == AdapterResult(
         EvidenceStatus.EMPTY,
-        {"entries": [], "returned": 0, "truncated": False, "window": {"start": START, "end": END}},
+        {
+            "entries": [],
+            "returned": 0,
+            "matched": 0,
+            "truncated": False,
+            "window": {"start": START, "end": END},
+        },
     )
     [sent] = loki.requests
     assert sent.path == QUERY_RANGE_PATH

@@ -13,17 +13,16 @@ import unicodedata
 from collections.abc import Mapping
 
 from tools.adapter import ToolError
+from tools.logs.severity import Severity, spellings_at_or_above
 from tools.vocabulary import ErrorCode
 
 MAX_CONTAINS_CHARS = 200
-# Case-insensitive and alias-tolerant like the file source (which upper-cases and maps WARNING to WARN):
-# appenders and Loki's own `detected_level` write `error`, `ERROR` or `warning`; an exact `="ERROR"`
-# would silently answer EMPTY for them, and EMPTY reads as "no errors happened". Label regexes are anchored.
+# `level` means this severity or worse, in every spelling the file source normalises
+# (tools.logs.severity): appenders and Loki's own `detected_level` write `error`, `ERROR`, `warning` or
+# `critical`; an exact `="ERROR"` would silently answer EMPTY for them, and EMPTY reads as "no errors
+# happened". Label regexes are anchored, so each is a whole-value alternation.
 _LEVEL_PATTERNS = {
-    "ERROR": "(?i)error",
-    "WARN": "(?i)warn(ing)?",
-    "INFO": "(?i)info",
-    "DEBUG": "(?i)debug",
+    severity.name: "(?i)(" + "|".join(spellings_at_or_above(severity)) + ")" for severity in Severity
 }
 # Control, format, surrogate, private use, unassigned; line and paragraph separators.
 _UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})

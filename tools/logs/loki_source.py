@@ -1,6 +1,8 @@
 """query_logs over Grafana Loki's `query_range` HTTP API (`[logs] source = "loki"`).
 
-Same input and same projection as the NDJSON file source, so the model cannot tell which one answered.
+Same input as every source and the shared projection (`tools.logs.projection`), so the model cannot
+tell which source answered. Loki cannot count matches beyond the page it returns: a full page says
+`truncated`, and `matched` is then a lower bound.
 Everything the backend can do wrong is bounded by the one outbound client (`tools.outbound_http`): an
 overall deadline, no redirect (one could carry the tenant header elsewhere), a cap on the decoded
 body; failures are reduced to stable codes here. Backend text never reaches a ToolError: Loki error
@@ -13,17 +15,18 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import islice
-from typing import Any
 
 import httpx
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryLogsInput
-from tools.logql import build_logql, validate_config
-from tools.logs_file import MAX_LABELS, label
+from tools.logs.logql import build_logql, validate_config
+from tools.logs.projection import MAX_LABELS, LogProjection, NewestRecords, Window
+from tools.logs.record import LogRecord
+from tools.logs.severity import Severity, severity_of_field
 from tools.outbound_http import HttpBounds, OutboundRefused, ResponseTooLarge, bounded_client
 from tools.redaction import NOOP, Redactor
-from tools.vocabulary import ErrorCode, EvidenceStatus
+from tools.vocabulary import ErrorCode
 
 QUERY_RANGE_PATH = "/loki/api/v1/query_range"
 DEFAULT_LABEL_WHITELIST = (
@@ -37,7 +40,6 @@ DEFAULT_LABEL_WHITELIST = (
     "enterprise_id",
     "trace_id",
 )
-_LEVEL_ALIASES = {"WARNING": "WARN"}  # as the file source normalises levels
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NS_PER_S = 1_000_000_000
 _MAX_NS = 2**63 - 1  # Loki timestamps are int64 nanoseconds
@@ -68,7 +70,7 @@ class LokiLogAdapter:
         self._service_matchers = dict(service_matchers)
         self._max_window_ns = max_window_minutes * 60 * _NS_PER_S
         self._max_lines = max_lines
-        self._message_chars = message_chars
+        self._projection = LogProjection(message_chars, redactor=redactor)
         self._label_whitelist = tuple(label_whitelist)
         self._level_label = level_label
         headers = {"Accept": "application/json"}
@@ -99,19 +101,19 @@ class LokiLogAdapter:
                 "direction": "backward",
             }
         )
-        lines = _parse_streams(body)
-        # Stable sort: Loki already returns each stream newest first, ties keep that order.
-        lines.sort(key=lambda line: line[0], reverse=True)
-        entries = [self._project(params.service, *line) for line in lines[:limit]]
-        cut = any(len(text) > self._message_chars for _, _, text in lines[:limit])
-        data = {
-            "entries": entries,
-            "returned": len(entries),
+        newest = NewestRecords(limit)
+        # Loki returns each stream newest first: among equal instants, the earlier in the answer is newer.
+        for position, (ns, stream, text) in enumerate(_parse_streams(body)):
+            newest.offer((ns, -position), self._record(params.service, ns, stream, text))
+        records = newest.newest_first()
+        return self._projection.observation(
+            records,
+            matched=newest.matched,
+            window=Window(start_ns, end_ns),
+            level=None if params.level is None else Severity[params.level],
             # Loki cannot say whether more lines matched: a full page may hide older ones.
-            "truncated": len(entries) >= limit or cut,
-            "window": {"start": format_ns(start_ns), "end": format_ns(end_ns)},
-        }
-        return AdapterResult(EvidenceStatus.FOUND if entries else EvidenceStatus.EMPTY, data)
+            more_may_match=len(records) >= limit,
+        )
 
     def _window(self, params: QueryLogsInput) -> tuple[int, int]:
         """Clamp to the configured maximum, keeping `end`: the latest minutes matter most in an incident."""
@@ -136,16 +138,17 @@ class LokiLogAdapter:
         _raise_for_status(response.status_code)
         return response.content
 
-    def _project(self, service: str, ns: int, stream: dict[str, str], text: str) -> dict[str, Any]:
-        level = stream.get(self._level_label, "").upper()
+    def _record(self, service: str, ns: int, stream: dict[str, str], text: str) -> LogRecord:
         present = (key for key in self._label_whitelist if key in stream)
-        return {
-            "ts": format_ns(ns),
-            "service": service,
-            "level": _LEVEL_ALIASES.get(level, level),
-            "message": self._redactor.prefix(text, self._message_chars),
-            "labels": dict(label(key, stream[key], self._redactor) for key in islice(present, MAX_LABELS)),
-        }
+        return LogRecord(
+            instant_ns=ns,
+            service=service,
+            severity=severity_of_field(stream.get(self._level_label)),
+            message=text,
+            labels=tuple((key, stream[key]) for key in islice(present, MAX_LABELS)),
+            # Loki 3 writes `detected_level` from the line's text when no level was sent.
+            severity_inferred=self._level_label == "detected_level",
+        )
 
 
 def _raise_for_status(status: int) -> None:
@@ -208,16 +211,3 @@ def _to_ns(value: str) -> int:
     """Exact integer nanoseconds (the input model already guarantees an aware RFC3339 time)."""
     moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
-
-
-def format_ns(ns: int) -> str:
-    """RFC3339 UTC with `Z`, keeping Loki's nanoseconds; 0/3/6/9 digits like the file source's window."""
-    seconds, fraction = divmod(ns, _NS_PER_S)
-    base = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None).isoformat()
-    if fraction == 0:
-        return base + "Z"
-    if fraction % 1_000_000 == 0:
-        return f"{base}.{fraction // 1_000_000:03d}Z"
-    if fraction % 1000 == 0:
-        return f"{base}.{fraction // 1000:06d}Z"
-    return f"{base}.{fraction:09d}Z"
