@@ -3,7 +3,7 @@
 `systemd-journal-remote` (Debian package `systemd-journal-remote`) reads journal export format and
 writes a journal file exactly as a journald receiving those entries would; `journalctl` then reads
 it as it reads any journal. The fixtures are export-format files of real journals
-(tests/data/logs/journald/SOURCES.md). Where either program is missing the tests skip saying which,
+(tests/data/logs/SOURCES.md). Where either program is missing the tests skip saying which,
 unless DIAGNOSE_TEST_REQUIRE_JOURNALD=1 (as in CI), where they fail.
 """
 

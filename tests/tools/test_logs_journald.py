@@ -1,7 +1,7 @@
 """query_logs over the systemd journal (`[logs] source = "journald"`), on real journal files.
 
 No mock: the journals are written by systemd's own `systemd-journal-remote` from export-format
-fixtures of real machines (tests/data/logs/journald/SOURCES.md) and read by the real `journalctl`.
+fixtures of real machines (tests/data/logs/SOURCES.md) and read by the real `journalctl`.
 Every expected record was counted by hand from the fixture text. The tests of the process bounds
 (output cap, cancellation, an over-long entry, the environment) run a stand-in `journalctl` script
 instead, because no real journal can be made endless or slow on demand.
