@@ -139,7 +139,17 @@ def tokenize(query: str) -> list[tuple[str, str]]:
 
 PAYMENT_TOKENS = tokenize(PAYMENT)
 ERROR_OR_WORSE = "(?i)(alert|crit|critical|dpanic|emerg|emergency|err|error|fatal|panic|severe)"
-ERROR_FILTER = [("OP", "|"), ("IDENT", "level"), ("OP", "=~"), ("STRING", ERROR_OR_WORSE)]
+# Without a configured level label: the written `level`, or Loki 3's `detected_level`.
+ERROR_FILTER = [
+    ("OP", "|"),
+    ("IDENT", "level"),
+    ("OP", "=~"),
+    ("STRING", ERROR_OR_WORSE),
+    ("IDENT", "or"),
+    ("IDENT", "detected_level"),
+    ("OP", "=~"),
+    ("STRING", ERROR_OR_WORSE),
+]
 
 HOSTILE = [
     '"} |= "x',
@@ -333,7 +343,8 @@ async def test_limit_is_clamped_to_max_lines(
     ("status", "code", "reason"),
     [
         (400, "INVALID_INPUT", "BACKEND_REJECTED_QUERY"),
-        (401, "BACKEND_ERROR", None),
+        (401, "UNAVAILABLE", "AUTH_REJECTED"),
+        (403, "UNAVAILABLE", "AUTH_REJECTED"),
         (404, "BACKEND_ERROR", None),
         (413, "RESULT_TOO_LARGE", None),
         (429, "UNAVAILABLE", "RATE_LIMITED"),

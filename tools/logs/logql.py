@@ -24,6 +24,10 @@ MAX_CONTAINS_CHARS = 200
 _LEVEL_PATTERNS = {
     severity.name: "(?i)(" + "|".join(spellings_at_or_above(severity)) + ")" for severity in Severity
 }
+# With no level label configured: the label an appender or a pipeline wrote, else the one Loki 3
+# derives at ingestion (`detected_level`, from the line's text or its OpenTelemetry severity).
+WRITTEN_LEVEL_LABEL = "level"
+DETECTED_LEVEL_LABEL = "detected_level"
 # Control, format, surrogate, private use, unassigned; line and paragraph separators.
 _UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -34,9 +38,12 @@ def build_logql(
     service: str,
     level: str | None,
     contains: str | None,
-    level_label: str = "level",
+    level_label: str | None = None,
 ) -> str:
-    """`<configured selector> [| level=~"<fixed>"] [|= "<escaped contains>"]`."""
+    """`<configured selector> [| level=~"<fixed>"] [|= "<escaped contains>"]`.
+
+    Without a configured level label the filter reads `level=~"<fixed>" or detected_level=~"<fixed>"`:
+    a line passes on the level it was written with, or on the one Loki 3 detected for it."""
     selector = service_matchers.get(service)
     if selector is None:
         raise ToolError(ErrorCode.INVALID_INPUT, "UNKNOWN_SERVICE")
@@ -45,7 +52,8 @@ def build_logql(
         pattern = _LEVEL_PATTERNS.get(level)
         if pattern is None:
             raise ToolError(ErrorCode.INVALID_INPUT)
-        parts.append(f"| {level_label}=~{quote(pattern)}")
+        labels = (WRITTEN_LEVEL_LABEL, DETECTED_LEVEL_LABEL) if level_label is None else (level_label,)
+        parts.append("| " + " or ".join(f"{label}=~{quote(pattern)}" for label in labels))
     if contains is not None:
         parts.append(f"|= {quote(_checked_contains(contains))}")
     return " ".join(parts)
@@ -56,7 +64,7 @@ def quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def validate_config(service_matchers: Mapping[str, str], level_label: str) -> None:
+def validate_config(service_matchers: Mapping[str, str], level_label: str | None) -> None:
     """Fail at wiring time, not on the model's first call: a broken matcher would 400 on every query."""
     if not service_matchers:
         raise ValueError("at least one service matcher is required")
@@ -64,7 +72,7 @@ def validate_config(service_matchers: Mapping[str, str], level_label: str) -> No
         text = selector.strip()
         if not (text.startswith("{") and text.endswith("}") and len(text) > 2) or not _printable(text):
             raise ValueError(f"matcher for service {service!r} is not a LogQL stream selector {{...}}")
-    if not _LABEL_NAME.fullmatch(level_label):
+    if level_label is not None and not _LABEL_NAME.fullmatch(level_label):
         raise ValueError(f"level label {level_label!r} is not a LogQL label name")
 
 

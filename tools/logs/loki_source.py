@@ -3,14 +3,20 @@
 Same input as every source and the shared projection (`tools.logs.projection`), so the model cannot
 tell which source answered. Loki cannot count matches beyond the page it returns: a full page says
 `truncated`, and `matched` is then a lower bound.
-Everything the backend can do wrong is bounded here: explicit timeouts, no redirects (a redirect could
-carry the tenant header elsewhere), a byte cap enforced while streaming, and failures reduced to stable
-codes. Backend text never reaches a ToolError: Loki error bodies echo the query and internal addresses.
+Everything the backend can do wrong is bounded by `tools.logs.http_exchange`: timeouts and an overall
+deadline, no redirects (one could carry the tenant and auth headers elsewhere), no compressed answer,
+a byte cap enforced while streaming, failures reduced to stable codes. Backend text never reaches a
+ToolError: Loki error bodies echo the query and internal addresses. A hosted Loki's credentials (a
+bearer token, or basic auth) arrive as a ready `Authorization` header built from the variables the
+configuration names.
+
+Severity: the configured level label, or without one the `level` label an appender wrote, else
+Loki 3's `detected_level` (derived at ingestion from the line's text or OpenTelemetry severity; the
+entry then says `level_inferred`, and `unknown` is no severity).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import islice
@@ -19,7 +25,16 @@ import httpx
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryLogsInput
-from tools.logs.logql import build_logql, validate_config
+from tools.logs.http_exchange import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_DEADLINE_S,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_READ_TIMEOUT_S,
+    exchange,
+    json_document,
+    log_server_client,
+)
+from tools.logs.logql import DETECTED_LEVEL_LABEL, WRITTEN_LEVEL_LABEL, build_logql, validate_config
 from tools.logs.projection import MAX_LABELS, LogProjection, NewestRecords, Window
 from tools.logs.record import LogRecord
 from tools.logs.severity import Severity, severity_of_field
@@ -55,10 +70,12 @@ class LokiLogAdapter:
         max_lines: int = 200,
         message_chars: int = 500,
         label_whitelist: Sequence[str] = DEFAULT_LABEL_WHITELIST,
-        connect_timeout_s: float = 3.0,
-        read_timeout_s: float = 10.0,
-        max_body_bytes: int = 2_000_000,
-        level_label: str = "level",
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        level_label: str | None = None,
+        headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         validate_config(service_matchers, level_label)
@@ -68,18 +85,16 @@ class LokiLogAdapter:
         self._projection = LogProjection(message_chars)
         self._label_whitelist = tuple(label_whitelist)
         self._max_body_bytes = max_body_bytes
+        self._deadline_s = deadline_s
         self._level_label = level_label
-        # identity: the byte cap must bound memory, and one compressed chunk can inflate a thousandfold.
-        headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
+        sent = dict(headers or {})
         if tenant:
-            headers["X-Scope-OrgID"] = tenant
-        self._client = httpx.AsyncClient(
-            base_url=base_url,
-            headers=headers,
-            follow_redirects=False,
-            timeout=httpx.Timeout(
-                connect=connect_timeout_s, read=read_timeout_s, write=read_timeout_s, pool=connect_timeout_s
-            ),
+            sent["X-Scope-OrgID"] = tenant
+        self._client = log_server_client(
+            base_url,
+            sent,
+            connect_timeout_s=connect_timeout_s,
+            read_timeout_s=read_timeout_s,
             transport=transport,
         )
 
@@ -95,14 +110,20 @@ class LokiLogAdapter:
         )
         start_ns, end_ns = self._window(params)
         limit = min(params.limit, self._max_lines)
-        body = await self._fetch(
-            {
+        body = await exchange(
+            self._client,
+            "GET",
+            QUERY_RANGE_PATH,
+            check_status=_raise_for_status,
+            params={
                 "query": query,
                 "start": str(start_ns),
                 "end": str(end_ns + 1),  # Loki's end is exclusive; the tool's window includes `end`
                 "limit": str(limit),
                 "direction": "backward",
-            }
+            },
+            max_body_bytes=self._max_body_bytes,
+            deadline_s=self._deadline_s,
         )
         newest = NewestRecords(limit)
         # Loki returns each stream newest first: among equal instants, the earlier in the answer is newer.
@@ -125,36 +146,27 @@ class LokiLogAdapter:
             raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
         return max(start, end - self._max_window_ns), end
 
-    async def _fetch(self, query_params: dict[str, str]) -> bytes:
-        try:
-            async with self._client.stream("GET", QUERY_RANGE_PATH, params=query_params) as response:
-                _raise_for_status(response.status_code)
-                if response.headers.get("content-encoding", "identity").lower() != "identity":
-                    raise ToolError(ErrorCode.BACKEND_ERROR)
-                body = bytearray()
-                async for chunk in response.aiter_raw():
-                    body += chunk
-                    if len(body) > self._max_body_bytes:
-                        raise ToolError(ErrorCode.RESULT_TOO_LARGE)
-                return bytes(body)
-        except httpx.TimeoutException as exc:
-            raise ToolError(ErrorCode.TIMEOUT) from exc
-        except httpx.NetworkError as exc:  # connect refused, reset, DNS failure
-            raise ToolError(ErrorCode.UNAVAILABLE) from exc
-        except httpx.HTTPError as exc:  # protocol violations, unsupported scheme
-            raise ToolError(ErrorCode.BACKEND_ERROR) from exc
-
     def _record(self, service: str, ns: int, stream: dict[str, str], text: str) -> LogRecord:
         present = (key for key in self._label_whitelist if key in stream)
+        severity, inferred = self._severity(stream)
         return LogRecord(
             instant_ns=ns,
             service=service,
-            severity=severity_of_field(stream.get(self._level_label)),
+            severity=severity,
             message=text,
             labels=tuple((key, stream[key]) for key in islice(present, MAX_LABELS)),
-            # Loki 3 writes `detected_level` from the line's text when no level was sent.
-            severity_inferred=self._level_label == "detected_level",
+            severity_inferred=inferred,
         )
+
+    def _severity(self, stream: Mapping[str, str]) -> tuple[Severity | None, bool]:
+        """(severity, whether Loki derived it): the configured label, else `level`, else `detected_level`."""
+        if self._level_label is not None:
+            return severity_of_field(stream.get(self._level_label)), self._level_label == DETECTED_LEVEL_LABEL
+        written = severity_of_field(stream.get(WRITTEN_LEVEL_LABEL))
+        if written is not None:
+            return written, False
+        detected = severity_of_field(stream.get(DETECTED_LEVEL_LABEL))
+        return detected, detected is not None
 
 
 def _raise_for_status(status: int) -> None:
@@ -162,6 +174,8 @@ def _raise_for_status(status: int) -> None:
         return
     if status == 400:
         raise ToolError(ErrorCode.INVALID_INPUT, "BACKEND_REJECTED_QUERY")
+    if status in (401, 403):  # a hosted Loki refused the configured credentials
+        raise ToolError(ErrorCode.UNAVAILABLE, "AUTH_REJECTED")
     if status == 413:
         raise ToolError(ErrorCode.RESULT_TOO_LARGE)
     if status == 429:
@@ -170,17 +184,12 @@ def _raise_for_status(status: int) -> None:
         raise ToolError(ErrorCode.TIMEOUT)
     if status >= 500:
         raise ToolError(ErrorCode.UNAVAILABLE)
-    raise ToolError(ErrorCode.BACKEND_ERROR)  # redirects (never followed), auth failures, wrong path
+    raise ToolError(ErrorCode.BACKEND_ERROR)  # redirects (never followed), wrong path
 
 
 def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
     """(ns, stream labels, line) for every value, or BACKEND_ERROR for anything not Loki's streams shape."""
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        raise ToolError(ErrorCode.BACKEND_ERROR) from None
-    if not isinstance(document, dict):
-        raise ToolError(ErrorCode.BACKEND_ERROR)
+    document = json_document(body)
     data = document.get("data")
     if (
         document.get("status") != "success"
@@ -209,8 +218,22 @@ def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
             ns = int(ts)
             if ns > _MAX_NS:
                 raise ToolError(ErrorCode.BACKEND_ERROR)
-            lines.append((ns, stream, text))
+            lines.append((ns, _with_metadata(stream, value[2] if len(value) == 3 else None), text))
     return lines
+
+
+def _with_metadata(stream: dict[str, str], categorized: object) -> dict[str, str]:
+    """The stream's labels and, when Loki answered with categorised labels, the entry's structured
+    metadata (where Loki 3 keeps `detected_level`) and parsed labels: one flat mapping, as Loki's
+    default answer has it."""
+    if not isinstance(categorized, dict):
+        return stream
+    merged = dict(stream)
+    for group in ("structuredMetadata", "parsed"):
+        labels = categorized.get(group)
+        if isinstance(labels, dict):
+            merged.update((key, value) for key, value in labels.items() if isinstance(value, str))
+    return merged
 
 
 def _to_ns(value: str) -> int:
