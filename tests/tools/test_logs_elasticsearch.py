@@ -21,9 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.evidence import build_adapters
+from agent.settings import ConfigError, load_settings
 from tests.support.elasticsearch import ElasticsearchServer, elasticsearch_server_fixture, nested  # noqa: F401
 from tests.support.http_stub import StubServer, running
 from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.definitions import ToolName
 from tools.input_models import QueryLogsInput
 from tools.logs.elasticsearch_source import ElasticsearchLogAdapter, check_index, level_spellings
 from tools.logs.severity import Severity
@@ -492,3 +495,53 @@ async def test_a_text_mapped_service_field_fails_loudly_instead_of_matching_noth
         error = await failure(make(base_url=server.url, index="logs-*"), service="ES_ECS")
 
     assert (error.code, error.reason) == ("BACKEND_ERROR", "BACKEND_REJECTED_QUERY")
+
+
+# --- the configuration -------------------------------------------------------------------------------
+
+
+async def test_the_configuration_wires_url_index_renamed_fields_and_credential(
+    indexed: ElasticsearchServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DIAGNOSE_TEST_ES_KEY", "c2VjcmV0LWlkOnNlY3JldC1rZXk=")
+    indexed.authorization = "ApiKey c2VjcmV0LWlkOnNlY3JldC1rZXk="
+    logs = {
+        "source": "elasticsearch",
+        "url": indexed.url,
+        "index": "filebeat-*",
+        "api_key_env": "DIAGNOSE_TEST_ES_KEY",
+    }
+    settings = load_settings(overrides={"logs": {**logs, "fields": {"service": "service.type"}}})
+
+    adapter = build_adapters(settings)[ToolName.QUERY_LOGS]
+    assert isinstance(adapter, ElasticsearchLogAdapter)
+    try:
+        result = await query(
+            adapter, service="apache", level="ERROR", start="2011-09-09T12:00:00Z", end="2011-09-09T13:00:00Z"
+        )
+    finally:
+        await adapter.aclose()
+
+    assert result.data["matched"] == 1  # File does not exist: /usr/local/apache2/htdocs/favicon.ico
+    assert indexed.requests[-1].path == "/filebeat-*/_search"
+
+
+@pytest.mark.parametrize(
+    ("logs", "says"),
+    [
+        ({"source": "elasticsearch"}, "needs url"),
+        (
+            {"source": "elasticsearch", "url": "http://127.0.0.1:9", "index": "../_all"},
+            "is not an Elasticsearch index",
+        ),
+        (
+            {"source": "elasticsearch", "url": "http://127.0.0.1:9", "fields": {"level": "log.\nlevel"}},
+            "is not a field name",
+        ),
+    ],
+)
+def test_a_configuration_elasticsearch_cannot_use_is_refused_at_wiring(
+    logs: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=says):
+        build_adapters(load_settings(overrides={"logs": logs}))

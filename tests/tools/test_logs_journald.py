@@ -19,8 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent.evidence import build_adapters
+from agent.settings import ConfigError, load_settings
 from tests.support.journald import journalctl, write_journal
 from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.definitions import ToolName
 from tools.input_models import QueryLogsInput
 from tools.logs.journald_source import JournaldLogAdapter
 from tools.vocabulary import EvidenceStatus
@@ -340,3 +343,24 @@ async def test_a_failing_journalctl_is_unavailable_and_its_text_stays_in_the_log
     assert (caught.value.code, caught.value.reason) == ("UNAVAILABLE", None)
     assert "insufficient permissions" not in str(caught.value)
     assert "insufficient permissions" in caplog.text
+
+
+# --- the configuration ---------------------------------------------------------------------------
+
+
+async def test_the_configuration_reads_a_journal_folder(crash_journal: Path) -> None:
+    settings = load_settings(overrides={"logs": {"source": "journald", "path": str(crash_journal)}})
+
+    adapter = build_adapters(settings)[ToolName.QUERY_LOGS]
+
+    assert isinstance(adapter, JournaldLogAdapter)
+    assert (await query(adapter, service="sddm", level="ERROR")).data["matched"] == 2
+
+
+def test_without_journalctl_the_configuration_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    with pytest.raises(ConfigError, match=r"needs journalctl \(systemd\)"):
+        build_adapters(load_settings(overrides={"logs": {"source": "journald"}}))
