@@ -130,7 +130,7 @@ async def test_ecs_field_names_by_default(
                     "range": {
                         "@timestamp": {
                             "gte": "2020-04-14T00:00:00Z",
-                            "lte": "2020-04-15T00:00:00Z",
+                            "lte": "2020-04-15T00:00:00.999999Z",  # an end on a whole second covers it
                             "format": "strict_date_optional_time_nanos",
                         }
                     }

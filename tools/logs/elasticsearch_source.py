@@ -34,7 +34,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 from urllib.parse import quote
@@ -171,7 +171,7 @@ class ElasticsearchLogAdapter:
     async def execute(self, request: ToolRequest) -> AdapterResult:
         params = request.input
         assert isinstance(params, QueryLogsInput)
-        window = self._window(params)
+        window = Window.asked(params.start, params.end, self._max_window_ns)
         limit = min(params.limit, self._max_lines)
         level = None if params.level is None else Severity[params.level]
         body = await exchange(
@@ -205,13 +205,6 @@ class ElasticsearchLogAdapter:
             services_in_window=answer.services,
             more_may_match=answer.total_is_lower_bound,
         )
-
-    def _window(self, params: QueryLogsInput) -> Window:
-        """Clamp to the configured maximum, keeping `end`: the latest minutes matter most in an incident."""
-        start, end = _to_ns(params.start), _to_ns(params.end)
-        if end < start:
-            raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
-        return Window(max(start, end - self._max_window_ns), end)
 
     def _record(self, service: str, hit: dict[str, Any]) -> LogRecord | None:
         source = hit["_source"]
@@ -272,7 +265,7 @@ def search_body(
                         "range": {
                             fields["time"]: {
                                 "gte": format_ns(window.start_ns),
-                                "lte": format_ns(window.end_ns),
+                                "lte": format_ns(window.through_ns),
                                 "format": "strict_date_optional_time_nanos",
                             }
                         }
@@ -393,9 +386,3 @@ def _text(value: object) -> str:
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return "\n".join(value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _to_ns(value: str) -> int:
-    """Exact integer nanoseconds (the input model already guarantees an aware RFC 3339 time)."""
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return (moment - _EPOCH) // timedelta(microseconds=1) * 1000

@@ -22,7 +22,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
@@ -128,10 +128,10 @@ class JournaldLogAdapter:
     async def execute(self, request: ToolRequest) -> AdapterResult:
         params = request.input
         assert isinstance(params, QueryLogsInput)
-        window = self._window(params)
+        window = Window.asked(params.start, params.end, self._max_window_ns)
         limit = min(params.limit, self._max_lines)
         level = None if params.level is None else Severity[params.level]
-        needle = None if params.contains is None else params.contains.casefold()
+        needle = None if params.contains is None else params.contains.lower()
         newest = NewestRecords(limit)
         without_level = 0
         seen = 0
@@ -140,7 +140,7 @@ class JournaldLogAdapter:
             nonlocal without_level, seen
             seen += 1
             message = _text(entry.fields.get("MESSAGE"))
-            if needle is not None and needle not in message.casefold():
+            if needle is not None and needle not in message.lower():
                 return
             severity = _priority(entry.fields.get("PRIORITY"))
             if level is not None:
@@ -169,13 +169,6 @@ class JournaldLogAdapter:
             more_may_match=reading.capped,
         )
 
-    def _window(self, params: QueryLogsInput) -> Window:
-        """Clamp to the configured maximum, keeping `end`: the latest minutes matter most in an incident."""
-        start, end = _to_ns(params.start), _to_ns(params.end)
-        if end < start:
-            raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
-        return Window(max(start, end - self._max_window_ns), end)
-
     async def _services_in(self, window: Window) -> list[str]:
         """The identifiers and units that wrote in the window (bounded), for a service that wrote nothing."""
         found: dict[str, None] = {}
@@ -201,7 +194,7 @@ class JournaldLogAdapter:
             "--no-pager",
             f"--output-fields={_OUTPUT_FIELDS}",
             f"--since=@{_seconds(-(-window.start_ns // _NS_PER_US))}",
-            f"--until=@{_seconds(window.end_ns // _NS_PER_US)}",
+            f"--until=@{_seconds(window.through_ns // _NS_PER_US)}",
             *self._source,
             "--",
             *matches,
@@ -385,9 +378,3 @@ def _seconds(us: int) -> str:
     """An instant for `--since=@` / `--until=@`: epoch seconds with six decimals, exact to the microsecond."""
     seconds, micros = divmod(us, 1_000_000)
     return f"{seconds}.{micros:06d}"
-
-
-def _to_ns(value: str) -> int:
-    """Exact integer nanoseconds (the input model already guarantees an aware RFC 3339 time)."""
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return (moment - _EPOCH) // timedelta(microseconds=1) * _NS_PER_US
