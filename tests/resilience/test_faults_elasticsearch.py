@@ -1,0 +1,116 @@
+"""Elasticsearch / OpenSearch misbehaving under a real run (`[logs] source = "elasticsearch"`), through
+`diagnose run`.
+
+No server can be installed here: a local HTTP server on 127.0.0.1 answers `_search` as the
+Elasticsearch reference documents it (tests/support/elasticsearch.py) and is told to misbehave. The
+tool call must end as one typed observation (ERROR with a stable code, or CANCELLED at the run's
+deadline) and the run must go on to its Draft; the server's text reaches neither the model, the
+events nor the audit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.audit_reader import AuditReader
+from tests.support.elasticsearch import ElasticsearchServer
+from tests.support.http_stub import running
+from tests.support.resilience import (
+    WINDOW,
+    assert_audit_consistent,
+    one_call_then_draft,
+    read_events,
+    run_cli,
+    tool_call,
+    write_config,
+    write_scenario,
+)
+
+BACKEND_TEXT = "search_phase_execution_exception at 10.42.0.9:9300 index=acme-internal"
+LOGS_CALL = tool_call(
+    "call-1", "query_logs", {"service": "checkout", **WINDOW, "level": "ERROR", "limit": 20}
+)
+
+
+@pytest.fixture
+def elasticsearch() -> Iterator[ElasticsearchServer]:
+    with running(ElasticsearchServer()) as server:
+        yield server
+
+
+def _run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, server: ElasticsearchServer, deadline_s: float = 60.0
+) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    config = write_config(
+        tmp_path / "config.toml",
+        {"budget": {"deadline_s": deadline_s}, "logs": {"source": "elasticsearch", "url": server.url}},
+    )
+    audit, events_file = tmp_path / "audit.db", tmp_path / "events.ndjson"
+    run = run_cli(
+        capsys,
+        "run", "--scenario", write_scenario(tmp_path, one_call_then_draft(LOGS_CALL)), "--config", config,
+        "--json", "--audit-db", audit, "--events", events_file,
+    )  # fmt: skip
+    result = run.result
+    assert_audit_consistent(audit, [result["run_id"]])
+    (invocation,) = AuditReader(audit).invocations(result["run_id"])
+    for text in (run.out, run.err, events_file.read_text(encoding="utf-8"), json.dumps(invocation)):
+        assert BACKEND_TEXT not in text
+    finished = [event for event in read_events(events_file) if event["type"] == "tool_finished"]
+    assert len(finished) == 1 and finished[0]["status"] == invocation["status"]
+    return run.code, result, invocation
+
+
+def _endless() -> Iterator[bytes]:
+    yield b'{"hits":{"hits":[{"_source":{"message":"'
+    while True:
+        yield b"y" * 65536
+
+
+@pytest.mark.parametrize(
+    ("misbehave", "code", "reason"),
+    [
+        (lambda es: es.reply_status(503, BACKEND_TEXT.encode()), "UNAVAILABLE", None),
+        (lambda es: es.reply_status(400, BACKEND_TEXT.encode()), "BACKEND_ERROR", "BACKEND_REJECTED_QUERY"),
+        (lambda es: es.reply_raw(BACKEND_TEXT.encode()), "BACKEND_ERROR", None),
+        (lambda es: es.reply_stream(_endless, None), "RESULT_TOO_LARGE", None),
+        (lambda es: es.reply_redirect("http://127.0.0.1:9/_search", 301), "BACKEND_ERROR", None),
+    ],
+    ids=["503", "400", "not-json", "endless-body", "redirect"],
+)
+def test_a_misbehaving_search_server_is_one_typed_error(
+    misbehave: Callable[[ElasticsearchServer], None],
+    code: str,
+    reason: str | None,
+    elasticsearch: ElasticsearchServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    misbehave(elasticsearch)
+
+    exit_code, result, invocation = _run(capsys, tmp_path, elasticsearch)
+
+    assert (exit_code, result["outcome"], result["stop_reason"]) == (0, "DRAFT", "COMPLETED")
+    assert (invocation["status"], invocation["error_code"], invocation["reason"]) == ("ERROR", code, reason)
+    assert len(elasticsearch.requests) == 1, "no retry"
+
+
+def test_a_hanging_search_server_is_cancelled_at_the_run_deadline(
+    elasticsearch: ElasticsearchServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elasticsearch.reply_hang(60)
+
+    exit_code, result, invocation = _run(capsys, tmp_path, elasticsearch, deadline_s=1.5)
+
+    assert (exit_code, result["outcome"], result["stop_reason"]) == (
+        11,
+        "BUDGET_EXHAUSTED",
+        "DEADLINE_EXCEEDED",
+    )
+    assert invocation["status"] == "CANCELLED"
+    assert elasticsearch.hangs_ended == 0  # the deadline ended it while the server still hung
