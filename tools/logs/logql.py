@@ -1,9 +1,11 @@
 """LogQL for query_logs, built only from structured input: the model picks values, it never writes a query.
 
 The stream selector is a fixed matcher the config author wrote, chosen by service name; the level becomes
-a fixed label filter from a table; `contains` is the only model text and it is emitted as exactly one
-double-quoted LogQL string literal (Go `strconv.Unquote` rules, which Loki's lexer applies), so whatever
-it holds it can only ever be the substring a `|=` line filter looks for.
+a fixed label filter from a table; `contains` is the only model text. It becomes one case-insensitive
+regular-expression line filter, `|~ "(?i)<contains with every RE2 metacharacter escaped>"` (Loki runs a
+`(?i)` literal as a case-insensitive substring search), emitted as exactly one double-quoted LogQL string
+literal (Go `strconv.Unquote` rules, which Loki's lexer applies): whatever it holds it can only ever be
+the text the filter looks for, in any case, as for every other source.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ DETECTED_LEVEL_LABEL = "detected_level"
 # Control, format, surrogate, private use, unassigned; line and paragraph separators.
 _UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RE2_SPECIAL = frozenset("\\.+*?()|[]{}^$")
 
 
 def build_logql(
@@ -40,7 +43,7 @@ def build_logql(
     contains: str | None,
     level_label: str | None = None,
 ) -> str:
-    """`<configured selector> [| level=~"<fixed>"] [|= "<escaped contains>"]`.
+    """`<configured selector> [| level=~"<fixed>"] [|~ "(?i)<escaped contains>"]`.
 
     Without a configured level label the filter reads `level=~"<fixed>" or detected_level=~"<fixed>"`:
     a line passes on the level it was written with, or on the one Loki 3 detected for it."""
@@ -55,8 +58,13 @@ def build_logql(
         labels = (WRITTEN_LEVEL_LABEL, DETECTED_LEVEL_LABEL) if level_label is None else (level_label,)
         parts.append("| " + " or ".join(f"{label}=~{quote(pattern)}" for label in labels))
     if contains is not None:
-        parts.append(f"|= {quote(_checked_contains(contains))}")
+        parts.append(f"|~ {quote('(?i)' + re2_literal(_checked_contains(contains)))}")
     return " ".join(parts)
+
+
+def re2_literal(text: str) -> str:
+    """`text` as an RE2 pattern matching exactly it: Go's `regexp.QuoteMeta`."""
+    return "".join("\\" + ch if ch in _RE2_SPECIAL else ch for ch in text)
 
 
 def quote(text: str) -> str:
