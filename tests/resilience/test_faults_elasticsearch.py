@@ -10,26 +10,15 @@ events nor the audit.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.audit_reader import AuditReader
 from tests.support.elasticsearch import ElasticsearchServer
 from tests.support.http_stub import running
-from tests.support.resilience import (
-    WINDOW,
-    assert_audit_consistent,
-    one_call_then_draft,
-    read_events,
-    run_cli,
-    tool_call,
-    write_config,
-    write_scenario,
-)
+from tests.support.resilience import WINDOW, run_one_logs_call, tool_call
 
 BACKEND_TEXT = "search_phase_execution_exception at 10.42.0.9:9300 index=acme-internal"
 LOGS_CALL = tool_call(
@@ -46,24 +35,9 @@ def elasticsearch() -> Iterator[ElasticsearchServer]:
 def _run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, server: ElasticsearchServer, deadline_s: float = 60.0
 ) -> tuple[int, dict[str, Any], dict[str, Any]]:
-    config = write_config(
-        tmp_path / "config.toml",
-        {"budget": {"deadline_s": deadline_s}, "logs": {"source": "elasticsearch", "url": server.url}},
-    )
-    audit, events_file = tmp_path / "audit.db", tmp_path / "events.ndjson"
-    run = run_cli(
-        capsys,
-        "run", "--scenario", write_scenario(tmp_path, one_call_then_draft(LOGS_CALL)), "--config", config,
-        "--json", "--audit-db", audit, "--events", events_file,
-    )  # fmt: skip
-    result = run.result
-    assert_audit_consistent(audit, [result["run_id"]])
-    (invocation,) = AuditReader(audit).invocations(result["run_id"])
-    for text in (run.out, run.err, events_file.read_text(encoding="utf-8"), json.dumps(invocation)):
-        assert BACKEND_TEXT not in text
-    finished = [event for event in read_events(events_file) if event["type"] == "tool_finished"]
-    assert len(finished) == 1 and finished[0]["status"] == invocation["status"]
-    return run.code, result, invocation
+    logs = {"source": "elasticsearch", "url": server.url}
+    run = run_one_logs_call(capsys, tmp_path, logs, LOGS_CALL, BACKEND_TEXT, deadline_s)
+    return run.code, run.result, run.invocation
 
 
 def _endless() -> Iterator[bytes]:
