@@ -40,19 +40,13 @@ def _run(
     return run.code, run.result, run.invocation
 
 
-def _endless() -> Iterator[bytes]:
-    yield b'{"hits":{"hits":[{"_source":{"message":"'
-    while True:
-        yield b"y" * 65536
-
-
 @pytest.mark.parametrize(
     ("misbehave", "code", "reason"),
     [
         (lambda es: es.reply_status(503, BACKEND_TEXT.encode()), "UNAVAILABLE", None),
         (lambda es: es.reply_status(400, BACKEND_TEXT.encode()), "BACKEND_ERROR", "BACKEND_REJECTED_QUERY"),
         (lambda es: es.reply_raw(BACKEND_TEXT.encode()), "BACKEND_ERROR", None),
-        (lambda es: es.reply_stream(_endless, None), "RESULT_TOO_LARGE", None),
+        (lambda es: es.reply_endless(), "RESULT_TOO_LARGE", None),
         (lambda es: es.reply_redirect("http://127.0.0.1:9/_search", 301), "BACKEND_ERROR", None),
     ],
     ids=["503", "400", "not-json", "endless-body", "redirect"],

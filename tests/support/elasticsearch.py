@@ -86,6 +86,10 @@ class ElasticsearchServer(StubServer):
     def add(self, index: str, documents: list[dict[str, Any]]) -> None:
         self.indices.setdefault(index, []).extend(documents)
 
+    def reply_endless(self) -> None:
+        """A search response whose one message never ends (chunked, 64 KiB at a time)."""
+        self.reply_stream(_endless_response, None)
+
     def answer_normally(self, handler: StubHandler, request: RecordedRequest) -> None:
         if self.authorization is not None and request.headers.get("authorization") != self.authorization:
             error = SearchError(
@@ -326,6 +330,13 @@ class ElasticsearchServer(StubServer):
             else:
                 raise SearchError(400, "parsing_exception", f"Unknown aggregation type [{kind}]")
         return answers
+
+
+def _endless_response() -> Iterator[bytes]:
+    yield b'{"took":1,"timed_out":false,"hits":{"total":{"value":1,"relation":"eq"},'
+    yield b'"hits":[{"_source":{"message":"'
+    while True:
+        yield b"x" * 65536
 
 
 def _value(doc: Mapping[str, Any], field: str) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import tracemalloc
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -351,13 +351,6 @@ def test_level_spellings_cover_every_case_a_keyword_field_holds() -> None:
 BACKEND_TEXT = "parse error at 10.42.0.7:9200 index=acme-internal"
 
 
-def _endless() -> Iterator[bytes]:
-    yield b'{"took":1,"timed_out":false,"hits":{"total":{"value":1,"relation":"eq"},'
-    yield b'"hits":[{"_source":{"message":"'
-    while True:
-        yield b"x" * 65536
-
-
 @pytest.mark.parametrize(
     ("misbehave", "code", "reason"),
     [
@@ -405,7 +398,7 @@ def _endless() -> Iterator[bytes]:
             "PARTIAL_RESULTS",
         ),
         (lambda es: es.reply_raw(b"{}", {"Content-Encoding": "gzip"}), "BACKEND_ERROR", None),
-        (lambda es: es.reply_stream(_endless, None), "RESULT_TOO_LARGE", None),
+        (lambda es: es.reply_endless(), "RESULT_TOO_LARGE", None),
     ],
     ids=[
         "500",
@@ -445,7 +438,7 @@ async def test_a_misbehaving_server_is_one_typed_error(
 async def test_an_endless_body_costs_no_more_memory_than_the_cap(
     elasticsearch: ElasticsearchServer, make: Callable[..., ElasticsearchLogAdapter]
 ) -> None:
-    elasticsearch.reply_stream(_endless, None)
+    elasticsearch.reply_endless()
     adapter = make(max_body_bytes=2_000_000)
 
     tracemalloc.start()
