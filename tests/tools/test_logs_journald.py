@@ -10,13 +10,14 @@ instead, because no real journal can be made endless or slow on demand.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agent.evidence import build_adapters
@@ -25,7 +26,7 @@ from tests.support.journald import journalctl, write_journal
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.definitions import ToolName
 from tools.input_models import QueryLogsInput
-from tools.logs.journald_source import JournaldLogAdapter
+from tools.logs.journald_source import JournaldLogAdapter, line_cannot_hold, raw_needle
 from tools.vocabulary import EvidenceStatus
 
 # The sddm crash on a Raspberry Pi 4, 2021-03-13: 86 entries between these two instants.
@@ -377,3 +378,23 @@ def test_without_journalctl_the_configuration_says_what_is_missing(
 
     with pytest.raises(ConfigError, match=r"needs journalctl \(systemd\)"):
         build_adapters(load_settings(overrides={"logs": {"source": "journald"}}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(message=st.text(), contains=st.text(_TEXT, min_size=1, max_size=12))
+@example(message="\u212a Kelvin", contains="k k")
+@example(message="\u0130STANBUL", contains="istanbul")
+@example(message='said "hi"\nthen \\ left', contains="then \\ left")
+def test_an_entry_is_passed_over_unparsed_only_when_its_message_cannot_hold_contains(
+    message: str, contains: str
+) -> None:
+    """The shortcut that skips JSON parsing never hides a match: whatever the message holds (the
+    Kelvin sign lower-cases to `k`, escapes, non-ASCII), an entry whose message contains the text
+    in any case is parsed."""
+    needle = raw_needle(contains.lower())
+    entry = {"__REALTIME_TIMESTAMP": "1", "MESSAGE": message}
+    # As journalctl writes it (UTF-8 as it is), and as a writer escaping all non-ASCII text would.
+    lines = [json.dumps(entry, separators=(",", ":"), ensure_ascii=ascii).encode() for ascii in (False, True)]
+
+    if needle is not None and contains.lower() in message.lower():
+        assert not any(line_cannot_hold(line, needle) for line in lines)

@@ -59,7 +59,7 @@ LABEL_FIELDS = (
     "_COMM",
     "_HOSTNAME",
 )
-_OUTPUT_FIELDS = ",".join(("MESSAGE", "PRIORITY", *LABEL_FIELDS))
+OUTPUT_FIELDS = ",".join(("MESSAGE", "PRIORITY", *LABEL_FIELDS))
 DEFAULT_MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 # journald cuts stream lines at 48 KiB (`LineMax=`); native-protocol messages can be larger.
 DEFAULT_MAX_ENTRY_BYTES = 1024 * 1024
@@ -96,6 +96,7 @@ class _Reading:
     """What one journalctl run left behind besides its entries."""
 
     output_bytes: int = 0
+    passed_over: int = 0  # entries whose line cannot hold `contains`, never parsed
     capped: bool = False
     unreadable: int = 0
     exit_status: int | None = None
@@ -155,9 +156,15 @@ class JournaldLogAdapter:
             else:
                 newest.count_only()
 
-        reading = await self._read(window, service_matches(params.service), consider, self._max_output_bytes)
+        reading = await self._read(
+            window,
+            service_matches(params.service),
+            consider,
+            self._max_output_bytes,
+            None if needle is None else raw_needle(needle),
+        )
         services = None
-        if seen == 0 and not reading.capped:
+        if seen == 0 and reading.passed_over == 0 and not reading.capped:
             services = await self._services_in(window)
         return self._projection.observation(
             newest.newest_first(),
@@ -183,16 +190,24 @@ class JournaldLogAdapter:
         return sorted(found)
 
     async def _read(
-        self, window: Window, matches: list[str], consider: Callable[[_Entry], None], max_bytes: int
+        self,
+        window: Window,
+        matches: list[str],
+        consider: Callable[[_Entry], None],
+        max_bytes: int,
+        needle: bytes | None = None,
     ) -> _Reading:
-        """Run journalctl over the window and hand each entry to `consider`, newest first."""
+        """Run journalctl over the window and hand each entry to `consider`, newest first.
+
+        With a `needle`, an entry whose line cannot hold it is passed over unparsed (counted in
+        `passed_over`): see `line_cannot_hold`."""
         argv = [
             self._journalctl,
             "--output=json",
             "--all",  # fields past 4 KiB in full (else null), within `max_entry_bytes`
             "--reverse",
             "--no-pager",
-            f"--output-fields={_OUTPUT_FIELDS}",
+            f"--output-fields={OUTPUT_FIELDS}",
             f"--since=@{_seconds(-(-window.start_ns // _NS_PER_US))}",
             f"--until=@{_seconds(window.through_ns // _NS_PER_US)}",
             *self._source,
@@ -215,6 +230,9 @@ class JournaldLogAdapter:
         try:
             position = 0
             async for line in _lines(process.stdout, self._max_entry_bytes, max_bytes, reading):
+                if needle is not None and line is not None and line_cannot_hold(line, needle):
+                    reading.passed_over += 1
+                    continue
                 entry = _entry(line, position)
                 if entry is None:
                     reading.unreadable += 1
@@ -298,6 +316,25 @@ async def _lines(
             return
     if buffer and not skipping:
         yield bytes(buffer)
+
+
+def raw_needle(needle: str) -> bytes | None:
+    """`contains` (lower case) as the bytes it must appear as in journalctl's JSON line, or None when
+    no such shortcut is exact: non-ASCII text, or characters JSON escapes (`"`, `\\`)."""
+    if not needle.isascii() or '"' in needle or "\\" in needle:
+        return None
+    return needle.encode("ascii")
+
+
+def line_cannot_hold(line: bytes, needle: bytes) -> bool:
+    """Whether an entry's JSON line certainly does not contain `needle` in its message, told from
+    its bytes before any JSON parsing (a whole day of a busy unit is mostly such lines).
+
+    Exact only where bytes and text agree: an all-ASCII line without `\\u` escapes (journalctl
+    writes UTF-8 as it is, and no non-ASCII letter may hide there, as the Kelvin sign lower-cases to
+    `k`) whose MESSAGE is a JSON string (not an array of bytes or of values, whose text only
+    decoding shows); ASCII upper case lowers byte for byte."""
+    return line.isascii() and b"\\u" not in line and b'"MESSAGE":[' not in line and needle not in line.lower()
 
 
 def _entry(line: bytes | None, position: int) -> _Entry | None:
