@@ -248,6 +248,8 @@ class ElasticsearchServer(StubServer):
 
     def _phrase(self, value: Any, field: str, query: str) -> bool:
         wanted = _tokens(query)
+        if not wanted:  # `zero_terms_query: none`, the default: no token, no document
+            return False
         values = value if isinstance(value, list) else [value]
         for item in values:
             if not isinstance(item, str):

@@ -186,6 +186,7 @@ async def test_records_without_a_level_are_counted_not_hidden(
         ("nginx", "php warning", 1),
         ("nginx", "Declaration of FEE_Field_Tags", 1),  # only on the second line of a multi-line message
         ("nginx", "exist no such", 0),  # words out of order are no phrase
+        ("apache", ": /", 0),  # punctuation only: the analyzer leaves no token, so no document
     ],
 )
 async def test_contains_is_a_case_insensitive_phrase(
