@@ -1,8 +1,9 @@
 """A local stand-in for Grafana Loki's `query_range` endpoint, for adapter tests (no real Loki is available).
 
-It answers with the response shape Loki documents
+It answers `query_range` with the response shape Loki documents
 (`{"status": "success", "data": {"resultType": "streams", "result": [{"stream", "values"}], "stats"}}`),
-and misbehaves on demand as every stub of `tests.support.http_stub` does.
+the instant `query` endpoint with a `vector` of one sample (the count a metric query asks for, set by
+the test, or a status), and misbehaves on demand as every stub of `tests.support.http_stub` does.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from tests.support.http_stub import CHUNK, RecordedRequest, StubHandler, StubServer, running
 
-__all__ = ["LokiServer", "RecordedRequest", "loki_server_fixture", "streams_body"]
+__all__ = ["LokiServer", "RecordedRequest", "loki_server_fixture", "streams_body", "vector_body"]
 
 
 def streams_body(result: list[dict[str, Any]]) -> bytes:
@@ -32,6 +33,12 @@ def streams_body(result: list[dict[str, Any]]) -> bytes:
     ).encode()
 
 
+def vector_body(count: int) -> bytes:
+    """An instant metric query's answer as Loki documents it: `sum(...)` is one sample, or none."""
+    result = [{"metric": {}, "value": [1764470000.0, str(count)]}] if count else []
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+
+
 class LokiServer(StubServer):
     """Serves `streams` until told otherwise."""
 
@@ -40,13 +47,21 @@ class LokiServer(StubServer):
     def __init__(self) -> None:
         super().__init__()
         self.streams: list[dict[str, Any]] = []
+        # What the instant query endpoint answers: a count (a one-sample vector), or an error status.
+        self.count = 0
+        self.count_status = 200
 
     def reply_huge(self, total_bytes: int, *, chunked: bool) -> None:
         """A valid-looking streams response of `total_bytes`, generated 64 KiB at a time."""
         self.reply_stream(lambda: _huge_body(total_bytes), None if chunked else total_bytes)
 
     def answer_normally(self, handler: StubHandler, request: RecordedRequest) -> None:
-        handler.send_body(200, streams_body(self.streams), "application/json")
+        if request.path != "/loki/api/v1/query":
+            handler.send_body(200, streams_body(self.streams), "application/json")
+        elif self.count_status != 200:
+            handler.send_body(self.count_status, b"parse error at line 1", "text/plain")
+        else:
+            handler.send_body(200, vector_body(self.count), "application/json")
 
 
 def _huge_body(total_bytes: int) -> Iterator[bytes]:

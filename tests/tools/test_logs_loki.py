@@ -290,10 +290,11 @@ async def test_request_carries_built_query_window_limit_and_no_tenant(
             "matched": 0,
             "truncated": False,
             "window": {"start": START, "end": END},
+            "without_level": 0,  # from the count query that follows (tests/tools/test_logs_loki_hosted.py)
         },
     )
-    [sent] = loki.requests
-    assert sent.path == QUERY_RANGE_PATH
+    sent, counted = loki.requests
+    assert (sent.path, counted.path) == (QUERY_RANGE_PATH, "/loki/api/v1/query")
     assert sent.params == {
         "query": build_logql(MATCHERS, "payment-service", "ERROR", 'timeout "30s"'),
         "start": str(END_NS - 120 * MINUTE_NS),

@@ -17,7 +17,7 @@ import pytest
 from tests.support.loki import LokiServer, loki_server_fixture  # noqa: F401 (fixture)
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryLogsInput
-from tools.logs.logql import build_logql
+from tools.logs.logql import build_logql, build_unleveled_count
 from tools.logs.loki_source import LokiLogAdapter
 
 MATCHERS = {"checkout": '{service_name="checkout"}'}
@@ -135,3 +135,55 @@ async def test_an_auth_rejection_is_never_followed_elsewhere(
 
     assert caught.value.code == "BACKEND_ERROR"
     assert len(loki.requests) == 1
+
+
+# --- a level filter never silently hides the lines without a level ----------------------------------
+
+
+def test_the_lines_without_a_level_are_counted_by_one_metric_query() -> None:
+    query_text = build_unleveled_count(MATCHERS, "checkout", "Declined", None, 3_600_001)
+
+    assert query_text == (
+        'sum(count_over_time({service_name="checkout"} |~ "(?i)Declined"'
+        ' | level="" | detected_level=~"(?i)(unknown)?" [3600001ms]))'
+    )
+    assert build_unleveled_count(MATCHERS, "checkout", None, "severity", 1).endswith('| severity="" [1ms]))')
+
+
+async def test_a_level_filter_says_how_many_lines_it_could_not_judge(
+    loki: LokiServer, make: Callable[..., LokiLogAdapter]
+) -> None:
+    loki.streams = [{"stream": {"detected_level": "error"}, "values": [[AT, "payment declined"]]}]
+    loki.count = 17
+
+    result = await query(make(), level="ERROR")
+
+    assert (result.data["returned"], result.data["without_level"]) == (1, 17)
+    ranged, counted = loki.requests
+    assert (ranged.path, counted.path) == ("/loki/api/v1/query_range", "/loki/api/v1/query")
+    assert counted.params == {
+        "query": build_unleveled_count(MATCHERS, "checkout", None, None, 3_600_001),
+        "time": "1764471600000000000",  # the window's end, 2025-11-30T03:00:00Z; its range reaches the start
+    }
+
+
+async def test_without_a_level_filter_nothing_is_counted(
+    loki: LokiServer, make: Callable[..., LokiLogAdapter]
+) -> None:
+    result = await query(make())
+
+    assert "without_level" not in result.data
+    assert len(loki.requests) == 1
+
+
+async def test_a_count_loki_refuses_leaves_the_evidence_and_says_nothing_it_does_not_know(
+    loki: LokiServer, make: Callable[..., LokiLogAdapter], caplog: pytest.LogCaptureFixture
+) -> None:
+    loki.streams = [{"stream": {"level": "error"}, "values": [[AT, "payment declined"]]}]
+    loki.count_status = 400
+
+    result = await query(make(), level="ERROR")
+
+    assert result.data["returned"] == 1 and "without_level" not in result.data
+    assert "did not count the lines without a level (INVALID_INPUT)" in caplog.text
+    assert "parse error" not in caplog.text

@@ -58,8 +58,36 @@ def build_logql(
         labels = (WRITTEN_LEVEL_LABEL, DETECTED_LEVEL_LABEL) if level_label is None else (level_label,)
         parts.append("| " + " or ".join(f"{label}=~{quote(pattern)}" for label in labels))
     if contains is not None:
-        parts.append(f"|~ {quote('(?i)' + re2_literal(_checked_contains(contains)))}")
+        parts.append(_contains_filter(contains))
     return " ".join(parts)
+
+
+def build_unleveled_count(
+    service_matchers: Mapping[str, str],
+    service: str,
+    contains: str | None,
+    level_label: str | None,
+    range_ms: int,
+) -> str:
+    """A metric query counting the lines a level filter cannot judge: those matching all but the
+    level that carry no level (no `level` label, and no `detected_level` or `unknown`; or an empty
+    configured label), over the `range_ms` before the query's instant.
+    `sum(count_over_time(<selector> [|~ ...] | level="" | detected_level=~"(?i)(unknown)?" [Nms]))`."""
+    selector = service_matchers.get(service)
+    if selector is None:
+        raise ToolError(ErrorCode.INVALID_INPUT, "UNKNOWN_SERVICE")
+    parts = [selector]
+    if contains is not None:
+        parts.append(_contains_filter(contains))
+    if level_label is None:
+        parts.append(f'| {WRITTEN_LEVEL_LABEL}="" | {DETECTED_LEVEL_LABEL}=~{quote("(?i)(unknown)?")}')
+    else:
+        parts.append(f'| {level_label}=""')
+    return f"sum(count_over_time({' '.join(parts)} [{max(1, range_ms)}ms]))"
+
+
+def _contains_filter(contains: str) -> str:
+    return f"|~ {quote('(?i)' + re2_literal(_checked_contains(contains)))}"
 
 
 def re2_literal(text: str) -> str:

@@ -17,6 +17,7 @@ entry then says `level_inferred`, and `unknown` is no severity).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import islice
@@ -34,13 +35,22 @@ from tools.logs.http_exchange import (
     json_document,
     log_server_client,
 )
-from tools.logs.logql import DETECTED_LEVEL_LABEL, WRITTEN_LEVEL_LABEL, build_logql, validate_config
+from tools.logs.logql import (
+    DETECTED_LEVEL_LABEL,
+    WRITTEN_LEVEL_LABEL,
+    build_logql,
+    build_unleveled_count,
+    validate_config,
+)
 from tools.logs.projection import MAX_LABELS, LogProjection, NewestRecords, Window
 from tools.logs.record import LogRecord
 from tools.logs.severity import Severity, severity_of_field
 from tools.vocabulary import ErrorCode
 
+logger = logging.getLogger(__name__)
+
 QUERY_RANGE_PATH = "/loki/api/v1/query_range"
+INSTANT_QUERY_PATH = "/loki/api/v1/query"
 DEFAULT_LABEL_WHITELIST = (
     "service",
     "level",
@@ -130,14 +140,44 @@ class LokiLogAdapter:
         for position, (ns, stream, text) in enumerate(_parse_streams(body)):
             newest.offer((ns, -position), self._record(params.service, ns, stream, text))
         records = newest.newest_first()
+        without_level = None
+        if params.level is not None:
+            without_level = await self._unleveled(params, start_ns, end_ns)
         return self._projection.observation(
             records,
             matched=newest.matched,
             window=Window(start_ns, end_ns),
             level=None if params.level is None else Severity[params.level],
+            without_level=without_level,
             # Loki cannot say whether more lines matched: a full page may hide older ones.
             more_may_match=len(records) >= limit,
         )
+
+    async def _unleveled(self, params: QueryLogsInput, start_ns: int, end_ns: int) -> int | None:
+        """How many lines of the window the level filter could not judge, from one instant metric
+        query; None (and a warning for the operator) when Loki would not say: the evidence found
+        stands either way."""
+        query = build_unleveled_count(
+            self._service_matchers,
+            params.service,
+            params.contains,
+            self._level_label,
+            -(-(end_ns - start_ns) // 1_000_000) + 1,  # (start - 1 ms, end]: the window, to the ms
+        )
+        try:
+            body = await exchange(
+                self._client,
+                "GET",
+                INSTANT_QUERY_PATH,
+                check_status=_raise_for_status,
+                params={"query": query, "time": str(end_ns)},
+                max_body_bytes=self._max_body_bytes,
+                deadline_s=self._deadline_s,
+            )
+            return _parse_count(body)
+        except ToolError as exc:
+            logger.warning("Loki did not count the lines without a level (%s)", exc.code)
+            return None
 
     def _window(self, params: QueryLogsInput) -> tuple[int, int]:
         """Clamp to the configured maximum, keeping `end`: the latest minutes matter most in an incident."""
@@ -234,6 +274,28 @@ def _with_metadata(stream: dict[str, str], categorized: object) -> dict[str, str
         if isinstance(labels, dict):
             merged.update((key, value) for key, value in labels.items() if isinstance(value, str))
     return merged
+
+
+def _parse_count(body: bytes) -> int:
+    """The one sample of a `sum(...)` instant query (no sample: nothing counted), or BACKEND_ERROR."""
+    document = json_document(body)
+    data = document.get("data")
+    if (
+        document.get("status") != "success"
+        or not isinstance(data, dict)
+        or data.get("resultType") != "vector"
+    ):
+        raise ToolError(ErrorCode.BACKEND_ERROR)
+    result = data.get("result")
+    if not isinstance(result, list) or len(result) > 1:
+        raise ToolError(ErrorCode.BACKEND_ERROR)
+    if not result:
+        return 0
+    value = result[0].get("value") if isinstance(result[0], dict) else None
+    count = value[1] if isinstance(value, list) and len(value) == 2 else None
+    if not (isinstance(count, str) and count.isascii() and count.isdigit() and len(count) <= 18):
+        raise ToolError(ErrorCode.BACKEND_ERROR)
+    return int(count)
 
 
 def _to_ns(value: str) -> int:
