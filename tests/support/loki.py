@@ -50,6 +50,7 @@ class LokiServer(StubServer):
         # What the instant query endpoint answers: a count (a one-sample vector), or an error status.
         self.count = 0
         self.count_status = 200
+        self.count_hang_s = 0.0
 
     def reply_huge(self, total_bytes: int, *, chunked: bool) -> None:
         """A valid-looking streams response of `total_bytes`, generated 64 KiB at a time."""
@@ -58,6 +59,10 @@ class LokiServer(StubServer):
     def answer_normally(self, handler: StubHandler, request: RecordedRequest) -> None:
         if request.path != "/loki/api/v1/query":
             handler.send_body(200, streams_body(self.streams), "application/json")
+        elif self.count_hang_s:
+            self._release.wait(self.count_hang_s)
+            self.hangs_ended += 1
+            handler.close_connection = True
         elif self.count_status != 200:
             handler.send_body(self.count_status, b"parse error at line 1", "text/plain")
         else:

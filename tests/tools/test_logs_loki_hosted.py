@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.loki import LokiServer, loki_server_fixture  # noqa: F401 (fixture)
 from tools.adapter import AdapterResult, ToolError, ToolRequest
+from tools.boundary import ToolBoundary
 from tools.input_models import QueryLogsInput
 from tools.logs.logql import build_logql, build_unleveled_count
 from tools.logs.loki_source import LokiLogAdapter
@@ -187,3 +188,33 @@ async def test_a_count_loki_refuses_leaves_the_evidence_and_says_nothing_it_does
     assert result.data["returned"] == 1 and "without_level" not in result.data
     assert "did not count the lines without a level (INVALID_INPUT)" in caplog.text
     assert "parse error" not in caplog.text
+
+
+async def test_a_count_that_stalls_ends_before_the_evidence_is_lost(
+    loki: LokiServer, make: Callable[..., LokiLogAdapter], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only the instant query hangs: it gets a quarter of the deadline, so the call still answers
+    with what `query_range` found instead of running into the tool's time limit."""
+    loki.streams = [{"stream": {"level": "error"}, "values": [[AT, "payment declined"]]}]
+    loki.count_hang_s = 30
+
+    boundary = ToolBoundary(
+        {"query_logs": make(deadline_s=1.2)}, timeout_s=1.0
+    )  # the tool's limit, shortened
+
+    outcome = await boundary.invoke(
+        ToolRequest(
+            "run-1",
+            "session-1",
+            "call-1",
+            "query_logs",
+            QueryLogsInput(
+                service="checkout", start="2025-11-30T02:00:00Z", end="2025-11-30T03:00:00Z", level="ERROR"
+            ),
+        )
+    )
+
+    assert outcome.status == "FOUND", outcome  # a full deadline for the count would have hit the limit
+    assert outcome.data is not None and outcome.data["returned"] == 1 and "without_level" not in outcome.data
+    assert "did not count the lines without a level (TIMEOUT)" in caplog.text
+    assert loki.hangs_ended == 0  # the count was still hanging when the call answered
