@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 
+from agent.secrets import log_server_authorization
 from agent.settings import ConfigError, Settings
 from tools.adapter import EvidenceAdapter
 from tools.boundary import ToolBoundary
@@ -26,10 +28,15 @@ def build_adapters(settings: Settings, redactor: Redactor = NOOP) -> dict[str, E
             redactor=redactor,
         ),
     }
-    if settings.logs.source == "file":
+    source = settings.logs.source
+    if source == "file":
         adapters[ToolName.QUERY_LOGS] = _log_files(settings, redactor)
-    else:
+    elif source == "loki":
         adapters[ToolName.QUERY_LOGS] = _loki(settings, redactor)
+    elif source == "elasticsearch":
+        adapters[ToolName.QUERY_LOGS] = _elasticsearch(settings, redactor)
+    else:
+        adapters[ToolName.QUERY_LOGS] = _journald(settings, redactor)
     if settings.mysql.dsn:
         adapters[ToolName.QUERY_MYSQL] = _mysql(settings, redactor)
     return adapters
@@ -92,10 +99,52 @@ def _loki(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
             max_window_minutes=logs.max_window_minutes,
             max_lines=logs.max_lines,
             level_label=logs.level_label,
+            headers=_authorization(settings),
             redactor=redactor,
         )
     except ValueError as exc:
         raise ConfigError(f"[logs] {exc}") from None
+
+
+def _elasticsearch(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
+    from tools.logs.elasticsearch_source import ElasticsearchLogAdapter
+
+    logs = settings.logs
+    if not logs.url:
+        raise ConfigError('[logs] source = "elasticsearch" needs url (the cluster\'s address)')
+    try:
+        return ElasticsearchLogAdapter(
+            logs.url,
+            index=logs.index,
+            fields=logs.fields,
+            headers=_authorization(settings),
+            max_window_minutes=logs.max_window_minutes,
+            max_lines=logs.max_lines,
+            redactor=redactor,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"[logs] {exc}") from None
+
+
+def _authorization(settings: Settings) -> dict[str, str]:
+    value = log_server_authorization(settings.logs)
+    return {} if value is None else {"Authorization": value}
+
+
+def _journald(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
+    from tools.logs.journald_source import JournaldLogAdapter
+
+    journalctl = shutil.which("journalctl")
+    if journalctl is None:
+        raise ConfigError('[logs] source = "journald" needs journalctl (systemd), and none is on PATH')
+    logs = settings.logs
+    return JournaldLogAdapter(
+        journalctl,
+        logs.path,
+        max_window_minutes=logs.max_window_minutes,
+        max_lines=logs.max_lines,
+        redactor=redactor,
+    )
 
 
 def build_boundary(settings: Settings, redactor: Redactor = NOOP) -> ToolBoundary:

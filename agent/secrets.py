@@ -1,7 +1,10 @@
 """Which configured values are secrets, so the redaction step can replace them exactly.
 
-Configuration only names env vars; their values (the model API key, the MySQL password) and any
-password written into a DSN are collected here, once, for the Redactor.
+Configuration only names env vars; their values (the model API key, the MySQL password, a log
+server's password, token or API key) and any password written into a DSN are collected here, once,
+for the Redactor. The Authorization header a log server gets is built here too, from the same
+variables, so every form of the credential that could be written somewhere (the value, the header,
+the encoded pair) is one the Redactor knows.
 
 A value is a secret because of what it IS, not because of where it was configured. The trace
 exporter's header variable (`[telemetry.traces] headers_env`) holds credentials and plain routing
@@ -12,12 +15,14 @@ word it is part of (`payment-service` read `[REDACTED]-service` in every event).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import os
 import re
 from urllib.parse import unquote, urlsplit
 
-from agent.settings import Settings
+from agent.settings import ConfigError, LogsSettings, Settings
 from tools.redaction import Redactor, names_secret
 
 
@@ -30,7 +35,55 @@ def configured_secrets(settings: Settings) -> list[str]:
             values.extend({password, unquote(password)})
     if settings.telemetry.traces.headers_env:
         values.extend(header_values(os.environ.get(settings.telemetry.traces.headers_env, "")))
+    values.extend(_log_server_secrets(settings.logs))
     return [v for v in values if v]
+
+
+def log_server_authorization(logs: LogsSettings) -> str | None:
+    """The `Authorization` header for Loki or Elasticsearch/OpenSearch, from the variable `[logs]`
+    names (`Basic`, `Bearer` or `ApiKey`), or None without credentials. A named variable that is
+    unset, or holds what a header cannot carry, is a ConfigError naming the variable, never its value."""
+    if logs.password_env and logs.username is not None:
+        pair = f"{logs.username}:{_variable(logs.password_env)}"
+        return "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+    if logs.token_env:
+        return "Bearer " + _header_safe(logs.token_env, _variable(logs.token_env))
+    if logs.api_key_env:
+        return "ApiKey " + _header_safe(logs.api_key_env, _variable(logs.api_key_env))
+    return None
+
+
+def _variable(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        raise ConfigError(f"[logs] names the variable {name} for its credential, but {name} is not set")
+    return value
+
+
+def _header_safe(name: str, value: str) -> str:
+    """A token or API key goes into the header as written: printable ASCII only (no line break that
+    could end the header and start another)."""
+    if not (value.isascii() and value.isprintable()):
+        raise ConfigError(f"the variable {name} holds characters an HTTP header cannot carry")
+    return value
+
+
+def _log_server_secrets(logs: LogsSettings) -> list[str]:
+    """Every written form of the log server's credential: the values, the Basic pair as encoded, and
+    the secret half of an API key (Elasticsearch's encoded key is base64 of `id:api_key`)."""
+    names = [name for name in (logs.password_env, logs.token_env, logs.api_key_env) if name]
+    values = [os.environ.get(name, "") for name in names]
+    password = os.environ.get(logs.password_env, "") if logs.password_env else ""
+    if password and logs.username is not None:
+        values.append(base64.b64encode(f"{logs.username}:{password}".encode()).decode("ascii"))
+    api_key = os.environ.get(logs.api_key_env, "") if logs.api_key_env else ""
+    if api_key:
+        try:
+            decoded = base64.b64decode(api_key, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            decoded = ""
+        values.append(decoded.partition(":")[2])
+    return values
 
 
 # An HTTP header name (RFC 9110 token) and a value that cannot end the header line.

@@ -106,7 +106,7 @@ class LogFormatSettings(Section):
 
 
 class LogsSettings(Section):
-    source: Literal["file", "loki"] = "file"
+    source: Literal["file", "loki", "elasticsearch", "journald"] = "file"
     path: Path | None = None
     url: str | None = None
     max_window_minutes: int = Field(default=360, ge=1)
@@ -114,7 +114,16 @@ class LogsSettings(Section):
     # Loki only: the model picks a service name; each maps to a fixed stream selector written here.
     services: dict[str, str] = Field(default_factory=dict)
     tenant: str | None = None
-    level_label: str = "level"
+    # Loki: unset, a line's severity is its `level` label, else Loki 3's `detected_level`.
+    level_label: str | None = None
+    # Loki and Elasticsearch/OpenSearch: credentials only from the variables named here, one scheme:
+    # basic auth (`username` + `password_env`), a bearer token, or an Elasticsearch API key.
+    username: str | None = None
+    password_env: str | None = None
+    token_env: str | None = None
+    api_key_env: str | None = None
+    # Elasticsearch/OpenSearch: the index, alias, data stream or pattern searched.
+    index: str = "logs-*"
     # Files (docs/contracts.md, "Configuration"): each file's format ("auto": recognised per file),
     # the zone of stamps without an offset, JSON field names by role, services by file glob, and
     # formats written as one regex each.
@@ -136,6 +145,17 @@ class LogsSettings(Section):
         unknown = sorted(set(self.fields) - set(ROLE_NAMES))
         if unknown:
             raise ValueError(f"[logs.fields] knows {', '.join(ROLES)}, not {', '.join(unknown)}")
+        return self
+
+    @model_validator(mode="after")
+    def _one_credential(self) -> LogsSettings:
+        named = [key for key in ("password_env", "token_env", "api_key_env") if getattr(self, key)]
+        if len(named) > 1:
+            raise ValueError(f"[logs] takes one credential, not {' and '.join(named)}")
+        if (self.username is None) != (self.password_env is None):
+            raise ValueError("[logs] basic auth needs both username and password_env")
+        if self.api_key_env and self.source != "elasticsearch":
+            raise ValueError('[logs] api_key_env is for source = "elasticsearch"; Loki takes token_env')
         return self
 
 

@@ -7,25 +7,14 @@ text (which echoes queries and internal addresses) must reach neither the model,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.audit_reader import AuditReader
 from tests.support.loki import LokiServer
-from tests.support.resilience import (
-    WINDOW,
-    assert_audit_consistent,
-    one_call_then_draft,
-    read_events,
-    run_cli,
-    tool_call,
-    write_config,
-    write_scenario,
-)
+from tests.support.resilience import WINDOW, run_one_logs_call, tool_call
 
 BACKEND_TEXT = "parse error at 10.42.0.7:3100 tenant=acme-internal"
 LOGS_CALL = tool_call(
@@ -36,32 +25,9 @@ LOGS_CALL = tool_call(
 def _run(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, loki: LokiServer, deadline_s: float = 60.0
 ) -> tuple[int, dict[str, Any], dict[str, Any], float]:
-    config = write_config(
-        tmp_path / "config.toml",
-        {
-            "budget": {"deadline_s": deadline_s},
-            "logs": {
-                "source": "loki",
-                "url": loki.url,
-                "services": {"payment-service": '{app="payment-service"}'},
-            },
-        },
-    )
-    audit, events_file = tmp_path / "audit.db", tmp_path / "events.ndjson"
-    run = run_cli(
-        capsys,
-        "run", "--scenario", write_scenario(tmp_path, one_call_then_draft(LOGS_CALL)), "--config", config,
-        "--json", "--audit-db", audit, "--events", events_file,
-    )  # fmt: skip
-    result = run.result
-    assert_audit_consistent(audit, [result["run_id"]])
-    (invocation,) = AuditReader(audit).invocations(result["run_id"])
-    events = read_events(events_file)
-    for text in (run.out, run.err, events_file.read_text(encoding="utf-8"), json.dumps(invocation)):
-        assert BACKEND_TEXT not in text
-    finished = [e for e in events if e["type"] == "tool_finished"]
-    assert len(finished) == 1 and finished[0]["status"] == invocation["status"]
-    return run.code, result, invocation, run.seconds
+    logs = {"source": "loki", "url": loki.url, "services": {"payment-service": '{app="payment-service"}'}}
+    run = run_one_logs_call(capsys, tmp_path, logs, LOGS_CALL, BACKEND_TEXT, deadline_s)
+    return run.code, run.result, run.invocation, run.seconds
 
 
 def _huge(chunked: bool) -> Callable[[LokiServer], None]:

@@ -8,6 +8,7 @@ variants run 10,000 (`pytest -m long tests/resilience/test_fuzz.py`).
 from __future__ import annotations
 
 import json
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -557,7 +558,7 @@ def parse_pipeline(query: str, selector: str, level_label: str) -> tuple[list[st
     while i < len(rest):
         if rest[i] == " ":
             i += 1
-        elif rest.startswith("|= ", i):
+        elif rest.startswith("|~ ", i):
             value, i = go_unquote(rest, i + 3)
             filters.append(value)
         elif rest.startswith(f"| {level_label}=~", i):
@@ -587,7 +588,14 @@ def check_logql(service: str, level: str | None, contains: str | None, level_lab
     levels, filters = parse_pipeline(query, SELECTORS[service], level_label)
     assert len(levels) == (level is not None) and len(filters) == (contains is not None)
     if contains is not None:
-        assert filters == [contains]
+        # The one line filter finds `contains` in any case and nothing else (Python's `re` reads
+        # RE2's escapes of metacharacters alike).
+        (pattern,) = filters
+        assert pattern.startswith("(?i)")
+        assert re.fullmatch(pattern, contains) is not None
+        upper = "".join(ch.upper() if len(ch.upper()) == 1 else ch for ch in contains)
+        assert re.fullmatch(pattern, upper) is not None
+        assert re.fullmatch(pattern, contains + "x") is None
     assert all(pattern.startswith("(?i)") for pattern in levels)
 
 

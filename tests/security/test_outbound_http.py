@@ -415,7 +415,7 @@ async def test_loki_is_bounded(hostile: str) -> None:
         answer = redirect(f"{elsewhere.origin}/loki") if hostile == "redirect" else HOSTILE[hostile]()
         with HostileServer(answer) as loki:
             adapter = LokiLogAdapter(
-                loki.origin, {"payment-service": '{app="payment"}'}, connect_timeout_s=0.2, read_timeout_s=0.3
+                loki.origin, {"payment-service": '{app="payment"}'}, connect_timeout_s=0.2, deadline_s=0.5
             )
             business = QueryLogsInput(
                 service="payment-service", start="2026-11-30T02:00:00Z", end="2026-11-30T03:00:00Z"

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.blank_text import is_blank
 from agent.contracts import PreviousTurn
 from agent.use_case import agent_input_text
 from console.model_server.catalog import CHATML, GEMMA, TurnTokens
@@ -87,7 +88,9 @@ def test_a_log_line_cannot_open_a_system_turn_in_an_observation() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(query=HOSTILE_TEXT.filter(str.strip), conclusion=HOSTILE_TEXT, missing=HOSTILE_TEXT)
+@given(
+    query=HOSTILE_TEXT.filter(lambda text: not is_blank(text)), conclusion=HOSTILE_TEXT, missing=HOSTILE_TEXT
+)
 def test_the_query_and_previous_turn_cannot_either(query: str, conclusion: str, missing: str) -> None:
     turn = PreviousTurn.model_validate(
         {

@@ -167,6 +167,44 @@ def run_cli_process(
     return CliRun(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
 
+@dataclass
+class LogsCallRun:
+    """A run of one query_logs call against a log server, as `diagnose run` left it."""
+
+    code: int
+    result: dict[str, Any]
+    invocation: dict[str, Any]
+    seconds: float
+
+
+def run_one_logs_call(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    logs: dict[str, Any],
+    call: dict[str, Any],
+    backend_text: str,
+    deadline_s: float = 60.0,
+) -> LogsCallRun:
+    """`diagnose run` with one query_logs call against `[logs]`, then a Draft. The audit must be
+    consistent, the call one invocation with one `tool_finished` event of its status, and
+    `backend_text` (what the server answered) nowhere in stdout, stderr, the events or the audit row."""
+    config = write_config(tmp_path / "config.toml", {"budget": {"deadline_s": deadline_s}, "logs": logs})
+    audit, events_file = tmp_path / "audit.db", tmp_path / "events.ndjson"
+    run = run_cli(
+        capsys,
+        "run", "--scenario", write_scenario(tmp_path, one_call_then_draft(call)), "--config", config,
+        "--json", "--audit-db", audit, "--events", events_file,
+    )  # fmt: skip
+    result = run.result
+    assert_audit_consistent(audit, [result["run_id"]])
+    (invocation,) = AuditReader(audit).invocations(result["run_id"])
+    for text in (run.out, run.err, events_file.read_text(encoding="utf-8"), json.dumps(invocation)):
+        assert backend_text not in text
+    finished = [event for event in read_events(events_file) if event["type"] == "tool_finished"]
+    assert len(finished) == 1 and finished[0]["status"] == invocation["status"]
+    return LogsCallRun(run.code, result, invocation, run.seconds)
+
+
 # --- the audit -------------------------------------------------------------------------------------------
 
 

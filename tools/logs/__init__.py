@@ -11,9 +11,12 @@ The seam every source builds on (a new source needs nothing else):
   "query_logs projection"), `Window` is the searched window.
 
 A source is an `EvidenceAdapter` (`tools.adapter`): it validates the window, clamps it to
-`[logs] max_window_minutes` keeping its end, filters where filtering is cheapest, and hands matched
-records to the projection. Sources: `file_source` (local files and folders), `loki_source` (Grafana
-Loki, with `logql` building its query from structured input only).
+`[logs] max_window_minutes` keeping its end (`Window.asked`), filters where filtering is cheapest,
+and hands matched records to the projection. Sources: `file_source` (local files and folders),
+`loki_source` (Grafana Loki, with `logql` building its query from structured input only),
+`elasticsearch_source` (Elasticsearch / OpenSearch `_search`), `journald_source` (the systemd journal
+through `journalctl`). Every request to a log server goes through `http_exchange`, on the one
+bounded outbound client (`tools.outbound_http`).
 
 The file source, module by module: `file_names` (which files are logs, the service a name gives),
 `file_formats` (the formats and how a file's is recognised), one module per format family

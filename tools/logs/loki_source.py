@@ -3,15 +3,21 @@
 Same input as every source and the shared projection (`tools.logs.projection`), so the model cannot
 tell which source answered. Loki cannot count matches beyond the page it returns: a full page says
 `truncated`, and `matched` is then a lower bound.
-Everything the backend can do wrong is bounded by the one outbound client (`tools.outbound_http`): an
-overall deadline, no redirect (one could carry the tenant header elsewhere), a cap on the decoded
-body; failures are reduced to stable codes here. Backend text never reaches a ToolError: Loki error
-bodies echo the query and internal addresses.
+Everything the backend can do wrong is bounded by `tools.logs.http_exchange` on the one outbound
+client (`tools.outbound_http`): an overall deadline, no redirect (one could carry the tenant and auth
+headers elsewhere), a cap on the decoded body, failures reduced to stable codes. Backend text never reaches a
+ToolError: Loki error bodies echo the query and internal addresses. A hosted Loki's credentials (a
+bearer token, or basic auth) arrive as a ready `Authorization` header built from the variables the
+configuration names.
+
+Severity: the configured level label, or without one the `level` label an appender wrote, else
+Loki 3's `detected_level` (derived at ingestion from the line's text or OpenTelemetry severity; the
+entry then says `level_inferred`, and `unknown` is no severity).
 """
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import islice
@@ -20,15 +26,31 @@ import httpx
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.input_models import QueryLogsInput
-from tools.logs.logql import build_logql, validate_config
+from tools.logs.http_exchange import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_DEADLINE_S,
+    DEFAULT_MAX_BODY_BYTES,
+    exchange,
+    json_document,
+    log_server_client,
+)
+from tools.logs.logql import (
+    DETECTED_LEVEL_LABEL,
+    WRITTEN_LEVEL_LABEL,
+    build_logql,
+    build_unleveled_count,
+    validate_config,
+)
 from tools.logs.projection import MAX_LABELS, LogProjection, NewestRecords, Window
 from tools.logs.record import LogRecord
 from tools.logs.severity import Severity, severity_of_field
-from tools.outbound_http import HttpBounds, OutboundRefused, ResponseTooLarge, bounded_client
 from tools.redaction import NOOP, Redactor
 from tools.vocabulary import ErrorCode
 
+logger = logging.getLogger(__name__)
+
 QUERY_RANGE_PATH = "/loki/api/v1/query_range"
+INSTANT_QUERY_PATH = "/loki/api/v1/query"
 DEFAULT_LABEL_WHITELIST = (
     "service",
     "level",
@@ -58,10 +80,11 @@ class LokiLogAdapter:
         max_lines: int = 200,
         message_chars: int = 500,
         label_whitelist: Sequence[str] = DEFAULT_LABEL_WHITELIST,
-        connect_timeout_s: float = 3.0,
-        read_timeout_s: float = 10.0,
-        max_body_bytes: int = 2_000_000,
-        level_label: str = "level",
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        deadline_s: float = DEFAULT_DEADLINE_S,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        level_label: str | None = None,
+        headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         redactor: Redactor = NOOP,
     ) -> None:
@@ -72,13 +95,19 @@ class LokiLogAdapter:
         self._max_lines = max_lines
         self._projection = LogProjection(message_chars, redactor=redactor)
         self._label_whitelist = tuple(label_whitelist)
+        self._deadline_s = deadline_s
         self._level_label = level_label
-        headers = {"Accept": "application/json"}
+        sent = dict(headers or {})
         if tenant:
-            headers["X-Scope-OrgID"] = tenant
-        # The whole request, answer included, within the connect and read times together.
-        bounds = HttpBounds(max_body_bytes, connect_timeout_s + read_timeout_s, connect_timeout_s)
-        self._client = bounded_client(base_url, bounds, headers=headers, inner=transport)
+            sent["X-Scope-OrgID"] = tenant
+        self._client = log_server_client(
+            base_url,
+            sent,
+            max_body_bytes=max_body_bytes,
+            deadline_s=deadline_s,
+            connect_timeout_s=connect_timeout_s,
+            transport=transport,
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -92,28 +121,64 @@ class LokiLogAdapter:
         )
         start_ns, end_ns = self._window(params)
         limit = min(params.limit, self._max_lines)
-        body = await self._fetch(
-            {
+        body = await exchange(
+            self._client,
+            "GET",
+            QUERY_RANGE_PATH,
+            check_status=_raise_for_status,
+            params={
                 "query": query,
                 "start": str(start_ns),
                 "end": str(end_ns + 1),  # Loki's end is exclusive; the tool's window includes `end`
                 "limit": str(limit),
                 "direction": "backward",
-            }
+            },
+            deadline_s=self._deadline_s,
         )
         newest = NewestRecords(limit)
         # Loki returns each stream newest first: among equal instants, the earlier in the answer is newer.
         for position, (ns, stream, text) in enumerate(_parse_streams(body)):
             newest.offer((ns, -position), self._record(params.service, ns, stream, text))
         records = newest.newest_first()
+        without_level = None
+        if params.level is not None:
+            without_level = await self._unleveled(params, start_ns, end_ns)
         return self._projection.observation(
             records,
             matched=newest.matched,
             window=Window(start_ns, end_ns),
             level=None if params.level is None else Severity[params.level],
+            without_level=without_level,
             # Loki cannot say whether more lines matched: a full page may hide older ones.
             more_may_match=len(records) >= limit,
         )
+
+    async def _unleveled(self, params: QueryLogsInput, start_ns: int, end_ns: int) -> int | None:
+        """How many lines of the window the level filter could not judge, from one instant metric
+        query; None (and a warning for the operator) when Loki would not say: the evidence found
+        stands either way."""
+        query = build_unleveled_count(
+            self._service_matchers,
+            params.service,
+            params.contains,
+            self._level_label,
+            -(-(end_ns - start_ns) // 1_000_000) + 1,  # (start - 1 ms, end]: the window, to the ms
+        )
+        try:
+            body = await exchange(
+                self._client,
+                "GET",
+                INSTANT_QUERY_PATH,
+                check_status=_raise_for_status,
+                params={"query": query, "time": str(end_ns)},
+                # A quarter of the deadline: both requests together stay within the tool's 30 s
+                # limit, so a slow count never costs the evidence already found.
+                deadline_s=self._deadline_s / 4,
+            )
+            return _parse_count(body)
+        except ToolError as exc:
+            logger.warning("Loki did not count the lines without a level (%s)", exc.code)
+            return None
 
     def _window(self, params: QueryLogsInput) -> tuple[int, int]:
         """Clamp to the configured maximum, keeping `end`: the latest minutes matter most in an incident."""
@@ -122,33 +187,27 @@ class LokiLogAdapter:
             raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
         return max(start, end - self._max_window_ns), end
 
-    async def _fetch(self, query_params: dict[str, str]) -> bytes:
-        try:
-            response = await self._client.get(QUERY_RANGE_PATH, params=query_params)
-        except ResponseTooLarge as exc:
-            raise ToolError(ErrorCode.RESULT_TOO_LARGE) from exc
-        except httpx.TimeoutException as exc:  # a slow connect, or the whole answer past its deadline
-            raise ToolError(ErrorCode.TIMEOUT) from exc
-        except OutboundRefused as exc:  # another origin, an encoding it cannot bound
-            raise ToolError(ErrorCode.BACKEND_ERROR) from exc
-        except httpx.NetworkError as exc:  # connect refused, reset, DNS failure
-            raise ToolError(ErrorCode.UNAVAILABLE) from exc
-        except httpx.HTTPError as exc:  # protocol violations, unsupported scheme
-            raise ToolError(ErrorCode.BACKEND_ERROR) from exc
-        _raise_for_status(response.status_code)
-        return response.content
-
     def _record(self, service: str, ns: int, stream: dict[str, str], text: str) -> LogRecord:
         present = (key for key in self._label_whitelist if key in stream)
+        severity, inferred = self._severity(stream)
         return LogRecord(
             instant_ns=ns,
             service=service,
-            severity=severity_of_field(stream.get(self._level_label)),
+            severity=severity,
             message=text,
             labels=tuple((key, stream[key]) for key in islice(present, MAX_LABELS)),
-            # Loki 3 writes `detected_level` from the line's text when no level was sent.
-            severity_inferred=self._level_label == "detected_level",
+            severity_inferred=inferred,
         )
+
+    def _severity(self, stream: Mapping[str, str]) -> tuple[Severity | None, bool]:
+        """(severity, whether Loki derived it): the configured label, else `level`, else `detected_level`."""
+        if self._level_label is not None:
+            return severity_of_field(stream.get(self._level_label)), self._level_label == DETECTED_LEVEL_LABEL
+        written = severity_of_field(stream.get(WRITTEN_LEVEL_LABEL))
+        if written is not None:
+            return written, False
+        detected = severity_of_field(stream.get(DETECTED_LEVEL_LABEL))
+        return detected, detected is not None
 
 
 def _raise_for_status(status: int) -> None:
@@ -156,6 +215,8 @@ def _raise_for_status(status: int) -> None:
         return
     if status == 400:
         raise ToolError(ErrorCode.INVALID_INPUT, "BACKEND_REJECTED_QUERY")
+    if status in (401, 403):  # a hosted Loki refused the configured credentials
+        raise ToolError(ErrorCode.UNAVAILABLE, "AUTH_REJECTED")
     if status == 413:
         raise ToolError(ErrorCode.RESULT_TOO_LARGE)
     if status == 429:
@@ -164,17 +225,12 @@ def _raise_for_status(status: int) -> None:
         raise ToolError(ErrorCode.TIMEOUT)
     if status >= 500:
         raise ToolError(ErrorCode.UNAVAILABLE)
-    raise ToolError(ErrorCode.BACKEND_ERROR)  # redirects (never followed), auth failures, wrong path
+    raise ToolError(ErrorCode.BACKEND_ERROR)  # redirects (never followed), wrong path
 
 
 def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
     """(ns, stream labels, line) for every value, or BACKEND_ERROR for anything not Loki's streams shape."""
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        raise ToolError(ErrorCode.BACKEND_ERROR) from None
-    if not isinstance(document, dict):
-        raise ToolError(ErrorCode.BACKEND_ERROR)
+    document = json_document(body)
     data = document.get("data")
     if (
         document.get("status") != "success"
@@ -203,8 +259,44 @@ def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
             ns = int(ts)
             if ns > _MAX_NS:
                 raise ToolError(ErrorCode.BACKEND_ERROR)
-            lines.append((ns, stream, text))
+            lines.append((ns, _with_metadata(stream, value[2] if len(value) == 3 else None), text))
     return lines
+
+
+def _with_metadata(stream: dict[str, str], categorized: object) -> dict[str, str]:
+    """The stream's labels and, when Loki answered with categorised labels, the entry's structured
+    metadata (where Loki 3 keeps `detected_level`) and parsed labels: one flat mapping, as Loki's
+    default answer has it."""
+    if not isinstance(categorized, dict):
+        return stream
+    merged = dict(stream)
+    for group in ("structuredMetadata", "parsed"):
+        labels = categorized.get(group)
+        if isinstance(labels, dict):
+            merged.update((key, value) for key, value in labels.items() if isinstance(value, str))
+    return merged
+
+
+def _parse_count(body: bytes) -> int:
+    """The one sample of a `sum(...)` instant query (no sample: nothing counted), or BACKEND_ERROR."""
+    document = json_document(body)
+    data = document.get("data")
+    if (
+        document.get("status") != "success"
+        or not isinstance(data, dict)
+        or data.get("resultType") != "vector"
+    ):
+        raise ToolError(ErrorCode.BACKEND_ERROR)
+    result = data.get("result")
+    if not isinstance(result, list) or len(result) > 1:
+        raise ToolError(ErrorCode.BACKEND_ERROR)
+    if not result:
+        return 0
+    value = result[0].get("value") if isinstance(result[0], dict) else None
+    count = value[1] if isinstance(value, list) and len(value) == 2 else None
+    if not (isinstance(count, str) and count.isascii() and count.isdigit() and len(count) <= 18):
+        raise ToolError(ErrorCode.BACKEND_ERROR)
+    return int(count)
 
 
 def _to_ns(value: str) -> int:

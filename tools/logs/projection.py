@@ -22,14 +22,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from itertools import islice
 
-from tools.adapter import AdapterResult
+from tools.adapter import AdapterResult, ToolError
 from tools.logs.record import LogRecord
 from tools.logs.severity import Severity
 from tools.redaction import NOOP, REDACTED, Redactor
-from tools.vocabulary import EvidenceStatus
+from tools.vocabulary import ErrorCode, EvidenceStatus
 
 MAX_LABELS = 8
 MAX_LABEL_CHARS = 100
@@ -38,6 +38,8 @@ MAX_SERVICE_CHARS = 100
 # How much text past a cut is redacted with what is shown: a credential's rule needs its context.
 REDACTION_CONTEXT_CHARS = 1000
 _NS_PER_S = 1_000_000_000
+_NS_PER_US = 1000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,18 @@ class Window:
     def __post_init__(self) -> None:
         if self.through_ns < self.end_ns:
             object.__setattr__(self, "through_ns", self.end_ns)
+
+    @classmethod
+    def asked(cls, start: str, end: str, max_window_ns: int) -> Window:
+        """The window of a call's RFC 3339 `start` and `end`, read to the microsecond (as equivalent
+        calls are told apart, tools.canonical): clamped to `max_window_ns` keeping its end, since the
+        latest minutes matter most in an incident; an end on a whole second covers that second, as
+        the file source's does. An inverted window is INVALID_INPUT."""
+        start_ns, end_ns = _rfc3339_ns(start), _rfc3339_ns(end)
+        if end_ns < start_ns:
+            raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
+        through_ns = end_ns + _NS_PER_S - _NS_PER_US if end_ns % _NS_PER_S == 0 else end_ns
+        return cls(max(start_ns, end_ns - max_window_ns), end_ns, through_ns)
 
     def holds(self, instant_ns: int) -> bool:
         return self.start_ns <= instant_ns <= self.through_ns
@@ -179,6 +193,12 @@ class LogProjection:
         if lines_end >= 0:
             shown = shown[:lines_end]
         return shown, len(shown) < len(message)
+
+
+def _rfc3339_ns(text: str) -> int:
+    """An aware RFC 3339 instant (the input model checked the form) in nanoseconds, to the microsecond."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return (moment - _EPOCH) // timedelta(microseconds=1) * _NS_PER_US
 
 
 def format_ns(ns: int) -> str:
