@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.blank_text import is_blank
 from agent.contracts import ExecutionResult, PreviousTurn
 from agent.evidence import build_boundary
 from agent.input_files import OversizedInput
@@ -91,8 +92,8 @@ class RunEnvironment:
         operator's own question, or a follow-up). The operator must be told, or the canned answer
         reads as an answer to their question."""
         scenario = self.scenario
-        if self.settings.model.provider != "scripted" or scenario is None:
-            return False
+        if self.settings.model.provider != "scripted" or scenario is None or is_blank(query):
+            return False  # a blank query is rejected before any model call: nothing is replayed
         scripted_turn = scenario.previous_turn.model_dump(mode="json") if scenario.previous_turn else None
         return query != scenario.query or previous_turn != scripted_turn
 

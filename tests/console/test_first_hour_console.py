@@ -111,6 +111,17 @@ async def test_a_query_of_ones_own_says_the_scripted_scenario_does_not_read_it(t
         assert SCRIPTED_NOTICE in painted_text(app)
 
 
+async def test_a_blank_query_is_rejected_without_the_scripted_notice(tmp_path: Path) -> None:
+    """Rejected before any model call, a blank query replays no script: nothing to warn about."""
+    app = make_app(tmp_path, "evidence-backed-diagnosis")
+    async with app.run_test(size=SMALL) as pilot:
+        await engine_ready(pilot)  # the engine's start puts the scenario's query in the box
+        await replace_query(pilot, "")
+        await run_to_end(pilot)
+        assert "QUERY_BLANK" in painted_text(app) and SCRIPTED_NOTICE not in painted_text(app)
+        assert not [n for n in app._notifications if n.title == SCRIPTED_NOTICE]
+
+
 async def replace_query(pilot: Any, text: str) -> None:
     query = pilot.app.investigate.query_one("#query", TextArea)
     query.text = text
