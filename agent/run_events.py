@@ -31,7 +31,6 @@ from typing import (
     Literal,
     NotRequired,  # pydantic validates only this TypedDict on Python 3.11
     TypeAlias,
-    cast,
 )
 
 from typing_extensions import TypedDict
@@ -353,7 +352,7 @@ def known_type(data: RunEvent | Mapping[str, Any]) -> EventType | None:
 def parse_event(data: RunEvent | Mapping[str, Any]) -> RunEvent:
     """Validate one event's JSON object (types, required fields, known values) into its class."""
     if isinstance(data, RunEventBase):
-        return cast(RunEvent, data)  # already an event of this protocol
+        return data  # already an event of this protocol
     from pydantic import ValidationError
 
     obj = dict(data)

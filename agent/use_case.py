@@ -29,7 +29,7 @@ from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import DraftBounds, run_bounds
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
-from agent.haystack_tools import frozen_tools
+from agent.haystack_tools import frozen_tools as frozen_tools  # the harness benchmark swaps it
 from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.input_files import OversizedInput
 from agent.model_call import GuardedChatGenerator, ModelCallError
@@ -54,6 +54,7 @@ from tools.redaction import NOOP, Redactor
 from tools.unicode_text import holds_unencodable, is_encodable
 
 if TYPE_CHECKING:
+    from haystack.dataclasses import ChatMessage
     from haystack.hooks import Hook, HookPoint
 
 log = logging.getLogger(__name__)
@@ -431,7 +432,7 @@ def bounded_query(query: Any, max_bytes: int) -> str | None:
     return data[:max_bytes].decode("utf-8", errors="ignore") + "…"
 
 
-def _final_assistant_text(messages: list[Any]) -> str | None:
+def _final_assistant_text(messages: list[ChatMessage]) -> str | None:
     for message in reversed(messages):
         if message.role.value == "assistant":
             return message.text

@@ -33,12 +33,17 @@ SLOW_DRAFT = (
 )
 
 
-def child(*argv: str | Path, prelude: str = "", **popen: object) -> subprocess.Popen[str]:
+def child(*argv: str | Path, prelude: str = "", stdin: int | None = None) -> subprocess.Popen[str]:
     """`diagnose ...` in its own process, `prelude` first (it marks the moment a test waits for)."""
     code = f"import sys\n{prelude}\nfrom console.cli import main\nsys.exit(main(sys.argv[1:]))"
-    options: dict[str, object] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    options.update(popen)
-    return subprocess.Popen([sys.executable, "-c", code, *map(str, argv)], cwd=REPO, **options)  # type: ignore[call-overload]
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *map(str, argv)],
+        cwd=REPO,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for(marker: Path, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:

@@ -7,6 +7,7 @@ team-audit account that may not create the tables. Each is a real `diagnose` pro
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
@@ -152,7 +153,7 @@ def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_c
     plain_file = tmp_path / "notes.txt"
     plain_file.write_text("mine\n", encoding="utf-8")
     audit = ["--audit-db", str(tmp_path / "audit.db")]
-    commands = {
+    commands: dict[str, Callable[[Path], list[str]]] = {
         "events": lambda path: [
             "run",
             "--scenario",

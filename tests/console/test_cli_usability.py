@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from agent.run_events import EventType
 from agent.scenarios import builtin_scenarios
-from agent.vocabulary import USAGE_ERROR
+from agent.vocabulary import USAGE_ERROR, EventType
 from console import cli
 from console.app import DiagnoseApp
 from console.audit_cli import add_audit_parser, run_audit_command

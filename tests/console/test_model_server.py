@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import signal
 import socket
 import stat
@@ -420,5 +421,5 @@ def test_the_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatch: pytest
     from console.model_server import command
 
     for cores, threads in ((1, 1), (2, 1), (8, 7)):
-        monkeypatch.setattr(command.os, "cpu_count", lambda cores=cores: cores)
+        monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)
         assert command.default_threads() == threads

@@ -56,7 +56,7 @@ class _Stemmer:
         if not word.isascii() or not word.isalpha():
             return word  # numbers, versions, non-English words: as written
         with self._lock:
-            stemmed = self._stemmer.stemWord(word)
+            stemmed = str(self._stemmer.stemWord(word))
             if len(self._cache) < _MAX_STEM_CACHE:
                 self._cache[word] = stemmed
         return stemmed

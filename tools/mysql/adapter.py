@@ -136,7 +136,7 @@ def parse_dsn(dsn: str) -> MysqlTarget:
     return MysqlTarget(parts.hostname, port, unquote(parts.username), database, password)
 
 
-class _QuietCursor(aiomysql.Cursor):
+class _QuietCursor(aiomysql.Cursor):  # type: ignore[misc]  # aiomysql ships no types
     """aiomysql answers every server warning with an extra SHOW WARNINGS and a Python warning carrying the
     server's text (and data); neither belongs in the console's output."""
 

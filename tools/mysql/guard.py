@@ -34,9 +34,8 @@ from enum import StrEnum
 from typing import Literal
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import Token, TokenType, exp
 from sqlglot.dialects.mysql import MySQL
-from sqlglot.tokens import Token, TokenType
 
 from tools.mysql.diagnostic_surface import (
     BOTH,
@@ -50,7 +49,8 @@ from tools.mysql.diagnostic_surface import (
     diagnostic_view,
 )
 from tools.mysql.secret_reads import has_positional_reference, renames_columns, secret_read
-from tools.redaction import REDACTED, names_secret
+from tools.redaction import REDACTED
+from tools.secret_names import names_secret
 
 
 class PolicyReason(StrEnum):
