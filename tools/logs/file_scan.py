@@ -572,12 +572,17 @@ class FileScan:
                 return
             if head.severity < query.level:
                 return
+        self._offer(pending, instant, service)
+
+    def _offer(self, pending: _Pending, instant: int, service: str) -> None:
+        """A record the query matches, ranked among those of its microsecond, to the newest kept."""
+        head = pending.head
         if instant == self._rank_instant:
             self._rank += 1
         else:
             self._rank_instant, self._rank = instant, 0
         instant += self._rank * US
-        if not window.holds(instant):
+        if not self._query.window.holds(instant):
             return
         newest = self._found.newest
         key = (instant, self._number, pending.offset)

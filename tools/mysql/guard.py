@@ -650,6 +650,21 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[tuple[str, ...], tuple
     """Apply every rule to every node, rule by rule, so the reported reason does not depend on
     where in the statement the first violation happens to sit."""
     nodes = list(root.walk())
+    _refuse_forbidden_nodes(nodes)
+    _refuse_unlisted_nodes(nodes)
+    schemas, views = _tables_read(nodes, policy)
+    # Last, so a statement that breaks another rule too keeps that rule's reason (`mysql.user` reads are
+    # SYSTEM_SCHEMA whatever they select).
+    if (secret := secret_read(root)) is not None:
+        raise SqlPolicyError(PolicyReason.SECRET_COLUMN, secret)
+    read = tuple(views[name] for name in sorted(views))
+    if (problem := _statement_text_problem(root, read)) is not None:
+        raise SqlPolicyError(PolicyReason.STATEMENT_TEXT, problem)
+    return tuple(sorted(schemas)), read
+
+
+def _refuse_forbidden_nodes(nodes: list[exp.Expr]) -> None:
+    """Writes, commands, INTO, locking reads, variables and comments, in that order of reasons."""
     for node in nodes:
         if isinstance(node, _WRITE_NODES):
             raise SqlPolicyError(PolicyReason.WRITE_STATEMENT, type(node).__name__)
@@ -668,6 +683,11 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[tuple[str, ...], tuple
     for node in nodes:
         if isinstance(node, exp.Hint) or node.comments:
             raise SqlPolicyError(PolicyReason.COMMENT)
+
+
+def _refuse_unlisted_nodes(nodes: list[exp.Expr]) -> None:
+    """Functions off the allow-list, then any other node kind the guard does not know, then the cost
+    rules (`_check_cost`)."""
     others = [node for node in nodes if type(node) not in _ALLOWED_NODES]  # And/Or/Xor are Funcs too
     for node in others:
         if isinstance(node, exp.Func) and _function_name(node) not in ALLOWED_FUNCTIONS:
@@ -679,6 +699,11 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[tuple[str, ...], tuple
             raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, type(node).__name__)
     for node in nodes:
         _check_cost(node)
+
+
+def _tables_read(nodes: list[exp.Expr], policy: _Policy) -> tuple[set[str], dict[str, DiagnosticView]]:
+    """The schemas the statement reads and the diagnostic views among its tables (by qualified name);
+    refuses catalog-qualified names and table references that are not plain names."""
     schemas: set[str] = set()
     views: dict[str, DiagnosticView] = {}
     for node in nodes:
@@ -698,14 +723,7 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[tuple[str, ...], tuple
                 schemas.add(view.schema)
             else:
                 schemas.add(policy.schema(schema).lower())
-    # Last, so a statement that breaks another rule too keeps that rule's reason (`mysql.user` reads are
-    # SYSTEM_SCHEMA whatever they select).
-    if (secret := secret_read(root)) is not None:
-        raise SqlPolicyError(PolicyReason.SECRET_COLUMN, secret)
-    read = tuple(views[name] for name in sorted(views))
-    if (problem := _statement_text_problem(root, read)) is not None:
-        raise SqlPolicyError(PolicyReason.STATEMENT_TEXT, problem)
-    return tuple(sorted(schemas)), read
+    return schemas, views
 
 
 def _statement_text_problem(root: exp.Expr, views: Sequence[DiagnosticView]) -> str | None:
