@@ -190,7 +190,7 @@ class DiagnoseApp(ConsoleHost):
     @property
     def investigate(self) -> InvestigateScreen:
         screen = self.screen_stack[0]
-        assert isinstance(screen, InvestigateScreen)
+        assert isinstance(screen, InvestigateScreen)  # noqa: S101 - invariant for the type checker
         return screen
 
     def on_mount(self) -> None:

@@ -11,6 +11,7 @@ terminal nor confirmed by `--yes`), 3 the audit or the configuration cannot be u
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -282,10 +283,9 @@ def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         _error(str(exc))
         return USAGE_ERROR
     except BrokenPipeError:  # `diagnose audit export | head`: the reader has seen enough
-        try:  # keep the interpreter's final flush from failing on the closed pipe
+        # Keeps the interpreter's final flush from failing on the closed pipe.
+        with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
         return 0
 
 

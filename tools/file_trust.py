@@ -21,6 +21,7 @@ folder all follow it:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -83,10 +84,8 @@ def private_folder(path: Path) -> Path:
     refused when it is a link, not a folder, or another user's."""
     for folder in reversed([path, *path.parents]):
         if not os.path.lexists(folder):
-            try:
+            with contextlib.suppress(FileExistsError):
                 folder.mkdir(mode=PRIVATE_DIR)
-            except FileExistsError:
-                pass
     _check_own(path, os.lstat(path), folder=True)
     return path
 

@@ -66,7 +66,7 @@ async def test_demo_incident_payment_errors_are_found_newest_first(demo: LogFile
     assert all(entry["service"] == "payment-service" and entry["level"] == "ERROR" for entry in entries)
     timestamps = [entry["ts"] for entry in entries]
     assert timestamps == sorted(timestamps, reverse=True)
-    assert "2026-11-30T02:10:00Z" <= timestamps[-1] and timestamps[0] < "2026-11-30T02:54:00Z"
+    assert timestamps[-1] >= "2026-11-30T02:10:00Z" and timestamps[0] < "2026-11-30T02:54:00Z"
     assert result.data["window"] == {"start": DEMO_START, "end": DEMO_END}
 
 

@@ -489,7 +489,7 @@ class FileScan:
         """Add a line to the open JSON object; False when the line is no part of it (it starts a
         record of its own: the open object never closed and is counted as unreadable)."""
         opened = self._open
-        assert opened is not None
+        assert opened is not None  # noqa: S101 - invariant for the type checker
         fallback = self._fallback
         if self._head(line) is not None or (fallback is not None and fallback.head(line, self._clock)):
             self._abandon_open()  # a record of its own: never swallowed by a broken one

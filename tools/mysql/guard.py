@@ -71,7 +71,7 @@ class PolicyReason(StrEnum):
     NO_DATABASE = "NO_DATABASE"
     SYSTEM_SCHEMA = "SYSTEM_SCHEMA"
     SCHEMA_NOT_ALLOWED = "SCHEMA_NOT_ALLOWED"
-    SECRET_COLUMN = "SECRET_COLUMN"
+    SECRET_COLUMN = "SECRET_COLUMN"  # noqa: S105 - a refusal reason's name
     STATEMENT_TEXT = "STATEMENT_TEXT"
 
 
@@ -748,9 +748,12 @@ def _statement_text_problem(root: exp.Expr, views: Sequence[DiagnosticView]) -> 
             return "USING over statement text"
         if isinstance(node, exp.Column) and node.name.lower() in names and not _shown_or_null_tested(node):
             return f"{node.name} used beyond showing it"
-        if isinstance(node, exp.Select) and has_positional_reference(node):
-            if any(column.name.lower() in names for column in node.find_all(exp.Column)):
-                return "ORDER BY or GROUP BY a position beside statement text"
+        if (
+            isinstance(node, exp.Select)
+            and has_positional_reference(node)
+            and any(column.name.lower() in names for column in node.find_all(exp.Column))
+        ):
+            return "ORDER BY or GROUP BY a position beside statement text"
     return None
 
 
@@ -863,9 +866,12 @@ def _is_cte_reference(table: exp.Table) -> bool:
                 return True
         else:
             with_ = node.args.get("with_")
-            if isinstance(with_, exp.With) and with_ is not child:
-                if any(cte.alias == name for cte in with_.expressions):
-                    return True
+            if (
+                isinstance(with_, exp.With)
+                and with_ is not child
+                and any(cte.alias == name for cte in with_.expressions)
+            ):
+                return True
         child, node = node, node.parent
     return False
 
@@ -928,9 +934,8 @@ def _variables_view(view: DiagnosticView) -> exp.Expr:
     secret = " OR ".join(f"LOWER(`{name}`) LIKE '{pattern}'" for pattern in SECRET_VARIABLE_PATTERNS)
     kept = ", ".join(f"`{column}`" for column in others)
     source = f"`{view.schema}`.`{view.name}`"
-    return sqlglot.parse_one(
-        f"SELECT {kept}, IF({secret}, '{REDACTED}', `{value}`) AS `{value}` FROM {source}", read="mysql"
-    )
+    sql = f"SELECT {kept}, IF({secret}, '{REDACTED}', `{value}`) AS `{value}` FROM {source}"  # noqa: S608 - the diagnostic surface's fixed names
+    return sqlglot.parse_one(sql, read="mysql")
 
 
 def _is_variables_view(table: exp.Table, view: DiagnosticView) -> bool:
