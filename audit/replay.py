@@ -27,6 +27,7 @@ from agent.run_events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    budget_gauges,
 )
 from agent.vocabulary import InvocationStatus, Outcome, ProtocolCode, StopReason
 from tools.vocabulary import ErrorCode, Evaluation
@@ -153,27 +154,15 @@ def timeline_events(timeline: RunTimeline) -> list[RunEvent]:
                 )
             )
     if run.get("finished_at") or run.get("outcome"):
-        events.append(
-            BudgetChanged(
-                *ids,
-                next(seq),
-                run.get("finished_at") or "",
-                model_calls={"used": run.get("model_calls"), "limit": limits and limits["max_model_calls"]},
-                tokens={
-                    "used": run.get("total_tokens"),
-                    "limit": limits and limits["max_total_tokens"],
-                    "estimated": any(
-                        e.kind == "model_round" and e.data.get("usage_estimated") for e in timeline.entries
-                    ),
-                },
-                run_bytes={"used": None, "limit": limits and limits["max_run_bytes"]},
-                deadline={
-                    "elapsed_s": _elapsed_s(run.get("started_at"), run.get("finished_at")),
-                    "limit_s": limits and limits["deadline_s"],
-                },
-                exhausted=None,
-            )
+        estimated = any(e.kind == "model_round" and e.data.get("usage_estimated") for e in timeline.entries)
+        gauges = budget_gauges(
+            limits,
+            model_calls=run.get("model_calls"),
+            tokens=run.get("total_tokens"),
+            tokens_estimated=estimated,
+            elapsed_s=_elapsed_s(run.get("started_at"), run.get("finished_at")),
         )
+        events.append(BudgetChanged(*ids, next(seq), run.get("finished_at") or "", **gauges, exhausted=None))
     if run.get("outcome"):
         result = _parsed(run.get("result_json")) or {
             "run_id": run["run_id"],
