@@ -102,6 +102,41 @@ class DeadlineGauge(TypedDict):
     limit_s: float | None
 
 
+class BudgetGauges(TypedDict):
+    """Every budget against its limit: the body of a `budget_changed` event, and what the console's
+    budget gauge draws."""
+
+    model_calls: Gauge
+    tokens: TokenGauge
+    run_bytes: Gauge
+    deadline: DeadlineGauge
+
+
+def budget_gauges(
+    limits: RunLimits | None,
+    *,
+    model_calls: int | None = None,
+    tokens: int | None = None,
+    tokens_estimated: bool | None = None,
+    run_bytes: int | None = None,
+    elapsed_s: float | None = None,
+) -> BudgetGauges:
+    """The one way to build the gauges: each budget's figure against the run's limit. `limits` None:
+    not recorded; a figure left out is unknown (None); `tokens.estimated` is there only when given."""
+    tokens_gauge: TokenGauge = {
+        "used": tokens,
+        "limit": None if limits is None else limits["max_total_tokens"],
+    }
+    if tokens_estimated is not None:
+        tokens_gauge["estimated"] = tokens_estimated
+    return {
+        "model_calls": {"used": model_calls, "limit": None if limits is None else limits["max_model_calls"]},
+        "tokens": tokens_gauge,
+        "run_bytes": {"used": run_bytes, "limit": None if limits is None else limits["max_run_bytes"]},
+        "deadline": {"elapsed_s": elapsed_s, "limit_s": None if limits is None else limits["deadline_s"]},
+    }
+
+
 # --- the events -----------------------------------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from agent.blank_text import is_blank
-from agent.budget import RunBudget, utf8_len
+from agent.budget import RunBudget, limits_of, utf8_len
 from agent.contracts import (
     AgentInput,
     DiagnosisDraft,
@@ -180,13 +180,7 @@ class DiagnosisUseCase:
 
     # ------------------------------------------------------------------ internals
     def _limits(self) -> RunLimits:
-        budget = self.settings.budget
-        return RunLimits(
-            max_model_calls=budget.max_model_calls,
-            max_total_tokens=budget.max_total_tokens,
-            deadline_s=budget.deadline_s,
-            max_run_bytes=budget.max_run_bytes,
-        )
+        return limits_of(self.settings.budget)
 
     def _thresholds(self) -> ProtocolThresholds:
         protocol = self.settings.protocol

@@ -1,7 +1,7 @@
 """`diagnose` when what surrounds it fails: Ctrl-C at any moment, a full or closed standard output, a
 closed standard input, a command line that does not parse, a reader of the events that leaves. Each
 ends with a documented exit code and at most one line on stderr, never a traceback.
-(docs/contracts.md, "CLI"; README, "Headless use")
+(docs/contracts.md, "CLI"; docs/command-line.md, "Headless use: `diagnose run`")
 
 Every test runs a real process: signals, descriptors and the interpreter's last flush only exist there.
 """
@@ -273,7 +273,7 @@ def documented_codes(text: str) -> set[int]:
     return {int(code) for code in re.findall(r"^\s*\|?\s*(\d+)\s", text, flags=re.MULTILINE)}
 
 
-def test_run_help_and_the_readme_list_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_help_and_the_command_line_page_list_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     every = {*EXIT_CODE_OF.values(), SETUP_ERROR, USAGE_ERROR, OUTPUT_ERROR}
     with pytest.raises(SystemExit) as exited:
         main(["run", "--help"])
@@ -281,8 +281,8 @@ def test_run_help_and_the_readme_list_every_exit_code(capsys: pytest.CaptureFixt
     help_text = capsys.readouterr().out
     listed = help_text[help_text.index("exit codes:") :]
     assert documented_codes(listed) == every
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| exit | outcome |") :]
+    page = (REPO / "docs" / "command-line.md").read_text(encoding="utf-8")
+    table = page[page.index("| exit | outcome |") :]
     table = table[: table.index("\n\n")]
     assert documented_codes(table) == every
 

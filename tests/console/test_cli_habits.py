@@ -182,7 +182,7 @@ def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_c
 def test_the_eval_table_fits_80_columns_and_wide_keeps_one_line_per_case(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """README, "Evaluate a model": off a terminal the table folds into bands within `COLUMNS`
+    """docs/eval.md: off a terminal the table folds into bands within `COLUMNS`
     (80 here); each band repeats the case column. `--wide` is the whole table on one line per case."""
     cases = ("--case", "payment-timeout", "--case", "vague-query")
     env = cli_env(tmp_path) | {"COLUMNS": "80"}

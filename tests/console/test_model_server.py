@@ -361,7 +361,7 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     assert tomllib.loads(out)["budget"]["max_model_calls"] == 3
     template = (tmp_path / "cache" / "templates" / "tiny.jinja").read_text()
     assert template == chat_template(CHATML)
-    # README, "Security": the cache keeps what a local user must not read or swap, owner-only.
+    # docs/local-model.md: the cache keeps what a local user must not read or swap, owner-only.
     for kept in ("templates/tiny.jinja", f"logs/llama-server-{port}.log", "models/tiny.gguf"):
         assert stat.S_IMODE((tmp_path / "cache" / kept).stat().st_mode) == 0o600, kept
     for folder in ("templates", "logs", "models"):
