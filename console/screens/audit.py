@@ -448,11 +448,11 @@ class AuditScreen(Screen[None]):
             pane.query_one(f"#{pane.SEARCH_ID}", Input).placeholder = pane.SEARCH_HINTS[narrow]
 
     @property
-    def panes(self) -> tuple[AuditPane, ...]:
+    def panes(self) -> tuple[AuditPane[Any], ...]:
         return tuple(self.query(AuditPane))
 
     @property
-    def active_pane(self) -> AuditPane:
+    def active_pane(self) -> AuditPane[Any]:
         return self.query_one(f"#{self.query_one(TabbedContent).active}", AuditPane)
 
     def on_mount(self) -> None:
