@@ -25,8 +25,8 @@ from agent.contracts import (
     PreviousTurn,
     ProgressSnapshot,
 )
-from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import DraftBounds, run_bounds
+from agent.draft.parser import DraftRejected, parse_draft
+from agent.draft.rules import DraftBounds, run_bounds
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
 from agent.haystack_tools import frozen_tools

@@ -129,7 +129,7 @@ class StopReason(StrEnum):
 
 class DraftViolation(StrEnum):
     """Why a final text is not a valid Draft (`failure.violation` of INVALID_DRAFT or DRAFT_TOO_LARGE),
-    in the order the parser checks them (agent/draft_parser.py)."""
+    in the order the parser checks them (agent/draft/parser.py)."""
 
     EMPTY_OUTPUT = "EMPTY_OUTPUT"
     INVALID_ENCODING = "INVALID_ENCODING"

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from agent.draft_rules import run_bounds
+from agent.draft.rules import run_bounds
 from agent.evidence import build_boundary
 from agent.models import build_model
 from agent.prompt import system_prompt

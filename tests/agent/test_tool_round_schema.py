@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agent.draft_rules import MAX_BYTES_PER_CHAR, MIN_BYTES_PER_TOKEN
+from agent.draft.rules import MAX_BYTES_PER_CHAR, MIN_BYTES_PER_TOKEN
 from agent.harness import _evaluation_problem
 from agent.haystack_tools import frozen_tools
 from agent.progress import CheckRecord

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 
 from agent.blank_text import is_blank
 from agent.contracts import DiagnosisDraft, PreviousTurn
-from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import RunEvidence
+from agent.draft.parser import DraftRejected, parse_draft
+from agent.draft.rules import RunEvidence
 from agent.scenarios import Scenario, ScenarioError, parse_scenario
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary

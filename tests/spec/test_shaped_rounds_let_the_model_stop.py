@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 
-from agent.draft_rules import RunEvidence, run_bounds
+from agent.draft.rules import RunEvidence, run_bounds
 from agent.evidence import build_boundary
 from agent.models import build_model
 from agent.run_events import RunEvent

@@ -12,7 +12,7 @@ rule depends on lives here:
   characters it uses (with one exception, see MAX_BYTES_PER_CHAR) — `DraftBounds`: what a
   grammar-constrained server is held to and the prompt states, never a limit of the parser, which
   accepts any Draft within the configured bytes.
-agent/draft_parser.py, agent/draft_schema.py and agent/prompt.py only apply these.
+agent/draft/parser.py, agent/draft/schema.py and agent/prompt.py only apply these.
 """
 
 from __future__ import annotations
