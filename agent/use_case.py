@@ -32,11 +32,11 @@ from agent.harness import DiagnosisHarnessCore
 from agent.haystack_tools import frozen_tools
 from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.input_files import OversizedInput
-from agent.model_call import GuardedChatGenerator, ModelCallError
-from agent.model_failure import model_endpoint
+from agent.model.call import GuardedChatGenerator, ModelCallError
+from agent.model.failure import model_endpoint
+from agent.model.request_shaping import RoundShaper
 from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
-from agent.request_shaping import RoundShaper
 from agent.run_context import RunContext, new_id
 from agent.run_events import (
     EventSink,

@@ -500,7 +500,7 @@ def _model_wait_line(env: RunEnvironment) -> ModelWaitLine | None:
     """On a terminal, a line on stderr while a model round waits (`console.wait_line`)."""
     if sys.stderr is None or not sys.stderr.isatty():
         return None
-    from agent.model_failure import model_endpoint
+    from agent.model.failure import model_endpoint
     from console.wait_line import ModelWaitLine
 
     return ModelWaitLine(sys.stderr, env.redactor.text(model_endpoint(env.settings.model) or env.model_label))

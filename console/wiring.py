@@ -19,7 +19,7 @@ from agent.blank_text import is_blank
 from agent.contracts import ExecutionResult, PreviousTurn
 from agent.evidence import build_boundary
 from agent.input_files import OversizedInput
-from agent.models import build_model
+from agent.model.factory import build_model
 from agent.run_events import EventSink
 from agent.scenarios import Scenario
 from agent.secrets import build_redactor

@@ -29,7 +29,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from agent.models import parse_model_label
+from agent.model.factory import parse_model_label
 from agent.run_events import (
     BudgetChanged,
     ModelRoundFinished,

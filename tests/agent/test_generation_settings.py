@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from agent.evidence import build_boundary
-from agent.models import build_model
+from agent.model.factory import build_model
 from agent.run_events import RunEvent
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent.evidence import build_adapters
-from agent.models import build_model
+from agent.model.factory import build_model
 from agent.run_events import RunEvent
 from agent.settings import ConfigError, ModelSettings, load_settings
 from agent.use_case import DiagnosisUseCase

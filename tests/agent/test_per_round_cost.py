@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent.scripted import ScriptedChatGenerator
+from agent.model.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.usage import WireSizes
 from agent.use_case import DiagnosisUseCase

@@ -12,7 +12,7 @@ import jsonschema
 
 from agent.draft.rules import run_bounds
 from agent.evidence import build_boundary
-from agent.models import build_model
+from agent.model.factory import build_model
 from agent.prompt import system_prompt
 from agent.run_events import RunEvent
 from agent.settings import load_settings

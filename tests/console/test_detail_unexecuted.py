@@ -21,7 +21,7 @@ from rich.console import Group
 from rich.json import JSON
 from textual.widgets import Static
 
-from agent.scripted import ScriptedChatGenerator
+from agent.model.scripted import ScriptedChatGenerator
 from console.app import DiagnoseApp
 from console.widgets.detail import DetailPanel, entry_detail
 from console.widgets.run_state import RunState

@@ -27,7 +27,7 @@ import pytest
 
 import console.model_server.catalog as catalog
 import console.model_server.llama_build as llama_build
-from agent.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from agent.model.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from agent.settings import load_settings
 from console.cli import main
 from console.model_server.catalog import CHATML, GEMMA, PinnedFile, ShippedModel, TurnTokens

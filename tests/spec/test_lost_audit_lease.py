@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from agent.evidence import build_boundary
+from agent.model.scripted import ScriptedChatGenerator
 from agent.scenarios import Scenario
-from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from audit.location import MysqlLocation

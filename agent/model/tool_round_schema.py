@@ -30,7 +30,7 @@ from typing import Any
 
 from agent.budget import utf8_len
 from agent.draft.rules import MAX_BYTES_PER_CHAR, PLAIN_CHAR, token_byte_limit
-from agent.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from agent.model.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from tools.definitions import MAX_SQL_BYTES, ToolName
 from tools.input_models import envelope_schema
 from tools.vocabulary import Evaluation
