@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from agent.contracts import Usage
-from agent.run_events import DeadlineGauge, Gauge, TokenGauge
+from agent.events.run_events import DeadlineGauge, Gauge, TokenGauge
 from agent.settings import BudgetSettings
 from agent.usage import RoundUsage
 from agent.vocabulary import StopReason

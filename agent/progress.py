@@ -16,7 +16,7 @@ from typing import Literal
 
 from agent.contracts import ProgressCheck, ProgressSnapshot
 from agent.draft.rules import CallEvidence, RunEvidence
-from agent.run_events import ProtocolState
+from agent.events.run_events import ProtocolState
 from agent.settings import ProtocolSettings
 from agent.vocabulary import SaturationReason, StopCause, StopReason
 from tools.vocabulary import Evaluation, EvidenceStatus

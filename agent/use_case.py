@@ -27,7 +27,15 @@ from agent.contracts import (
 )
 from agent.draft.parser import DraftRejected, parse_draft
 from agent.draft.rules import DraftBounds, run_bounds
-from agent.events import RequiredSinkFailed, RunEventEmitter
+from agent.events.emitter import RequiredSinkFailed, RunEventEmitter
+from agent.events.run_events import (
+    EventSink,
+    ProtocolThresholds,
+    RejectedInput,
+    RunFinished,
+    RunLimits,
+    RunStarted,
+)
 from agent.harness import DiagnosisHarnessCore
 from agent.haystack_tools import frozen_tools
 from agent.hooks import HARNESS_KEY, harness_hooks
@@ -38,14 +46,6 @@ from agent.model.request_shaping import RoundShaper
 from agent.progress import ProgressLedger
 from agent.prompt import system_prompt
 from agent.run_context import RunContext, new_id
-from agent.run_events import (
-    EventSink,
-    ProtocolThresholds,
-    RejectedInput,
-    RunFinished,
-    RunLimits,
-    RunStarted,
-)
 from agent.settings import Settings
 from agent.vocabulary import OUTCOME_OF, Outcome, RunFailureCause, StopReason
 from tools.boundary import ToolBoundary

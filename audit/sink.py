@@ -1,6 +1,6 @@
 """The audit sink: turns run events into audit rows (docs/contracts.md, "Run events", "Audit").
 
-It reads the typed events of `agent.run_events` (light: no Haystack, no pydantic). A STARTED invocation
+It reads the typed events of `agent.events.run_events` (light: no Haystack, no pydantic). A STARTED invocation
 is committed before the emitter moves on (so it is durable before the tool runs), and so is the end of
 a run; the other rows ride in the next such commit (see `AuditSink`).
 """
@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from agent.run_events import (
+from agent.events.run_events import (
     BudgetChanged,
     InvalidRunEvent,
     ModelRoundFinished,

@@ -45,7 +45,7 @@ from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_
 from console.version import package_version
 
 if TYPE_CHECKING:
-    from agent.run_events import EventSink, RunEvent
+    from agent.events.run_events import EventSink, RunEvent
     from agent.use_case import DiagnosisUseCase
     from audit.output_files import OutputFile
     from console.wait_line import ModelWaitLine
@@ -639,7 +639,7 @@ async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Int
             events.close()
 
     # Redacted like the events, with the tool call IDs (citations, checks) exact.
-    from agent.event_redaction import redact_result
+    from agent.events.redaction import redact_result
 
     if args.json:
         text = neutralize(

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from agent.blank_text import is_blank
 from agent.contracts import ExecutionResult, PreviousTurn
+from agent.events.run_events import EventSink
 from agent.evidence import build_boundary
 from agent.input_files import OversizedInput
 from agent.model.factory import build_model
-from agent.run_events import EventSink
 from agent.scenarios import Scenario
 from agent.secrets import build_redactor
 from agent.settings import Settings

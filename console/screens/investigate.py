@@ -47,7 +47,7 @@ from console.widgets.status_bar import StatusBar
 from console.widgets.too_small import TooSmall, fit_screen
 
 if TYPE_CHECKING:
-    from agent.run_events import RunEvent
+    from agent.events.run_events import RunEvent
     from console.export import RunRecord
     from console.screens.export_dialog import ExportTarget
 

@@ -39,7 +39,7 @@ from tools.definitions import ToolName
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 if TYPE_CHECKING:
-    from agent.run_events import ProtocolChanged
+    from agent.events.run_events import ProtocolChanged
 
 TimelineKey = tuple[str, Any]  # ("round", n) | ("call", id) | ("note", i) | ("finish", None)
 

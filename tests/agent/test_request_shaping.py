@@ -17,11 +17,11 @@ from typing import Any
 import jsonschema
 import pytest
 
+from agent.events.run_events import RunEvent
 from agent.evidence import build_boundary
 from agent.haystack_tools import frozen_tools
 from agent.model.factory import build_model
 from agent.model.server_kind import shaping_mode
-from agent.run_events import RunEvent
 from agent.settings import ModelSettings, load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai

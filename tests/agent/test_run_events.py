@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from agent import run_events
-from agent.events import RunEventEmitter
-from agent.run_events import (
+from agent.events import run_events
+from agent.events.emitter import RunEventEmitter
+from agent.events.run_events import (
     BudgetChanged,
     InvalidRunEvent,
     ModelRoundFinished,

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.run_events import RunEvent
+from agent.events.run_events import RunEvent
 from audit import AuditSink, AuditStore
 from audit.sqlite_store import _fts_statements
 from audit.sqlite_text_search import FTS_COLUMNS

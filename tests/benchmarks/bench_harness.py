@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import agent.use_case as use_case_module
+from agent.events.run_events import RunFinished, RunStarted, ToolStarted
 from agent.model.scripted import ScriptedChatGenerator
-from agent.run_events import RunFinished, RunStarted, ToolStarted
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from agent.vocabulary import Outcome, StopReason

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent.run_events import EventType
+from agent.events.run_events import EventType
 from agent.scenarios import builtin_scenarios
 from agent.vocabulary import USAGE_ERROR
 from console import cli

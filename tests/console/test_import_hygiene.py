@@ -33,7 +33,7 @@ LATER = (
     "console.screens.export_dialog",
     "textual.widgets._data_table",
     "tools.redaction",
-    "agent.run_events",
+    "agent.events.run_events",
 )
 
 def first_paint() -> None:
@@ -71,9 +71,9 @@ import json, sys
 from textual.app import App
 
 LATER = (
-    "haystack", "pydantic", "agent.events", "tools.redaction", "tomllib", "console.audit_cli",
+    "haystack", "pydantic", "agent.events.emitter", "tools.redaction", "tomllib", "console.audit_cli",
     "console.eval_cli", "console.demo_cli", "console.export", "textual.widgets._data_table",
-    "agent.run_events", "opentelemetry", "console.traces",
+    "agent.events.run_events", "opentelemetry", "console.traces",
 )
 seen = {}
 _display = App._display

@@ -20,9 +20,9 @@ from typing import Any
 import jsonschema
 
 from agent.draft.rules import RunEvidence, run_bounds
+from agent.events.run_events import RunEvent
 from agent.evidence import build_boundary
 from agent.model.factory import build_model
-from agent.run_events import RunEvent
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from console.render_text import render_result
