@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from audit.common import AuditStoreError, PruneReport
     from audit.location import default_audit_path
     from audit.sink import AuditSink
-    from audit.sqlite_store import AuditStore
+    from audit.sqlite.store import AuditStore
 
 _HOMES = {
     "AuditBrowser": "audit.browse",
@@ -25,7 +25,7 @@ _HOMES = {
     "RunTimeline": "audit.browse",
     "TimelineEntry": "audit.browse",
     "AuditSink": "audit.sink",
-    "AuditStore": "audit.sqlite_store",
+    "AuditStore": "audit.sqlite.store",
     "AuditStoreError": "audit.common",
     "PruneReport": "audit.common",
     "default_audit_path": "audit.location",

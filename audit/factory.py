@@ -14,9 +14,9 @@ def open_audit_store(
 ) -> AuditBackend:
     """Open (creating or migrating the schema) the audit `location` names; `AuditStoreError` if unusable."""
     if isinstance(location, MysqlLocation):
-        from audit.mysql_store import MysqlAuditStore
+        from audit.mysql.store import MysqlAuditStore
 
         return MysqlAuditStore(location, heartbeat_s=heartbeat_s, lease_s=lease_s)
-    from audit.sqlite_store import AuditStore
+    from audit.sqlite.store import AuditStore
 
     return AuditStore(location.path)

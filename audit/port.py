@@ -1,12 +1,12 @@
 """The audit's port: the one store interface every reader and writer of the audit sees.
 
 The sink, the browser, export, replay, the console's audit screen and `diagnose audit` see only
-`AuditBackend`, so the embedded SQLite file (`audit.sqlite_store.AuditStore`) and a team database on
-MariaDB/MySQL (`audit.mysql_store.MysqlAuditStore`) serve them alike (docs/contracts.md, "Audit").
+`AuditBackend`, so the embedded SQLite file (`audit.sqlite.store.AuditStore`) and a team database on
+MariaDB/MySQL (`audit.mysql.store.MysqlAuditStore`) serve them alike (docs/contracts.md, "Audit").
 
 SQL reaching a backend is written once, in SQLite's dialect: the statements the sink and browser
 spell use `?` placeholders and `INSERT ... ON CONFLICT (...) DO UPDATE SET c = excluded.c`, which the
-MariaDB/MySQL backend translates (`audit.mysql_dialect`).
+MariaDB/MySQL backend translates (`audit.mysql.dialect`).
 """
 
 from __future__ import annotations

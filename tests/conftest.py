@@ -35,7 +35,7 @@ import pytest
 import console  # noqa: F401  (switches library telemetry off before any test imports Haystack)
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import AuditStore
 from tests.support.audit_backends import AuditTarget, mariadb_target, sqlite_target
 from tests.support.mysql import MysqlTestEnv, create_env, drop_env, require_server
 

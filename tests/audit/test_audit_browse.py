@@ -19,8 +19,8 @@ from audit.factory import open_audit_store
 from audit.location import SqliteLocation
 from audit.port import AuditBackend
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
-from audit.sqlite_text_search import NoTextIndex
+from audit.sqlite.store import AuditStore
+from audit.sqlite.text_search import NoTextIndex
 from tests.support.audit_backends import mariadb_target
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events

@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import AuditStore
 from tests.support.audit_reader import AuditReader
 
 PROCESSES = 8

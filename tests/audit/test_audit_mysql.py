@@ -19,8 +19,8 @@ import pytest
 
 from audit.common import AuditStoreError
 from audit.location import MysqlLocation
-from audit.mysql_schema import MIGRATIONS
-from audit.mysql_store import MysqlAuditStore
+from audit.mysql.schema import MIGRATIONS
+from audit.mysql.store import MysqlAuditStore
 from audit.port import AuditBackend
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from audit import sqlite_store as store_module
 from audit import store_base
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.common import AuditStoreError, audit_timestamp
 from audit.liveness import is_process_live, own_start_marker, process_start_marker
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite import store as store_module
+from audit.sqlite.store import AuditStore
 from tests.support.audit_events import LOGS_INPUT, Events, on_disk
 from tests.support.audit_reader import AuditReader
 

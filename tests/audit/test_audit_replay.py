@@ -16,7 +16,7 @@ from agent.vocabulary import AUDITED_PROTOCOL_CODES
 from audit.browse import AuditBrowser
 from audit.replay import timeline_events
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import AuditStore
 from tests.support import RecordingAdapter, harness
 from tests.support.spec_scenarios import (
     LOG_DATA,

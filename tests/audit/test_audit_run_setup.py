@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from audit import sqlite_store as store_module
 from audit.common import RUN_SETUP_COLUMNS
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite import store as store_module
+from audit.sqlite.store import AuditStore
 from console.cli import main
 from tests.support import harness
 from tests.support.audit_events import Events

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from audit import sqlite_store as store_module
 from audit.common import AuditStoreError
 from audit.port import AuditBackend
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite import store as store_module
+from audit.sqlite.store import AuditStore
 from tests.support.audit_backends import mariadb_target
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, RUN, SESSION, Events, on_disk
 from tests.support.audit_reader import AuditReader

@@ -17,10 +17,10 @@ import pytest
 import sqlite_utils
 
 from audit import browse as browse_module
-from audit import sqlite_store as store_module
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite import store as store_module
+from audit.sqlite.store import AuditStore
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events, on_disk
 from tests.support.audit_reader import AuditReader
 

@@ -1,4 +1,4 @@
-"""Text search over the server's trigram words (audit.mysql_text_search) gives the file's answers:
+"""Text search over the server's trigram words (audit.mysql.text_search) gives the file's answers:
 for a run still going (found by LIKE over pending runs), after its finish indexed it, and after a
 migration indexed the runs an older schema left without words."""
 
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from audit import browse as browse_module
-from audit import mysql_text_search
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.location import MysqlLocation
-from audit.mysql_text_search import indexable, match_all, term_words
+from audit.mysql import text_search as mysql_text_search
+from audit.mysql.text_search import indexable, match_all, term_words
 from audit.port import AuditBackend
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget

@@ -24,7 +24,7 @@ from typing import Any
 
 from audit.browse import INVOCATION_ORDER, AuditBrowser, InvocationFilter
 from audit.common import audit_timestamp
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import AuditStore
 from tests.support.audit_data import DEFAULT_END, populate_audit
 
 

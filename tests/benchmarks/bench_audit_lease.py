@@ -22,7 +22,7 @@ import statistics
 import time
 
 from audit.location import MysqlLocation
-from audit.mysql_store import MysqlAuditStore
+from audit.mysql.store import MysqlAuditStore
 from audit.sink import AuditSink
 from tests.benchmarks.machine import hardware
 from tests.support.audit_events import LOGS_INPUT, Events

@@ -32,10 +32,10 @@ from audit.browse import INVOCATION_ORDER, AuditBrowser, InvocationFilter
 from audit.common import AuditStoreError, audit_timestamp
 from audit.copy import COPIED_COLUMNS
 from audit.location import MysqlLocation
-from audit.mysql_store import MysqlAuditStore
-from audit.mysql_text_search import backfill
+from audit.mysql.store import MysqlAuditStore
+from audit.mysql.text_search import backfill
 from audit.port import AuditBackend
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import AuditStore
 from tests.benchmarks.bench_audit import _median_ms, _time_pair
 from tests.support.audit_data import DEFAULT_END, populate_audit
 from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, ROOT_USER, root_connection

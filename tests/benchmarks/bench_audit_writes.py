@@ -32,8 +32,8 @@ from typing import Any
 
 from agent.events.run_events import RunEvent
 from audit import AuditSink, AuditStore
-from audit.sqlite_store import _fts_statements
-from audit.sqlite_text_search import FTS_COLUMNS
+from audit.sqlite.store import _fts_statements
+from audit.sqlite.text_search import FTS_COLUMNS
 from tests.benchmarks.bench_harness import HarnessSide
 from tests.benchmarks.machine import hardware
 

@@ -13,7 +13,7 @@ import pytest
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import AuditStore
 from console.audit_cli import add_audit_parser, run_audit_command
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import LOGS_INPUT, Events

@@ -64,7 +64,7 @@ def test_audit_commands_redact_the_configured_passwords_in_the_log(
         argv += ["--from", f"sqlite:///{source}", "--to", "mysql://auditor@127.0.0.1:1/other"]
         argv += ["--to-password-env", "COPY_PW_FOR_LOG_TEST"]
     assert main(argv) == 3
-    logging.getLogger("audit.mysql_store").warning("sent %s and %s", AUDIT_PASSWORD, COPY_PASSWORD)
+    logging.getLogger("audit.mysql.store").warning("sent %s and %s", AUDIT_PASSWORD, COPY_PASSWORD)
     for handler in root.handlers:
         handler.close()
     log = (tmp_path / "state" / "diagnosis-console" / "diagnose.log").read_text(encoding="utf-8")

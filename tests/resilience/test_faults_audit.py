@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import audit.common
-import audit.sqlite_store
+import audit.sqlite.store
 from audit import AuditStore
 from tests.support.audit_reader import AuditReader
 from tests.support.resilience import (
@@ -183,8 +183,8 @@ def test_a_lock_held_past_the_retry_deadline_at_open_is_exit_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = _existing_audit(tmp_path, capsys)
-    monkeypatch.setattr(audit.sqlite_store, "_BUSY_TIMEOUT_MS", 200)
-    monkeypatch.setattr(audit.sqlite_store, "_BUSY_DEADLINE_S", 0.3)
+    monkeypatch.setattr(audit.sqlite.store, "_BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(audit.sqlite.store, "_BUSY_DEADLINE_S", 0.3)
     holder = LockHolder(db, hold_s=1.5)
     holder.start()
     assert holder.locked.wait(5)
@@ -197,9 +197,9 @@ def test_a_lock_held_past_the_retry_deadline_at_open_is_exit_3(
 
 # Scaled down 10x (busy timeout 200 ms, retry deadline 0.3 s) so the default variants stay short.
 SHORT_RETRY = (
-    "import audit.sqlite_store\n"
-    "audit.sqlite_store._BUSY_TIMEOUT_MS = 200\n"
-    "audit.sqlite_store._BUSY_DEADLINE_S = 0.3"
+    "import audit.sqlite.store\n"
+    "audit.sqlite.store._BUSY_TIMEOUT_MS = 200\n"
+    "audit.sqlite.store._BUSY_DEADLINE_S = 0.3"
 )
 
 

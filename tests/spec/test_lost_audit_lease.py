@@ -24,7 +24,7 @@ from agent.scenarios import Scenario
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from audit.location import MysqlLocation
-from audit.mysql_store import MysqlAuditStore
+from audit.mysql.store import MysqlAuditStore
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget
 from tests.support.mysql import root_connection

@@ -35,7 +35,7 @@ class AuditTarget:
         """A new store on this audit, opened through the factory as a run opens it; `options` (retry
         deadline, timeouts, lease timings) tune the server store, which then opens directly."""
         if options:
-            from audit.mysql_store import MysqlAuditStore
+            from audit.mysql.store import MysqlAuditStore
 
             assert isinstance(self.location, MysqlLocation), "only the server store takes options"
             return MysqlAuditStore(self.location, **options)

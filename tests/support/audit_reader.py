@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.port import AuditBackend
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import AuditStore
 
 Query = Callable[[str, Sequence[Any]], list[dict[str, Any]]]
 
