@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils 
     from audit.browse import AuditBrowser, Page, RunTimeline
     from audit.common import PruneReport
     from audit.location import AuditLocation
-    from audit.port import AuditBackend
+    from audit.port import AuditStore
 
 
 _AGE = re.compile(r"^\s*(\d{1,12})\s*([a-z]+)\s*$", re.IGNORECASE)
@@ -310,7 +310,7 @@ def _resolve_location(args: argparse.Namespace) -> AuditLocation:
     return audit_location(settings, args.audit_db)
 
 
-def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
+def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore, out: TextIO) -> int:
     from audit.browse import InvocationFilter
     from audit.export import timeline_for_json
 
@@ -352,7 +352,7 @@ def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBacke
     return 0
 
 
-def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
+def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore, out: TextIO) -> int:
     from audit.export import export_jsonl
 
     if args.otlp is not None:
@@ -381,7 +381,7 @@ def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend
     return 0
 
 
-def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend) -> int:
+def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore) -> int:
     """`--otlp URL`: audited runs as traces (docs/contracts.md, "Traces"). Exit 1 when a named run
     is not in the audit, 3 when the endpoint did not take every run (or traces cannot be sent)."""
     from agent.secrets import build_redactor, redact_logs
@@ -419,7 +419,7 @@ def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: Audit
     return NOT_FOUND if report.missing or (args.run and report.running) else 0
 
 
-def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
+def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore, out: TextIO) -> int:
     """Show what goes (runs and rows finished before the cutoff), ask on a terminal unless --yes, then
     delete exactly that: the preview and the deletion share one cutoff."""
     from audit.common import audit_timestamp

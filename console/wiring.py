@@ -28,7 +28,7 @@ from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStoreError
 from audit.factory import open_audit_store
 from audit.location import AuditLocation, local_files
-from audit.port import AuditBackend
+from audit.port import AuditStore
 from console.errors import SetupError
 from console.run_config import resolve_run_config
 from tools.adapter import ToolError
@@ -69,7 +69,7 @@ class RunEnvironment:
     settings: Settings
     scenario: Scenario | None
     boundary: ToolBoundary
-    audit: AuditBackend
+    audit: AuditStore
     redactor: Redactor
     audit_location: AuditLocation | None = None
 

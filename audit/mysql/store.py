@@ -185,7 +185,7 @@ class _Transaction:
 
 
 class MysqlAuditStore(AuditStoreBase):
-    """One audit database on a MariaDB/MySQL server (`audit.port.AuditBackend`).
+    """One audit database on a MariaDB/MySQL server (`audit.port.AuditStore`).
 
     Opening it migrates the schema (under a server lock, so two processes starting at once are safe)
     and closes the runs of writers whose lease expired.

@@ -5,7 +5,7 @@ The audit is a required record of what the agent touched, so opening it never de
 corrupt file, a newer schema or an unwritable location raises `AuditStoreError` before any run starts.
 Several processes (headless runs, the console) may share one file: writes take the write lock up
 front (`BEGIN IMMEDIATE`) and retry with bounded backoff, so a busy file delays a write instead of
-losing it. Opening a file also closes what crashed processes left open (see `AuditStore.recover`).
+losing it. Opening a file also closes what crashed processes left open (see `SqliteAuditStore.recover`).
 """
 
 from __future__ import annotations
@@ -343,7 +343,7 @@ def check_schema_objects(conn: sqlite3.Connection, path: Path) -> None:
             )
 
 
-class AuditStore(AuditStoreBase):
+class SqliteAuditStore(AuditStoreBase):
     """One open audit database file.
 
     Every write is a short transaction committed at once (WAL, synchronous=NORMAL), so a crash mid-run
@@ -502,12 +502,12 @@ class AuditStore(AuditStoreBase):
 
     @property
     def open_warnings(self) -> tuple[str, ...]:
-        """Nothing the file's checks at open could not see (`AuditBackend.open_warnings`)."""
+        """Nothing the file's checks at open could not see (`AuditStore.open_warnings`)."""
         return ()
 
     @property
     def location(self) -> str:
-        """The file, for people (audit.port.AuditBackend)."""
+        """The file, for people (audit.port.AuditStore)."""
         return str(self.path)
 
     @property
