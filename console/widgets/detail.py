@@ -19,8 +19,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from console.presentation import CallState
+from console.run_state import CallRow, RunState
 from console.safe_text import neutralize
-from console.widgets.run_state import CallRow, RunState
 from console.widgets.timeline import TimelineKey
 from tools.vocabulary import EvidenceStatus
 

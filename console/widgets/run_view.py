@@ -18,11 +18,11 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Tab, Tabs
 
 from console.messages import CitationSelected
+from console.run_state import Changes, RunState
 from console.widgets.budget import BudgetGauge
 from console.widgets.detail import DetailPanel
 from console.widgets.protocol import ProtocolPanel
 from console.widgets.result import ResultView
-from console.widgets.run_state import Changes, RunState
 from console.widgets.timeline import Timeline, TimelineKey
 
 NARROW_BELOW = 120  # columns: below this the panels are tabs

@@ -33,8 +33,8 @@ from console.presentation import (
     counted,
     exit_code,
 )
+from console.run_state import CallRow, Changes, RoundRow, RunState
 from console.safe_text import neutralize
-from console.widgets.run_state import CallRow, Changes, RoundRow, RunState
 from tools.definitions import ToolName
 from tools.vocabulary import ErrorCode, EvidenceStatus
 

@@ -23,8 +23,8 @@ from textual.widgets import Static
 
 from agent.model.scripted import ScriptedChatGenerator
 from console.app import DiagnoseApp
+from console.run_state import RunState
 from console.widgets.detail import DetailPanel, entry_detail
-from console.widgets.run_state import RunState
 from tests.support.console import SIZE, plain, run_to_end
 from tests.support.engine import harness, scenario_from, tool_messages_seen_by_model
 
