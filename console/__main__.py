@@ -1,5 +1,5 @@
 import sys
 
-from console.cli import main
+from console.commands.main import main
 
 sys.exit(main())

@@ -16,7 +16,7 @@ from audit.common import RUN_SETUP_COLUMNS
 from audit.sink import AuditSink
 from audit.sqlite import store as store_module
 from audit.sqlite.store import SqliteAuditStore
-from console.cli import main
+from console.commands.main import main
 from tests.support import harness
 from tests.support.audit_events import Events
 from tests.support.audit_reader import AuditReader

@@ -14,7 +14,7 @@ from audit.factory import open_audit_store
 from audit.location import SqliteLocation
 from audit.sink import AuditSink
 from audit.sqlite.store import SqliteAuditStore
-from console.audit_cli import add_audit_parser, run_audit_command
+from console.commands.audit import add_audit_parser, run_audit_command
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import LOGS_INPUT, Events
 from tests.support.audit_reader import AuditReader

@@ -18,10 +18,10 @@ import pytest
 from agent.events.run_events import EventType
 from agent.scenarios import builtin_scenarios
 from agent.vocabulary import USAGE_ERROR
-from console import cli
 from console.app import DiagnoseApp
-from console.audit_cli import add_audit_parser, run_audit_command
-from console.cli import main
+from console.commands import main as cli
+from console.commands.audit import add_audit_parser, run_audit_command
+from console.commands.main import main
 from console.export import run_markdown
 from tests.support.audit_events import Events
 
@@ -115,7 +115,7 @@ def test_a_headless_run_from_a_scenario_dir_never_loads_the_console_screens(tmp_
     argv = ["run", "--scenario", "my-lesson", "--scenario-dir", str(folder), "--json"]
     argv += ["--audit-db", str(tmp_path / "audit.db")]
     probe = (
-        "import sys; from console.cli import main; code = main(sys.argv[1:]); "
+        "import sys; from console.commands.main import main; code = main(sys.argv[1:]); "
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'textual')[:3]; "
         "print('LOADED', loaded, file=sys.stderr); "
         "raise SystemExit(code)"

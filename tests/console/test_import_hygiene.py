@@ -71,8 +71,8 @@ import json, sys
 from textual.app import App
 
 LATER = (
-    "haystack", "pydantic", "agent.events.emitter", "tools.redaction", "tomllib", "console.audit_cli",
-    "console.eval_cli", "console.demo_cli", "console.export", "textual.widgets._data_table",
+    "haystack", "pydantic", "agent.events.emitter", "tools.redaction", "tomllib", "console.commands.audit",
+    "console.commands.eval", "console.commands.demo", "console.export", "textual.widgets._data_table",
     "agent.events.run_events", "opentelemetry", "console.traces",
 )
 seen = {}
@@ -88,10 +88,10 @@ App._display = first_frame
 _run = App.run
 App.run = lambda self, *a, **kw: _run(self, *a, **{**kw, "headless": True})
 
-import console.cli
-from console.cli import main
+import console.commands.main
+from console.commands.main import main
 
-console.cli.console_terminal_problem = lambda: None  # it paints headless: no terminal is needed
+console.commands.main.console_terminal_problem = lambda: None  # it paints headless: no terminal is needed
 seen["exit_code"] = main([])
 sys.__stdout__.write(json.dumps(seen))
 """
@@ -139,7 +139,7 @@ def test_bare_diagnose_paints_before_loading_other_commands_or_the_redaction_rul
 # run is the same either way).
 RUN_PROBE = r"""
 import json, sys
-from console.cli import main
+from console.commands.main import main
 
 code = main(["run", "--scenario", "unknown-tool", "--audit-db", sys.argv[1], *sys.argv[2:]])
 loaded = [name for name in ("opentelemetry", "console.traces") if name in sys.modules]

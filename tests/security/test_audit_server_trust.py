@@ -19,7 +19,7 @@ from audit import AuditStoreError
 from audit.location import MysqlLocation
 from audit.mysql.schema import OWN_TABLES
 from audit.mysql.store import MysqlAuditStore
-from console.cli import main
+from console.commands.main import main
 from tests.support.audit_backends import AuditTarget, audit_account
 from tests.support.mysql import closed_port, root_connection
 

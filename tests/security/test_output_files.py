@@ -361,7 +361,7 @@ def test_eval_keeps_a_previous_report_unless_forced(
 
 
 def test_prune_durations_read_one_way_only(tmp_path: Path) -> None:
-    from console.audit_cli import parse_age
+    from console.commands.audit import parse_age
 
     assert parse_age("90s").total_seconds() == 90
     assert parse_age("45min").total_seconds() == 45 * 60

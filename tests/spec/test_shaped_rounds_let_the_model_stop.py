@@ -25,7 +25,7 @@ from agent.evidence import build_boundary
 from agent.model.factory import build_model
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
-from console.render_text import render_result
+from console.commands.render_text import render_result
 from tests.support.openai_server import completion, fake_openai
 
 LLAMA_CPP = {

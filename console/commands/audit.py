@@ -264,7 +264,7 @@ def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> in
 
     out = out or sys.stdout
     if args.audit_command == "copy":
-        from console.audit_copy import run_copy_command
+        from console.commands.audit_copy import run_copy_command
 
         return run_copy_command(args, out)
     try:
@@ -562,7 +562,7 @@ def _result_lines(run: dict[str, Any]) -> list[str]:
     """The run's Draft (or why there is none), from the result the audit stored: what `diagnose run`
     printed, in the same words. The stored JSON may have been edited: any shape is shown, never
     trusted, and every value passes the neutraliser (a newline in a value cannot forge a line)."""
-    from console.render_text import draft_lines, failure_lines
+    from console.commands.render_text import draft_lines, failure_lines
 
     try:
         result = json.loads(run["result_json"]) if isinstance(run.get("result_json"), str) else None

@@ -48,16 +48,16 @@ if TYPE_CHECKING:
     from agent.events.run_events import EventSink, RunEvent
     from agent.use_case import DiagnosisUseCase
     from audit.output_files import OutputFile
-    from console.wait_line import ModelWaitLine
+    from console.commands.wait_line import ModelWaitLine
     from console.wiring import RunEnvironment
 
 
 def _parser() -> argparse.ArgumentParser:
     # Each command's own module defines its options: imported here, so a bare `diagnose` (which
     # builds no parser) opens the console without loading them.
-    from console.audit_cli import add_audit_parser, trace_endpoint
-    from console.demo_cli import add_demo_parser
-    from console.eval_cli import add_eval_parser
+    from console.commands.audit import add_audit_parser, trace_endpoint
+    from console.commands.demo import add_demo_parser
+    from console.commands.eval import add_eval_parser
 
     parser = CommandLineParser(
         prog="diagnose",
@@ -301,23 +301,23 @@ def _command(command: str, args: argparse.Namespace, interrupts: Interrupts) -> 
     _log_to_file()
     try:
         if command == "audit":
-            from console.audit_cli import run_audit_command
+            from console.commands.audit import run_audit_command
 
             return run_audit_command(args)
         if command == "scenarios":
             return _scenarios(args.json)
         if command == "demo":
-            from console.demo_cli import run_demo_command
+            from console.commands.demo import run_demo_command
 
             return run_demo_command(args)
         if command == "eval":
-            from console.eval_cli import run_eval_command
+            from console.commands.eval import run_eval_command
 
             return run_eval_command(args)
         if command == "console":
             return _console(args)
         if command == "serve":
-            from console.serve import serve
+            from console.commands.web_server import serve
 
             return serve(args.host, args.port, args.config, args.max_consoles, args.public_url)
         return asyncio.run(_run(args, interrupts))
@@ -497,11 +497,11 @@ def _read_previous_turn(path: Path | None, scenario: Any, limit: int) -> Any:
 
 
 def _model_wait_line(env: RunEnvironment) -> ModelWaitLine | None:
-    """On a terminal, a line on stderr while a model round waits (`console.wait_line`)."""
+    """On a terminal, a line on stderr while a model round waits (`console.commands.wait_line`)."""
     if sys.stderr is None or not sys.stderr.isatty():
         return None
     from agent.model.failure import model_endpoint
-    from console.wait_line import ModelWaitLine
+    from console.commands.wait_line import ModelWaitLine
 
     return ModelWaitLine(sys.stderr, env.redactor.text(model_endpoint(env.settings.model) or env.model_label))
 
@@ -647,7 +647,7 @@ async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Int
             form="json",
         )
     else:
-        from console.render_text import render_result
+        from console.commands.render_text import render_result
 
         text = render_result(
             result,
