@@ -1,5 +1,5 @@
 import sys
 
-from console.commands.main import main
+from console.cli import main
 
 sys.exit(main())
