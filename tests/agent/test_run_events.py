@@ -29,7 +29,7 @@ from agent.events.run_events import (
     parse_event,
 )
 from agent.vocabulary import EventType, InvocationStatus, Outcome, ProtocolCode, StopCause, StopReason
-from console.commands.main import _NdjsonSink
+from console.commands.run import _NdjsonSink
 from tests.support import harness
 from tools.vocabulary import ErrorCode, Evaluation
 

@@ -6,8 +6,7 @@ The console promises its first frame at once, with the engine (Haystack) loading
 measures it the way an operator sees it: each sample is a fresh `python` process, so interpreter start,
 imports, CSS parsing, compose and the first compositor pass all count.
 
-- diagnose: the real entry point, `console.commands.main.main([])` (what the `diagnose` script runs),
-  headless.
+- diagnose: the real entry point, `console.cli.main([])` (what the `diagnose` script runs), headless.
 - minimal: a Textual `App` with one `Static`, headless (the floor any Textual app pays).
 - python: `python -c pass` (the interpreter's own start, for reference).
 - base (with `--base DIR`): `diagnose` from another checkout, e.g. a `git worktree add` copy of the
@@ -69,8 +68,9 @@ App.run = lambda self, *a, **kw: _run(self, *a, **{**kw, "headless": True})
 CHILDREN = {
     # Headless, it needs no terminal: the check that refuses a console without one is told so.
     "diagnose": FIRST_FRAME_HOOK
-    + "import console.commands.main\nconsole.commands.main.console_terminal_problem = lambda: None\n"
-    + "from console.commands.main import main\nmain([])\n",
+    + "import console.commands.open_console\n"
+    + "console.commands.open_console.console_terminal_problem = lambda: None\n"
+    + "from console.cli import main\nmain([])\n",
     "minimal": FIRST_FRAME_HOOK
     + "from textual.widgets import Static\n"
     + "class Minimal(App):\n"

@@ -20,6 +20,7 @@ from agent.scenarios import builtin_scenarios
 from agent.vocabulary import USAGE_ERROR
 from console.app import DiagnoseApp
 from console.commands import main as cli
+from console.commands import open_console
 from console.commands.audit import add_audit_parser, run_audit_command
 from console.commands.main import main
 from console.export import run_markdown
@@ -70,7 +71,7 @@ def test_events_to_stdout_leave_stdout_pure_ndjson(tmp_path: Path, as_json: bool
 def test_console_options_without_the_console_word(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     opened: list[DiagnoseApp] = []
     monkeypatch.setattr(DiagnoseApp, "run", lambda self, *a, **k: opened.append(self))
-    monkeypatch.setattr(cli, "console_terminal_problem", lambda: None)  # it draws nothing here
+    monkeypatch.setattr(open_console, "console_terminal_problem", lambda: None)  # it draws nothing here
     assert main(["--scenario", "stop-required-ignored"]) == 0
     assert opened[-1].scenario_arg == "stop-required-ignored"
     # A bad scenario file is refused before the console starts, as with `diagnose console`.
@@ -97,7 +98,7 @@ def test_scenario_names_come_from_the_scenario_dir(
 
     opened: list[DiagnoseApp] = []
     monkeypatch.setattr(DiagnoseApp, "run", lambda self, *a, **k: opened.append(self))
-    monkeypatch.setattr(cli, "console_terminal_problem", lambda: None)  # it draws nothing here
+    monkeypatch.setattr(open_console, "console_terminal_problem", lambda: None)  # it draws nothing here
     assert main(["--scenario", "my-lesson", "--scenario-dir", str(folder)]) == 0
     assert opened[-1].scenario_arg == str(folder / "lesson-1.yaml")
     # The file name works too, and a built-in name still means the built-in.

@@ -72,7 +72,8 @@ from textual.app import App
 
 LATER = (
     "haystack", "pydantic", "agent.events.emitter", "tools.redaction", "tomllib", "console.commands.audit",
-    "console.commands.eval", "console.commands.demo", "console.export", "textual.widgets._data_table",
+    "console.commands.eval", "console.commands.demo", "console.commands.run", "console.export",
+    "textual.widgets._data_table",
     "agent.events.run_events", "opentelemetry", "console.traces",
 )
 seen = {}
@@ -88,10 +89,11 @@ App._display = first_frame
 _run = App.run
 App.run = lambda self, *a, **kw: _run(self, *a, **{**kw, "headless": True})
 
-import console.commands.main
-from console.commands.main import main
+import console.commands.open_console
+from console.cli import main
 
-console.commands.main.console_terminal_problem = lambda: None  # it paints headless: no terminal is needed
+# It paints headless: no terminal is needed.
+console.commands.open_console.console_terminal_problem = lambda: None
 seen["exit_code"] = main([])
 sys.__stdout__.write(json.dumps(seen))
 """

@@ -95,7 +95,7 @@ async def test_stage_four_is_archived(agent_runs: list[Agent], tmp_path: Path) -
     code, out, err = await run_python(
         [
             "-c",
-            "import sys; from console.commands.main import main; sys.exit(main())",
+            "import sys; from console.cli import main; sys.exit(main())",
             "run",
             "--scenario",
             str(scenario_file),
