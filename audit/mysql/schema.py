@@ -9,7 +9,7 @@ order) is a stored generated column, INVISIBLE so `SELECT *` returns the file's 
 has no expression indexes, so the column carries the index the file builds on the expression.
 The text index is the server's own: trigram words in side tables under FULLTEXT
 (`audit.mysql.text_search`, step 2). Two tables exist only here: `run_leases` (a running run's lease,
-renewed by its writer, see `audit.leases`) and `audit_write_tokens` (one row per committed write
+renewed by its writer, see `audit.mysql.leases`) and `audit_write_tokens` (one row per committed write
 transaction, so a retry after a lost connection can tell whether its commit happened).
 
 Migrations: `audit_schema_version` holds the version. Whoever opens the database first takes

@@ -22,7 +22,7 @@ Synchronous PyMySQL, like the sink's synchronous calls. The guarantees are the f
   unless both match.
 - **Typed failure.** When the server stays away past the retry deadline, the write raises
   `AuditStoreError`, which stops the run exactly as a broken SQLite file does.
-- **Leases, not pids** (`audit.leases`): recovery closes only runs whose writer stopped renewing, and
+- **Leases, not pids** (`audit.mysql.leases`): recovery closes only runs whose writer stopped renewing, and
   waits for no other connection's row locks (SKIP LOCKED); a writer that comes back after recovery
   closed its run finds its lease gone at its next commit and stops.
 """
@@ -45,9 +45,9 @@ from pymysql.constants import CLIENT
 
 from agent.vocabulary import InvocationStatus
 from audit.common import AuditStoreError, audit_timestamp
-from audit.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
 from audit.location import MysqlLocation
 from audit.mysql.dialect import to_mysql
+from audit.mysql.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
 from audit.mysql.schema import (
     MIGRATION_LOCK_TIMEOUT_S,
     MIGRATIONS,
