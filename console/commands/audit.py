@@ -3,9 +3,9 @@
 
 Every subcommand finds the file the way a run does (`--audit-db` F or URL, else `[audit] url` or
 `path` of the configuration, else the user state directory) and never creates one: reading a file
-that does not exist is an error. Exit codes: 0 done, 1 the requested run does not exist, 2 bad
-arguments (also: an `--output` file that exists without `--force`, a prune that is neither on a
-terminal nor confirmed by `--yes`), 3 the audit or the configuration cannot be used.
+that does not exist is an error. Exit codes: 0 done, 1 the requested run does not exist (NOT_FOUND),
+64 bad arguments (USAGE_ERROR; also: an `--output` file that exists without `--force`, a prune that is
+neither on a terminal nor confirmed by `--yes`), 3 the audit or the configuration cannot be used.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _page_size(value: str) -> int:
 
 def _one_of(what: str, values: Callable[[], list[str]], case: Callable[[str], str]) -> Callable[[str], str]:
     """An argparse type for an enumerated filter: a value outside the vocabulary is a usage error (exit
-    2) listing the valid ones, never a silent "(none)". Case is forgiven (`error` is ERROR)."""
+    64, USAGE_ERROR) listing the valid ones, never a silent "(none)". Case is forgiven (`error` is ERROR)."""
 
     def parse(value: str) -> str:
         valid = values()
