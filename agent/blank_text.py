@@ -7,7 +7,7 @@ characters (Cf) and Unicode's default-ignorable code points (variation selectors
 tag characters). The table is fixed, not computed from `unicodedata` at import (a full scan costs
 half a second); tests/agent/test_blank_text.py checks it against the running Python's Unicode data.
 
-The same table is the character class of the Draft schema's `pattern` (agent/draft_rules.py), so
+The same table is the character class of the Draft schema's `pattern` (agent/draft/rules.py), so
 the schema sent to a model server and the parser call the same strings blank.
 """
 

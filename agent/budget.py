@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.contracts import Usage
-from agent.run_events import BudgetGauges, RunLimits, budget_gauges
+from agent.events.run_events import BudgetGauges, RunLimits, budget_gauges
 from agent.settings import BudgetSettings
 from agent.usage import RoundUsage
 from agent.vocabulary import StopReason

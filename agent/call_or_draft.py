@@ -8,8 +8,8 @@ JSON value), never from both: with a format it neither parses calls nor lets a t
 such a round sends `tool_choice: "none"` (the tools are still listed in the prompt, and the server's
 cached prompt prefix stays valid) and a `response_format` whose schema is one of:
 - a call `{"name": <tool>, "arguments": <its narrowed parameters>}`, one branch per tool: the object a
-  call is written as between the template's `<tool_call>` tags (agent.tool_round_schema);
-- the run's Draft (agent.draft_schema).
+  call is written as between the template's `<tool_call>` tags (agent.model.tool_round_schema);
+- the run's Draft (agent.draft.schema).
 The reply comes back as text; `call_from_reply` turns a reply that is exactly one call object into
 that tool call (with no ID: the harness assigns `call-r<round>-<n>`), so the Agent, the harness, the
 audit and the transcript see an ordinary call. Anything else stays text, and the strict Draft parser
@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from agent.draft_schema import draft_response_format
+from agent.draft.schema import draft_response_format
 
 CALL_KEYS = frozenset({"name", "arguments"})
 

@@ -1,7 +1,7 @@
 """The one root of every error a user can see: `DiagnoseError`, carrying its exit code and its message.
 
 Configuration, scenario, input-file, audit and eval-case errors all derive from it, so the command
-line catches it once (`console.cli.main`) instead of listing each class where a command can fail. The
+line catches it once (`console.commands.main`) instead of listing each class where a command can fail. The
 message is the raw text of what went wrong; it is redacted and neutralised in one place only, where
 it is printed (`console.errors.error`). Light on purpose: the console's first frame may load it.
 """

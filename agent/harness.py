@@ -37,10 +37,8 @@ from agent.control import (
     Control,
     invalid_progress,
 )
-from agent.events import RunEventEmitter
-from agent.progress import CheckRecord, ProgressLedger
-from agent.run_context import RunContext
-from agent.run_events import (
+from agent.events.emitter import RunEventEmitter
+from agent.events.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,
@@ -48,6 +46,8 @@ from agent.run_events import (
     ToolFinished,
     ToolStarted,
 )
+from agent.progress import CheckRecord, ProgressLedger
+from agent.run_context import RunContext
 from agent.usage import RoundUsage
 from agent.vocabulary import InvocationStatus, ProtocolCode, StopCause, StopReason, ToolCallCap
 from tools.adapter import ToolError, ToolRequest
@@ -73,7 +73,7 @@ class DiagnosisHarnessCore:
         self.ledger = ledger
         self.boundary = boundary
         self.emitter = emitter
-        # Tool call IDs are kept exact, never redacted (`agent.event_redaction`): one holding a configured
+        # Tool call IDs are kept exact, never redacted (`agent.events.redaction`): one holding a configured
         # secret value is therefore not usable at all (`Redactor.holds_secret`).
         self._holds_secret = holds_secret
         self.stop_reason: StopReason | None = None

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agent.contracts import ProgressCheck, ProgressSnapshot
-from agent.draft_rules import CallEvidence, RunEvidence
-from agent.run_events import ProtocolState
+from agent.draft.rules import CallEvidence, RunEvidence
+from agent.events.run_events import ProtocolState
 from agent.settings import ProtocolSettings
 from agent.vocabulary import SaturationReason, StopCause, StopReason
 from tools.vocabulary import Evaluation, EvidenceStatus

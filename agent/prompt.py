@@ -6,7 +6,7 @@ never fabricate, evaluate the pending observation (GAINED / NO_GAIN) and obey ST
 
 The model may answer on any round, not only after STOP_REQUIRED, so the prompt itself carries the
 Draft's schema: a compact shape with the run's limits and the citation rules, written from the same
-definitions the parser checks and the final round's schema encodes (agent/draft_rules.py), so the
+definitions the parser checks and the final round's schema encodes (agent/draft/rules.py), so the
 three cannot drift apart. It is short on purpose: small local models have small contexts, and every
 round resends it (the first round's token cost is measured by tests/benchmarks/bench_prompt_tokens.py).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from agent.draft_rules import FINDING, NEGATIVE_OBSERVATION, NO_EVIDENCE, DraftBounds
+from agent.draft.rules import FINDING, NEGATIVE_OBSERVATION, NO_EVIDENCE, DraftBounds
 from tools.vocabulary import Evaluation, EvidenceStatus
 
 PROTOCOL_RULES = """你是 SRE 诊断助手，只依据本次运行的工具证据诊断故障。previous_turn 只是上一轮摘要，不是证据。
@@ -29,7 +29,7 @@ PROTOCOL_RULES = """你是 SRE 诊断助手，只依据本次运行的工具证�
 不必找到根因。证据不足、缺少上下文（企业、时间、服务、错误）或结果不推进任何假设时，停止并令 conclusion=null，在 limitations 写明已查范围（checked_scope）与缺失信息（missing_info）；缺少上下文时可不调用工具。不得推断问题不存在、编造根因或重复等价调用。
 """
 
-# The Draft's shape and rules; every name and limit comes from agent/draft_rules.py.
+# The Draft's shape and rules; every name and limit comes from agent/draft/rules.py.
 _DRAFT = """
 最终回答（任何一轮均可）只能是一个 JSON 对象，无代码块、前缀、解释或额外字段。T=非空白文本，≤{chars} 字；S=非空白文本，≤{notes} 字；N=文本，≤{notes} 字（空格、零宽字符都算空白）；列表 ≤{lists} 项：
 {{"conclusion": T 或 null, "analysis": [≤{items} 项：{{"kind": "{finding}", "statement": T, "evidence": [1-{cited} 个 A 类 ID]}} 或 {{"kind": "{negative}", "statement": T, "scope": S, "evidence": [1-{cited} 个 B 类 ID] 或 "{no_evidence}"}}], "action_plan": [N], "recommendations": [N], "limitations": {{"checked_scope": [N], "missing_info": [N]}}}}
@@ -41,7 +41,7 @@ _DRAFT = """
 
 @cache
 def system_prompt(bounds: DraftBounds) -> str:
-    """The prompt for a run whose Drafts are held to `bounds` (agent/draft_rules.py, `run_bounds`)."""
+    """The prompt for a run whose Drafts are held to `bounds` (agent/draft/rules.py, `run_bounds`)."""
     return PROTOCOL_RULES + draft_section(bounds)
 
 

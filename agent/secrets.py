@@ -154,7 +154,7 @@ class _ConfiguredSecrets(logging.Filter):
 
 def redact_logs(redactor: Redactor) -> None:
     """Every log handler also replaces the configured secret values exactly (the built-in rules are
-    on them from the start, console.cli): once the configuration is read, before anything logs. A
+    on them from the start, console.commands.main): once the configuration is read, before anything logs. A
     console that reloads its configuration swaps the previous values out rather than piling up."""
     for handler in logging.getLogger().handlers:
         for old in [f for f in handler.filters if isinstance(f, _ConfiguredSecrets)]:

@@ -60,7 +60,7 @@ class ModelSettings(Section):
     # nullable) and the provider guarantees schema-valid arguments. Off by default because not every
     # OpenAI-compatible server accepts it; llama.cpp's server constrains arguments either way.
     strict_tools: bool = False
-    # How a round where a tool may be called is asked of the server (agent.request_shaping): "llama.cpp"
+    # How a round where a tool may be called is asked of the server (agent.model.request_shaping): "llama.cpp"
     # forces one tool call the server's grammar constrains to this round's narrowed schemas; "strict"
     # sends those schemas as strict functions and leaves the choice to the model (OpenAI, vLLM);
     # "off" sends the frozen schemas only; "auto" asks the server what it is, once per process.

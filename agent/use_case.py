@@ -25,20 +25,10 @@ from agent.contracts import (
     PreviousTurn,
     ProgressSnapshot,
 )
-from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import DraftBounds, run_bounds
-from agent.events import RequiredSinkFailed, RunEventEmitter
-from agent.harness import DiagnosisHarnessCore
-from agent.haystack_tools import frozen_tools as frozen_tools  # the harness benchmark swaps it
-from agent.hooks import HARNESS_KEY, harness_hooks
-from agent.input_files import OversizedInput
-from agent.model_call import GuardedChatGenerator, ModelCallError
-from agent.model_failure import model_endpoint
-from agent.progress import ProgressLedger
-from agent.prompt import system_prompt
-from agent.request_shaping import RoundShaper
-from agent.run_context import RunContext, new_id
-from agent.run_events import (
+from agent.draft.parser import DraftRejected, parse_draft
+from agent.draft.rules import DraftBounds, run_bounds
+from agent.events.emitter import RequiredSinkFailed, RunEventEmitter
+from agent.events.run_events import (
     EventSink,
     ProtocolThresholds,
     RejectedInput,
@@ -46,6 +36,16 @@ from agent.run_events import (
     RunLimits,
     RunStarted,
 )
+from agent.harness import DiagnosisHarnessCore
+from agent.haystack_tools import frozen_tools as frozen_tools  # the harness benchmark swaps it
+from agent.hooks import HARNESS_KEY, harness_hooks
+from agent.input_files import OversizedInput
+from agent.model.call import GuardedChatGenerator, ModelCallError
+from agent.model.failure import model_endpoint
+from agent.model.request_shaping import RoundShaper
+from agent.progress import ProgressLedger
+from agent.prompt import system_prompt
+from agent.run_context import RunContext, new_id
 from agent.settings import Settings
 from agent.vocabulary import OUTCOME_OF, Outcome, RunFailureCause, StopReason
 from tools.boundary import ToolBoundary

@@ -1,7 +1,7 @@
 """The run's words: event types, invocation statuses, protocol codes, outcomes, stop reasons and exit codes.
 
 Each concept is one `StrEnum` defined here and nowhere else. A member *is* its string (`Outcome.DRAFT ==
-"DRAFT"`, and `json.dumps` writes `"DRAFT"`), so the JSON contracts read exactly as before while code
+"DRAFT"`, and `json.dumps` writes `"DRAFT"`), so the JSON contracts spell the words exactly while code
 compares against names a type checker knows. These are the engine's language, so they live beside the
 engine; `audit` and `console` read them from here. What a tool adapter answers (evidence statuses, tool
 error codes) is `tools.vocabulary`. Light on purpose: it imports nothing from the project and loads
@@ -129,7 +129,7 @@ class StopReason(StrEnum):
 
 class DraftViolation(StrEnum):
     """Why a final text is not a valid Draft (`failure.violation` of INVALID_DRAFT or DRAFT_TOO_LARGE),
-    in the order the parser checks them (agent/draft_parser.py)."""
+    in the order the parser checks them (agent/draft/parser.py)."""
 
     EMPTY_OUTPUT = "EMPTY_OUTPUT"
     INVALID_ENCODING = "INVALID_ENCODING"
@@ -180,10 +180,12 @@ EXIT_CODE_OF: dict[Outcome, int] = {
 }
 
 
-# The process's other exit codes (`diagnose run` exits with its outcome's, EXIT_CODE_OF above). Each is
-# apart from every outcome's code, so a script can tell "the run ended so" from "no run ended".
+# The process's other exit codes (`diagnose run` exits with its outcome's, EXIT_CODE_OF above). Each but
+# NOT_FOUND is apart from every outcome's code, so a script can tell "the run ended so" from "no run ended".
 SETUP_ERROR: Final = 3  # the run or command could not be set up: configuration, scenario, audit file
-NOT_FOUND: Final = 1  # `diagnose audit show`: no such run
+# `diagnose audit show` and `audit export --otlp`: no such run (or a named run still going). The same
+# number as a FAILED run's: only `diagnose audit` returns it, and that command runs no run.
+NOT_FOUND: Final = 1
 # A command line that does not parse (argparse's own errors included): sysexits' EX_USAGE, since
 # argparse's default 2 is the code of a REJECTED run.
 USAGE_ERROR: Final = 64

@@ -1,4 +1,6 @@
-"""Local SQLite audit of runs, model rounds, tool invocations and protocol events.
+"""The audit of runs, model rounds, tool invocations and protocol events: one store interface
+(`audit.port.AuditStore`) and two stores behind it, a SQLite file (`audit.sqlite`) and a MariaDB/MySQL
+database (`audit.mysql`), opened by `audit.factory`.
 
 The tables and what they promise: docs/contracts.md, "Audit".
 
@@ -15,8 +17,9 @@ if TYPE_CHECKING:
     from audit.browse import AuditBrowser, InvocationFilter, Page, RunTimeline, TimelineEntry
     from audit.common import AuditStoreError, PruneReport
     from audit.location import default_audit_path
+    from audit.port import AuditStore
     from audit.sink import AuditSink
-    from audit.sqlite_store import AuditStore
+    from audit.sqlite.store import SqliteAuditStore
 
 _HOMES = {
     "AuditBrowser": "audit.browse",
@@ -25,7 +28,8 @@ _HOMES = {
     "RunTimeline": "audit.browse",
     "TimelineEntry": "audit.browse",
     "AuditSink": "audit.sink",
-    "AuditStore": "audit.sqlite_store",
+    "AuditStore": "audit.port",
+    "SqliteAuditStore": "audit.sqlite.store",
     "AuditStoreError": "audit.common",
     "PruneReport": "audit.common",
     "default_audit_path": "audit.location",
@@ -40,6 +44,7 @@ __all__ = [
     "Page",
     "PruneReport",
     "RunTimeline",
+    "SqliteAuditStore",
     "TimelineEntry",
     "default_audit_path",
 ]

@@ -17,7 +17,7 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast
 
 from agent.vocabulary import INTERRUPTED_RUN
 from audit.common import RUN_LISTED_AT, PruneReport, audit_timestamp
-from audit.port import AuditBackend
+from audit.port import AuditStore
 from audit.rows import InvocationRow, ModelRoundRow, ProtocolEventRow, RunRow
 
 INVOCATION_ORDER = "started_at DESC, run_id DESC, tool_call_id DESC"
@@ -121,7 +121,7 @@ def _like(term: str) -> str:
 
 
 # Per table, one term: LIKE (exact substring, ASCII case-insensitive; 3 params). The store's text
-# search (`AuditBackend.text_search`) narrows to the same rows or a superset first.
+# search (`AuditStore.text_search`) narrows to the same rows or a superset first.
 _TEXT_LIKE = {
     "invocations": "(input_json LIKE ? ESCAPE '\\' OR projection_json LIKE ? ESCAPE '\\' OR EXISTS"
     " (SELECT 1 FROM runs r WHERE r.run_id = invocations.run_id AND r.query LIKE ? ESCAPE '\\'))",
@@ -144,7 +144,7 @@ class _Where:
 
 
 class AuditBrowser:
-    """Read-only queries over one `AuditBackend`. Rows are the tables' rows as dicts (JSON left as text),
+    """Read-only queries over one `AuditStore`. Rows are the tables' rows as dicts (JSON left as text),
     typed per table (`audit.rows`).
 
     Text search: a term must occur as a substring (ASCII case-insensitive). For a term of 3+
@@ -156,7 +156,7 @@ class AuditBrowser:
     which for a rare term reads every row the other filters allow.
     """
 
-    def __init__(self, store: AuditBackend) -> None:
+    def __init__(self, store: AuditStore) -> None:
         self._store = store
 
     def _indexed(self, terms: list[str]) -> list[str]:

@@ -40,7 +40,7 @@ class AuditStoreError(DiagnoseError):
 
 
 def audit_timestamp(moment: datetime) -> str:
-    """The one stored timestamp format (as agent.events writes it), so text order is time order."""
+    """The one stored timestamp format (as agent.events.emitter writes it), so text order is time order."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from audit.common import RUN_SETUP_COLUMNS
-from audit.port import AuditBackend
+from audit.port import AuditStore
 from audit.rows import RunRow
 
 COPY_PAGE_SIZE = 200
@@ -100,11 +100,11 @@ def _insert(table: str) -> str:
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values})"
 
 
-def count_runs(source: AuditBackend) -> int:
+def count_runs(source: AuditStore) -> int:
     return int(source.query("SELECT count(*) AS n FROM runs")[0]["n"])
 
 
-def copy_audit(source: AuditBackend, target: AuditBackend, progress: Progress | None = None) -> CopyReport:
+def copy_audit(source: AuditStore, target: AuditStore, progress: Progress | None = None) -> CopyReport:
     """Copies every finished run of `source` that `target` lacks; `progress(report, total)` after each."""
     report = CopyReport()
     total = count_runs(source)
@@ -132,13 +132,13 @@ def copy_audit(source: AuditBackend, target: AuditBackend, progress: Progress | 
                 progress(report, total)
 
 
-def _present(target: AuditBackend, run_ids: list[str]) -> set[str]:
+def _present(target: AuditStore, run_ids: list[str]) -> set[str]:
     marks = ", ".join("?" for _ in run_ids)
     rows = target.query(f"SELECT run_id FROM runs WHERE run_id IN ({marks})", run_ids)
     return {str(row["run_id"]) for row in rows}
 
 
-def _copy_run(source: AuditBackend, target: AuditBackend, run: RunRow) -> None:
+def _copy_run(source: AuditStore, target: AuditStore, run: RunRow) -> None:
     run_id = run["run_id"]
     with source.read():
         children = {

@@ -6,17 +6,17 @@ Each store is imported only when it is opened, so a console on the file never lo
 from __future__ import annotations
 
 from audit.location import AuditLocation, MysqlLocation
-from audit.port import AuditBackend
+from audit.port import AuditStore
 
 
 def open_audit_store(
     location: AuditLocation, *, heartbeat_s: float = 5.0, lease_s: float = 30.0
-) -> AuditBackend:
+) -> AuditStore:
     """Open (creating or migrating the schema) the audit `location` names; `AuditStoreError` if unusable."""
     if isinstance(location, MysqlLocation):
-        from audit.mysql_store import MysqlAuditStore
+        from audit.mysql.store import MysqlAuditStore
 
         return MysqlAuditStore(location, heartbeat_s=heartbeat_s, lease_s=lease_s)
-    from audit.sqlite_store import AuditStore
+    from audit.sqlite.store import SqliteAuditStore
 
-    return AuditStore(location.path)
+    return SqliteAuditStore(location.path)

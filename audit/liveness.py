@@ -5,7 +5,7 @@ writing. A pid alone is not enough: pids are reused, so a run also records a sta
 process start time from /proc) and a live pid only counts when its marker still matches. Where /proc
 does not exist the check falls back to the pid alone. Pids are per host and per pid namespace: one
 audit file is meant for the processes of one machine (SQLite over a network share is unsafe anyway);
-a team audit on a database server tells live runs by their leases instead (audit.leases).
+a team audit on a database server tells live runs by their leases instead (audit.mysql.leases).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The audit's port: the one store interface every reader and writer of the audit sees.
 
 The sink, the browser, export, replay, the console's audit screen and `diagnose audit` see only
-`AuditBackend`, so the embedded SQLite file (`audit.sqlite_store.AuditStore`) and a team database on
-MariaDB/MySQL (`audit.mysql_store.MysqlAuditStore`) serve them alike (docs/contracts.md, "Audit").
+`AuditStore`, so the embedded SQLite file (`audit.sqlite.store.SqliteAuditStore`) and a team database on
+MariaDB/MySQL (`audit.mysql.store.MysqlAuditStore`) serve them alike (docs/contracts.md, "Audit").
 
 SQL reaching a backend is written once, in SQLite's dialect: the statements the sink and browser
 spell use `?` placeholders and `INSERT ... ON CONFLICT (...) DO UPDATE SET c = excluded.c`, which the
-MariaDB/MySQL backend translates (`audit.mysql_dialect`).
+MariaDB/MySQL backend translates (`audit.mysql.dialect`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class SqlConnection(Protocol):
 
 
 class WriteScope(Protocol):
-    """Yielded by `AuditBackend.write()`: statements on `conn` commit together when the block ends."""
+    """Yielded by `AuditStore.write()`: statements on `conn` commit together when the block ends."""
 
     @property
     def conn(self) -> SqlConnection: ...
@@ -66,7 +66,7 @@ class TextSearch(Protocol):
         ...
 
 
-class AuditBackend(Protocol):
+class AuditStore(Protocol):
     """An open audit: transactions for the sink, queries for the browser, maintenance for the CLI."""
 
     text_search: TextSearch  # the store's text index (SQLite's FTS5 tables, or the server's trigram words)
@@ -129,6 +129,6 @@ class AuditBackend(Protocol):
 
     def close(self) -> None: ...
 
-    def __enter__(self) -> AuditBackend: ...
+    def __enter__(self) -> AuditStore: ...
 
     def __exit__(self, *exc_info: object) -> None: ...

@@ -16,7 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from agent.run_events import (
+from agent.events.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,

@@ -1,6 +1,6 @@
 """The audit sink: turns run events into audit rows (docs/contracts.md, "Run events", "Audit").
 
-It reads the typed events of `agent.run_events` (light: no Haystack, no pydantic). A STARTED invocation
+It reads the typed events of `agent.events.run_events` (light: no Haystack, no pydantic). A STARTED invocation
 is committed before the emitter moves on (so it is durable before the tool runs), and so is the end of
 a run; the other rows ride in the next such commit (see `AuditSink`).
 """
@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from agent.run_events import (
+from agent.events.run_events import (
     BudgetChanged,
     InvalidRunEvent,
     ModelRoundFinished,
@@ -30,13 +30,13 @@ from agent.run_events import (
 from agent.vocabulary import AUDITED_PROTOCOL_CODES, InvocationStatus, Outcome, ProtocolCode
 from audit.common import RUN_SETUP_COLUMNS, AuditStoreError
 from audit.liveness import own_start_marker
-from audit.port import AuditBackend
+from audit.port import AuditStore
 
 # Plain SQL, spelled once: the connection's statement cache then prepares each statement once per
 # connection (sqlite-utils' insert/upsert read the table schema on every call).
 # The run's setup columns (schema v4): its model label and limits; what was not recorded is NULL.
 _SETUP_COLUMNS = tuple(RUN_SETUP_COLUMNS)
-# A run starts pending for the text index (`AuditBackend.text_search`): its finish indexes its rows
+# A run starts pending for the text index (`AuditStore.text_search`): its finish indexes its rows
 # in one batch.
 _INSERT_RUN = (
     "INSERT INTO runs (run_id, session_id, query, started_at, pid, pid_start, fts_pending, "
@@ -114,12 +114,12 @@ class AuditSink:
 
     Transactions: `run_started`, every `tool_started` and `run_finished` commit at once (a STARTED row
     is on disk before its tool runs; a finished run is durable, and its rows enter the text index in
-    that same commit). Everything else is queued with `AuditStore.defer` and rides in the next of
+    that same commit). Everything else is queued with `SqliteAuditStore.defer` and rides in the next of
     those commits, so a tool round costs one commit, not one per event. A crash loses at most the
     queued rows, which recovery reads as an interrupted run.
     """
 
-    def __init__(self, store: AuditBackend) -> None:
+    def __init__(self, store: AuditStore) -> None:
         self._store = store
         # Invocations this sink committed as STARTED and has not seen finish: their finish can be queued,
         # because the row it must match is known to exist. Any other finish is checked at once.

@@ -40,7 +40,7 @@ class QueuedWrite:
 
 
 class AuditStoreBase(ABC):
-    """The write queue, flush/close and prune of an audit store (`audit.port.AuditBackend`)."""
+    """The write queue, flush/close and prune of an audit store (`audit.port.AuditStore`)."""
 
     def __init__(self) -> None:
         # The console may write from a run worker while the UI thread reads: one connection, one lock.

@@ -44,7 +44,7 @@ from console.widgets.result import ResultView
 from console.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
-    from agent.run_events import BudgetGauges
+    from agent.events.run_events import BudgetGauges
     from console.screens.help import KeySections
     from console.screens.scenarios import ScenarioChoice
     from console.wiring import RunEnvironment
@@ -64,7 +64,7 @@ def budget_limits(env: Any) -> BudgetGauges | None:
     if budget is None:
         return None
     from agent.budget import limits_of  # loaded with the engine, which is open by now
-    from agent.run_events import budget_gauges
+    from agent.events.run_events import budget_gauges
 
     return budget_gauges(limits_of(budget))
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.run_events import RunEvent, parse_event
+from agent.events.run_events import RunEvent, parse_event
 from audit.output_files import check_replaceable, write_output
 from console.presentation import OUTCOME_MEANING, counted, exit_code
+from console.run_state import RunState
 from console.safe_text import neutralize
-from console.widgets.run_state import RunState
 
 
 @dataclass(frozen=True)

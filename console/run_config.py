@@ -35,7 +35,7 @@ def resolve_run_config(
 ) -> RunConfig:
     """The settings (a scenario's own limits applied), the scenario and the audit's location; a
     `DiagnoseError` saying what is wrong, as `diagnose run` prints it."""
-    from agent.models import DEFAULT_SCENARIO, check_model_settings
+    from agent.model.factory import DEFAULT_SCENARIO, check_model_settings
     from agent.scenarios import resolve_scenario
     from agent.settings import load_settings
     from audit.location import AuditLocationError

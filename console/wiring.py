@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from agent.blank_text import is_blank
 from agent.contracts import ExecutionResult, PreviousTurn
+from agent.events.run_events import EventSink
 from agent.evidence import build_boundary
 from agent.input_files import OversizedInput
-from agent.models import build_model
-from agent.run_events import EventSink
+from agent.model.factory import build_model
 from agent.scenarios import Scenario
 from agent.secrets import build_redactor
 from agent.settings import Settings
@@ -28,7 +28,7 @@ from agent.use_case import DiagnosisUseCase
 from audit import AuditSink, AuditStoreError
 from audit.factory import open_audit_store
 from audit.location import AuditLocation, local_files
-from audit.port import AuditBackend
+from audit.port import AuditStore
 from console.errors import SetupError
 from console.run_config import resolve_run_config
 from tools.adapter import ToolError
@@ -69,7 +69,7 @@ class RunEnvironment:
     settings: Settings
     scenario: Scenario | None
     boundary: ToolBoundary
-    audit: AuditBackend
+    audit: AuditStore
     redactor: Redactor
     audit_location: AuditLocation | None = None
 

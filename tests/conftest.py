@@ -35,7 +35,7 @@ import pytest
 import console  # noqa: F401  (switches library telemetry off before any test imports Haystack)
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import SqliteAuditStore
 from tests.support.audit_backends import AuditTarget, mariadb_target, sqlite_target
 from tests.support.mysql import MysqlTestEnv, create_env, drop_env, require_server
 
@@ -118,11 +118,11 @@ def mysql_env(mysql_server: str) -> Iterator[MysqlTestEnv]:
 
 
 @pytest.fixture
-def audit_store(tmp_path: Path) -> Iterator[AuditStore]:
+def audit_store(tmp_path: Path) -> Iterator[SqliteAuditStore]:
     """The test's own audit file, `tmp_path / "audit.db"`, opened through the factory as a run opens
     it; closed after the test. Its rows: `tests.support.audit_reader.AuditReader`."""
     store = open_audit_store(SqliteLocation(tmp_path / "audit.db"))
-    assert isinstance(store, AuditStore)
+    assert isinstance(store, SqliteAuditStore)
     try:
         yield store
     finally:

@@ -1,10 +1,10 @@
 """The one vocabulary of secret NAMES: dict keys, table columns, labels, JSON members, SQL identifiers and
 the keys of `key=value` text all say "this value is a secret" in the same words.
 
-Before, the key-name rule and the text rule kept their own lists, and they drifted: the SQL guard and the
-JSON member rule let `contrasena`, `mot_de_passe`, `password_old`, `db_pw`, `api_keys` and
-`access_tokens` through while the text rule hid some of them (`SELECT *` showed their canaries, and
-`WHERE contrasena LIKE 'a%'` answered guesses). Now the words are data, stated once below, and both
+Two lists, one for the key-name rule and one for the text rule, drift apart: a SQL guard and a JSON
+member rule that let `contrasena`, `mot_de_passe`, `password_old`, `db_pw`, `api_keys` and
+`access_tokens` through while the text rule hides some of them (`SELECT *` shows their canaries, and
+`WHERE contrasena LIKE 'a%'` answers guesses). So the words are data, stated once below, and both
 rules are built from them:
 - `names_secret(name)`: a name is split into words (snake, kebab, dotted, camel); trailing qualifiers
   that only say how the value is encoded (`_hash`, `_b64`, `2`) or which one it is (`_old`, `_new`,

@@ -1,7 +1,7 @@
 """What a tool call answers and is told: evidence statuses, tool error codes and the model's evaluation.
 
 Each concept is one `StrEnum` defined here and nowhere else. A member *is* its string (`EvidenceStatus.FOUND
-== "FOUND"`, and `json.dumps` writes `"FOUND"`), so the JSON contracts read exactly as before. They live in
+== "FOUND"`, and `json.dumps` writes `"FOUND"`), so the JSON contracts spell the words exactly. They live in
 `tools`, the bottom layer, because the adapters and the tool input models speak them; the run's own words
 (event types, outcomes, stop reasons...) are `agent.vocabulary`. It imports nothing from the project.
 """

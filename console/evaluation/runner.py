@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.run_events import RunEvent
+from agent.events.run_events import RunEvent
 from agent.settings import Settings, load_settings
 from console.evaluation.cases import EvalCase
 from console.evaluation.scoring import RunScore, Scores, aggregate, score_run

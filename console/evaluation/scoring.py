@@ -37,7 +37,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from agent.contracts import ExecutionResult
-from agent.run_events import ModelRoundFinished, ModelRoundStarted, ProtocolChanged, RunEvent, ToolStarted
+from agent.events.run_events import (
+    ModelRoundFinished,
+    ModelRoundStarted,
+    ProtocolChanged,
+    RunEvent,
+    ToolStarted,
+)
 from agent.vocabulary import DraftViolation, ModelFailureCause, ProtocolCode
 from console.evaluation.cases import EvalCase
 from tools.vocabulary import Evaluation, EvidenceStatus

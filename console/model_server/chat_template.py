@@ -5,7 +5,7 @@ This template lists the tools in the system turn and writes a call as one JSON o
 `<tool_call>` and `</tool_call>` (results come back between `<tool_response>` tags in a user turn):
 the layout llama.cpp's server recognises as a tool-call format, builds a grammar for from the request's
 tool schemas, and parses back into native tool calls. The "llama.cpp" request shaping is chosen for
-these markers (agent.server_kind) and holds a reply to that same call object or the Draft
+these markers (agent.model.server_kind) and holds a reply to that same call object or the Draft
 (agent.call_or_draft), so the history the model reads shows its calls as it wrote them. The models differ only in their turn tokens, which
 are filled in when the file is written.
 

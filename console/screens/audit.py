@@ -33,10 +33,10 @@ from console.messages import EngineStatus
 from console.presentation import OUTCOME_STYLE, STATUS_STYLE, counted
 from console.safe_text import neutralize
 from console.screens.replay import ReplayScreen
+from console.table_columns import MIN_FLEX_WIDTH, Column, flexible_width, shown_columns
 from console.widgets.footer import ConsoleFooter
 from console.widgets.run_view import NARROW_BELOW
 from console.widgets.status_bar import StatusBar
-from console.widgets.table_columns import MIN_FLEX_WIDTH, Column, flexible_width, shown_columns
 from console.widgets.timeline import clip, input_summary
 from console.widgets.too_small import TooSmall, fit_screen
 from tools.definitions import TOOL_NAMES
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 PAGE_SIZE = 50
 PREFETCH_ROWS = 10  # fetch the next page when the cursor is this close to the last loaded row
 SEARCH_DEBOUNCE_S = 0.3
-# A narrow window leaves out the columns with the highest `drop` first (console.widgets.table_columns);
+# A narrow window leaves out the columns with the highest `drop` first (console.table_columns);
 # the line under the table shows them for the highlighted row.
 RUN_COLUMNS = (
     Column("started (UTC)", 14, drop=1),
@@ -91,7 +91,7 @@ def _value(select: Select[str]) -> str | None:
 
 class PagedTable(DataTable[Any], Generic[Record]):
     """A DataTable that remembers the keyset cursor of the next page, and shows the columns its width
-    allows (`console.widgets.table_columns`)."""
+    allows (`console.table_columns`)."""
 
     def __init__(
         self, columns: tuple[Column, ...], cells: Callable[[Record], list[Text]], *, id: str

@@ -36,18 +36,18 @@ from console.presentation import (
     CallState,
     exit_code,
 )
+from console.run_state import RunState
 from console.safe_text import neutralize
 from console.widgets.budget import BudgetGauge
 from console.widgets.footer import ConsoleFooter
 from console.widgets.query_box import QueryBox
 from console.widgets.result import ResultView
-from console.widgets.run_state import RunState
 from console.widgets.run_view import NARROW_BELOW, RunView
 from console.widgets.status_bar import StatusBar
 from console.widgets.too_small import TooSmall, fit_screen
 
 if TYPE_CHECKING:
-    from agent.run_events import BudgetGauges, RunEvent
+    from agent.events.run_events import BudgetGauges, RunEvent
     from console.export import RunRecord
     from console.screens.export_dialog import ExportTarget
 

@@ -21,9 +21,9 @@ from textual.widgets import Static
 from audit.replay import timeline_events
 from console.host import ConsoleHost
 from console.run_setup import run_setup_text
+from console.run_state import RunState
 from console.safe_text import neutralize
 from console.widgets.footer import ConsoleFooter
-from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
 

@@ -153,7 +153,7 @@ class ScenarioPicker(ModalScreen[ScenarioChoice | None]):
 
     def on_key(self, event: events.Key) -> None:
         """Printable keys filter the list, backspace erases: the list keeps the focus, so up, down and
-        enter work as before."""
+        enter move and choose in it."""
         if event.key == "backspace" and self.typed:
             self.typed = self.typed[:-1]
         elif event.is_printable and event.character and (event.character != " " or self.typed):

@@ -29,8 +29,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from agent.models import parse_model_label
-from agent.run_events import (
+from agent.events.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,
@@ -41,6 +40,7 @@ from agent.run_events import (
     ToolFinished,
     ToolStarted,
 )
+from agent.model.factory import parse_model_label
 from agent.vocabulary import INTERRUPTED_RUN, InvocationStatus, Outcome, ProtocolCode
 from audit.replay import stored_number
 from console.traces.content import ContentCapture

@@ -71,7 +71,8 @@ class BudgetGauge(Widget):
         self.running_s: float | None = None
 
     def update_budget(self, budget: Mapping[str, Any] | None, ending: str | None) -> None:
-        """`budget`: the gauges (`agent.run_events.BudgetGauges`), and `exhausted` once a run reports it."""
+        """`budget`: the gauges (`agent.events.run_events.BudgetGauges`), and `exhausted` once a run
+        reports it."""
         self.budget = budget
         self.ending = ending
         self.refresh()

@@ -19,13 +19,13 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from console.presentation import CallState
+from console.run_state import CallRow, RunState
 from console.safe_text import neutralize
-from console.widgets.run_state import CallRow, RunState
 from console.widgets.timeline import TimelineKey
 from tools.vocabulary import EvidenceStatus
 
 if TYPE_CHECKING:
-    from agent.run_events import RunEvent
+    from agent.events.run_events import RunEvent
 
 EVENT_NOISE = ("type", "run_id", "session_id")
 TIMING_KEYS = ("at", "duration_ms", "elapsed_s")  # masked when timings are hidden (snapshots)
@@ -67,7 +67,7 @@ def call_detail(state: RunState, tool_call_id: str) -> list[RenderableType]:
     if row.evaluates:
         parts.append(Text(f"carried the evaluation of {row.evaluates[0]}: {row.evaluates[1]}", style="dim"))
     parts += [Text("")]
-    from agent.run_events import ProtocolChanged, ToolFinished  # loaded by the first event anyway
+    from agent.events.run_events import ProtocolChanged, ToolFinished  # loaded by the first event anyway
 
     executed = any(isinstance(e, ToolFinished) for e in row.events)
     if row.has_observation:

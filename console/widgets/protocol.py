@@ -13,8 +13,8 @@ from textual.widget import Widget
 
 from agent.vocabulary import Outcome, ProtocolCode, StopReason
 from console.presentation import STOP_CAUSE_TEXT
+from console.run_state import RunState
 from console.safe_text import neutralize
-from console.widgets.run_state import RunState
 
 LABEL_WIDTH = 20
 

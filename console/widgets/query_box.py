@@ -7,7 +7,7 @@ edits of a line up to 5,000 characters long: seconds of a frozen console, growin
 the paste. Here a printable key (or enter) is held back, and the characters that arrive with it are
 inserted together once the keys already queued have been read: a paste costs one edit per read of
 the terminal (a few dozen at most, not one per character), and a person typing sees every key at
-once as before.
+once.
 
 Anything that moves or replaces the text first inserts what is held back: another key, a bracketed
 paste, a click, losing the focus, setting `text`; what is sent reads `current_text()`, which does too

@@ -30,8 +30,8 @@ from console.presentation import (
     exit_code,
     model_cause_text,
 )
+from console.run_state import RunState
 from console.safe_text import neutralize, neutralize_values
-from console.widgets.run_state import RunState
 
 
 def heading(text: str) -> Text:

@@ -18,15 +18,15 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Tab, Tabs
 
 from console.messages import CitationSelected
+from console.run_state import Changes, RunState
 from console.widgets.budget import BudgetGauge
 from console.widgets.detail import DetailPanel
 from console.widgets.protocol import ProtocolPanel
 from console.widgets.result import ResultView
-from console.widgets.run_state import Changes, RunState
 from console.widgets.timeline import Timeline, TimelineKey
 
 if TYPE_CHECKING:
-    from agent.run_events import BudgetGauges
+    from agent.events.run_events import BudgetGauges
 
 NARROW_BELOW = 120  # columns: below this the panels are tabs
 PANELS = ("timeline", "detail", "result")

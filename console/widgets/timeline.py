@@ -33,13 +33,13 @@ from console.presentation import (
     counted,
     exit_code,
 )
+from console.run_state import CallRow, Changes, RoundRow, RunState
 from console.safe_text import neutralize
-from console.widgets.run_state import CallRow, Changes, RoundRow, RunState
 from tools.definitions import ToolName
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 if TYPE_CHECKING:
-    from agent.run_events import ProtocolChanged
+    from agent.events.run_events import ProtocolChanged
 
 TimelineKey = tuple[str, Any]  # ("round", n) | ("call", id) | ("note", i) | ("finish", None)
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from agent.draft_detail import MAX_DETAIL_CHARS
-from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import RunEvidence
+from agent.draft.detail import MAX_DETAIL_CHARS
+from agent.draft.parser import DraftRejected, parse_draft
+from agent.draft.rules import RunEvidence
 from agent.vocabulary import DraftViolation
-from console.cli import main
+from console.commands.main import main
 from console.presentation import VIOLATION_TEXT
 
 STATUS = {"call-1": "FOUND", "call-2": "EMPTY", "call-7": "ERROR", "call-9": "NOT_EXECUTED"}

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import RunEvidence
+from agent.draft.parser import DraftRejected, parse_draft
+from agent.draft.rules import RunEvidence
 
 STATUS = {"t-found": "FOUND", "t-empty": "EMPTY", "t-error": "ERROR", "调用:7": "FOUND"}
 LIMIT = 16_384

@@ -1,4 +1,4 @@
-"""Prompt, run-specific schema and parser state one rule set (agent/draft_rules.py).
+"""Prompt, run-specific schema and parser state one rule set (agent/draft/rules.py).
 
 The property: for any run (its calls, statuses, evaluations and `max_draft_bytes`) and any Draft,
 the strict parser accepts the Draft's canonical JSON exactly when it meets the rules the run's schema
@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agent.blank_text import BLANK_RANGES
-from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import (
+from agent.draft.parser import DraftRejected, parse_draft
+from agent.draft.rules import (
     FINDING,
     NEGATIVE_OBSERVATION,
     NO_EVIDENCE,
@@ -33,7 +33,7 @@ from agent.draft_rules import (
     canonical_text,
     run_bounds,
 )
-from agent.draft_schema import run_draft_schema
+from agent.draft.schema import run_draft_schema
 from agent.prompt import system_prompt
 from tests.support.draft_rules import without_size_bounds
 

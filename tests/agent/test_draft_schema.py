@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.blank_text import is_blank
-from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import RunEvidence, draft_bounds, run_bounds
-from agent.draft_schema import final_round_kwargs, run_draft_schema
+from agent.draft.parser import DraftRejected, parse_draft
+from agent.draft.rules import RunEvidence, draft_bounds, run_bounds
+from agent.draft.schema import final_round_kwargs, run_draft_schema
 from tests.support.draft_rules import without_size_bounds
 
 RECORDED = json.loads((Path(__file__).parents[1] / "data" / "recorded_final_rounds.json").read_text("utf-8"))

@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
 from tests.support.audit_reader import AuditReader
 from tools.adapter import AdapterResult
@@ -69,7 +69,9 @@ async def test_token_budget_refuses_the_round_before_the_generator() -> None:
     assert result.usage.total_tokens == 1100
 
 
-async def test_cancel_during_slow_tool_leaves_no_task_and_audits_cancelled(audit_store: AuditStore) -> None:
+async def test_cancel_during_slow_tool_leaves_no_task_and_audits_cancelled(
+    audit_store: SqliteAuditStore,
+) -> None:
     store = audit_store
     slow = RecordingAdapter(delay_s=60)
     h = harness(
@@ -96,7 +98,7 @@ async def test_cancel_during_slow_tool_leaves_no_task_and_audits_cancelled(audit
     assert [r["outcome"] for r in committed.runs()] == ["CANCELLED"]
 
 
-async def test_cancelling_the_caller_task_propagates_and_is_audited(audit_store: AuditStore) -> None:
+async def test_cancelling_the_caller_task_propagates_and_is_audited(audit_store: SqliteAuditStore) -> None:
     store = audit_store
     slow = RecordingAdapter(delay_s=60)
     h = harness(

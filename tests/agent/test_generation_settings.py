@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent.events.run_events import RunEvent
 from agent.evidence import build_boundary
-from agent.models import build_model
-from agent.run_events import RunEvent
+from agent.model.factory import build_model
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.widgets import Static
 
-from agent.model_failure import failure_cause, model_endpoint
+from agent.model.failure import failure_cause, model_endpoint
 from agent.settings import ModelSettings
 from console.app import DiagnoseApp
 from tests.support.console import SIZE, plain, run_to_end

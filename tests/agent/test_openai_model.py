@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from agent.events.run_events import RunEvent
 from agent.evidence import build_adapters
-from agent.models import build_model
-from agent.run_events import RunEvent
+from agent.model.factory import build_model
 from agent.settings import ConfigError, ModelSettings, load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from agent.scripted import ScriptedChatGenerator
+from agent.model.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.usage import WireSizes
 from agent.use_case import DiagnosisUseCase
 from agent.vocabulary import Outcome
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
 from tests.support.long_runs import knowledge_rounds
@@ -62,7 +62,7 @@ async def counted_run(tool_rounds: int, folder: Path, monkeypatch: pytest.Monkey
     )
     redactor = CountingRedactor(counts)
     store = open_audit_store(SqliteLocation(folder / f"audit-{tool_rounds}.db"))
-    assert isinstance(store, AuditStore)  # its statements are traced on the SQLite connection
+    assert isinstance(store, SqliteAuditStore)  # its statements are traced on the SQLite connection
     statements: list[str] = []
     store.db.conn.set_trace_callback(statements.append)
 

@@ -17,11 +17,11 @@ from typing import Any
 import jsonschema
 import pytest
 
+from agent.events.run_events import RunEvent
 from agent.evidence import build_boundary
 from agent.haystack_tools import frozen_tools
-from agent.models import build_model
-from agent.run_events import RunEvent
-from agent.server_kind import shaping_mode
+from agent.model.factory import build_model
+from agent.model.server_kind import shaping_mode
 from agent.settings import ModelSettings, load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai
@@ -238,12 +238,12 @@ async def test_auto_needs_no_question_for_openai_or_a_scripted_model() -> None:
 async def test_a_failure_computing_the_round_request_is_the_harness_s_not_the_model_s(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import agent.request_shaping
+    import agent.model.request_shaping
 
     def broken(*_: Any) -> Any:
         raise ValueError("bug")
 
-    monkeypatch.setattr(agent.request_shaping, "narrowed_tools", broken)
+    monkeypatch.setattr(agent.model.request_shaping, "narrowed_tools", broken)
     with fake_openai([completion(text="{}")]) as srv:
         uc, _ = use_case(srv.url, "llama.cpp")
         result = await uc.execute("payment-service 超时")

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from agent import run_events
-from agent.events import RunEventEmitter
-from agent.run_events import (
+from agent.events import run_events
+from agent.events.emitter import RunEventEmitter
+from agent.events.run_events import (
     BudgetChanged,
     InvalidRunEvent,
     ModelRoundFinished,
@@ -29,7 +29,7 @@ from agent.run_events import (
     parse_event,
 )
 from agent.vocabulary import EventType, InvocationStatus, Outcome, ProtocolCode, StopCause, StopReason
-from console.cli import _NdjsonSink
+from console.commands.run import _NdjsonSink
 from tests.support import harness
 from tools.vocabulary import ErrorCode, Evaluation
 

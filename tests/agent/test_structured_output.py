@@ -10,11 +10,11 @@ from typing import Any
 
 import jsonschema
 
-from agent.draft_rules import run_bounds
+from agent.draft.rules import run_bounds
+from agent.events.run_events import RunEvent
 from agent.evidence import build_boundary
-from agent.models import build_model
+from agent.model.factory import build_model
 from agent.prompt import system_prompt
-from agent.run_events import RunEvent
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from tests.support.openai_server import completion, fake_openai

@@ -17,15 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agent.draft_rules import MAX_BYTES_PER_CHAR, MIN_BYTES_PER_TOKEN
+from agent.draft.rules import MAX_BYTES_PER_CHAR, MIN_BYTES_PER_TOKEN
 from agent.harness import _evaluation_problem
 from agent.haystack_tools import frozen_tools
-from agent.progress import CheckRecord
-from agent.tool_round_schema import (
+from agent.model.tool_round_schema import (
     MIN_STRING_CHARS,
     fair_shares,
     round_tool_schema,
 )
+from agent.progress import CheckRecord
 from tools.definitions import MAX_KNOWLEDGE_SOURCE_CHARS, MAX_SQL_BYTES, TOOL_NAMES
 from tools.input_models import BUSINESS_INPUTS, envelope_schema
 from tools.vocabulary import EvidenceStatus

@@ -17,10 +17,10 @@ from audit.common import audit_timestamp
 from audit.copy import copy_audit
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
-from audit.port import AuditBackend
+from audit.port import AuditStore
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
-from audit.sqlite_text_search import NoTextIndex
+from audit.sqlite.store import SqliteAuditStore
+from audit.sqlite.text_search import NoTextIndex
 from tests.support.audit_backends import mariadb_target
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
@@ -36,9 +36,7 @@ ON_BOTH_STORES = pytest.mark.parametrize(
 
 
 @pytest.fixture(scope="module")
-def corpus(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[AuditBackend]:
+def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuditStore]:
     """~600 invocations over ~200 runs with the benchmark's realistic mix (Chinese queries included);
     on MariaDB, the same file copied into a fresh database (`audit copy`'s code path)."""
     path = tmp_path_factory.mktemp("browse") / "audit.db"
@@ -53,7 +51,7 @@ def corpus(
             yield server
 
 
-def all_invocations(store: AuditBackend) -> list[dict[str, Any]]:
+def all_invocations(store: AuditStore) -> list[dict[str, Any]]:
     return store.query(
         "SELECT i.*, r.query AS run_query FROM invocations i LEFT JOIN runs r ON r.run_id = i.run_id"
     )
@@ -73,7 +71,7 @@ def matches(row: dict[str, Any], flt: InvocationFilter) -> bool:
     return all(term.lower() in haystack for term in (flt.text or "").split())
 
 
-def expected_keys(store: AuditBackend, flt: InvocationFilter) -> list[tuple[str, str]]:
+def expected_keys(store: AuditStore, flt: InvocationFilter) -> list[tuple[str, str]]:
     rows = sorted(
         (r for r in all_invocations(store) if matches(r, flt)),
         key=lambda r: (r["started_at"], r["run_id"], r["tool_call_id"]),
@@ -95,7 +93,7 @@ def page_through(browser: AuditBrowser, flt: InvocationFilter, limit: int) -> li
         cursor = page.next_cursor
 
 
-def sample_values(store: AuditBackend) -> dict[str, Any]:
+def sample_values(store: AuditStore) -> dict[str, Any]:
     """Filter values that select a non-empty set: those of one ERROR invocation of query_logs."""
     candidates = store.query(
         "SELECT * FROM invocations WHERE status = 'ERROR' AND tool = 'query_logs' ORDER BY started_at"
@@ -120,7 +118,7 @@ SUBSETS = [combo for n in range(len(FIELDS) + 1) for combo in itertools.combinat
 @ON_BOTH_STORES
 @pytest.mark.parametrize("fields", SUBSETS, ids=lambda f: "+".join(f) or "none")
 def test_every_filter_combination_pages_exactly_the_matching_rows(
-    corpus: AuditBackend, fields: tuple[str, ...]
+    corpus: AuditStore, fields: tuple[str, ...]
 ) -> None:
     values = sample_values(corpus)
     flt = InvocationFilter(**{f: values[f] for f in fields})
@@ -158,7 +156,7 @@ TERMS = [
 @pytest.mark.parametrize("walk", ["default", "tiny"], ids=["walk-default", "walk-tiny"])
 @pytest.mark.parametrize("term", TERMS)
 def test_text_search(
-    corpus: AuditBackend, term: str, use_fts: bool, walk: str, monkeypatch: pytest.MonkeyPatch
+    corpus: AuditStore, term: str, use_fts: bool, walk: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if not use_fts:
         monkeypatch.setattr(corpus, "text_search", NoTextIndex())
@@ -177,7 +175,7 @@ def test_text_search(
     assert runs == expected_runs(corpus, term)
 
 
-def expected_runs(store: AuditBackend, text: str) -> list[str]:
+def expected_runs(store: AuditStore, text: str) -> list[str]:
     """A run matches when every term occurs in its query or in one of its invocations."""
     texts: dict[str, list[str]] = {}
     for inv in store.query("SELECT run_id, input_json, projection_json FROM invocations"):
@@ -197,7 +195,7 @@ def expected_runs(store: AuditBackend, text: str) -> list[str]:
     ]
 
 
-def test_fts_index_exists_on_this_sqlite(corpus: AuditStore) -> None:
+def test_fts_index_exists_on_this_sqlite(corpus: SqliteAuditStore) -> None:
     """SQLite >= 3.34 ships the trigram tokenizer; the file carries the FTS tables Datasette detects."""
     assert corpus.has_fts
     names = {r["name"] for r in corpus.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -218,7 +216,7 @@ def _all_pages(fetch: Any) -> list[dict[str, Any]]:
 
 
 @ON_BOTH_STORES
-def test_runs_are_newest_first_with_filters_and_pages(corpus: AuditBackend) -> None:
+def test_runs_are_newest_first_with_filters_and_pages(corpus: AuditStore) -> None:
     browser = AuditBrowser(corpus)
     everything = corpus.query("SELECT * FROM runs")
     key = sorted(everything, key=lambda r: (r["started_at"] or r["finished_at"], r["run_id"]), reverse=True)
@@ -237,7 +235,9 @@ def test_runs_are_newest_first_with_filters_and_pages(corpus: AuditBackend) -> N
     ]
 
 
-def insert_invocation(store: AuditStore, run_id: str, call: str, started_at: str, **columns: Any) -> None:
+def insert_invocation(
+    store: SqliteAuditStore, run_id: str, call: str, started_at: str, **columns: Any
+) -> None:
     row = {
         "run_id": run_id,
         "tool_call_id": call,
@@ -258,7 +258,7 @@ def ts(second: float) -> str:
     return audit_timestamp(BASE + timedelta(seconds=second))
 
 
-def test_pages_stay_stable_while_rows_are_inserted(audit_store: AuditStore) -> None:
+def test_pages_stay_stable_while_rows_are_inserted(audit_store: SqliteAuditStore) -> None:
     """Keyset pages: rows written between fetches never repeat a row or hide a row that existed."""
     for n in range(60):
         # Pairs of rows share a timestamp, so ties are broken by (run_id, tool_call_id).
@@ -286,7 +286,7 @@ def test_pages_stay_stable_while_rows_are_inserted(audit_store: AuditStore) -> N
     assert not any(call.startswith(("new-", "tie-after-")) for _, call in seen), "rows above the cursor wait"
 
 
-def test_cursor_and_limit_errors(audit_store: AuditStore) -> None:
+def test_cursor_and_limit_errors(audit_store: SqliteAuditStore) -> None:
     browser = AuditBrowser(audit_store)
     insert_invocation(audit_store, "run-1", "call-1", ts(1))
     insert_invocation(audit_store, "run-1", "call-2", ts(2))
@@ -308,7 +308,7 @@ def test_cursor_and_limit_errors(audit_store: AuditStore) -> None:
         browser.invocations(InvocationFilter(since="yesterday"))
 
 
-def test_time_bounds_accept_any_iso_form(audit_store: AuditStore) -> None:
+def test_time_bounds_accept_any_iso_form(audit_store: SqliteAuditStore) -> None:
     insert_invocation(audit_store, "run-1", "call-1", "2026-01-01T00:00:00.500000Z")
     browser = AuditBrowser(audit_store)
     for since in ("2026-01-01", "2026-01-01T00:00:00Z", "2026-01-01T08:00:00+08:00", "2026-01-01T00:00:00"):
@@ -317,7 +317,7 @@ def test_time_bounds_accept_any_iso_form(audit_store: AuditStore) -> None:
     assert browser.count_invocations(InvocationFilter(until="2026-01-01T00:00:01Z")) == 1
 
 
-def test_timeline_is_in_event_order(audit_store: AuditStore) -> None:
+def test_timeline_is_in_event_order(audit_store: SqliteAuditStore) -> None:
     ev, sink = Events(), AuditSink(audit_store)
     same_moment = "2025-01-01T00:00:00.000000Z"  # ties on time: only seq can order these
 
@@ -353,7 +353,7 @@ def test_timeline_is_in_event_order(audit_store: AuditStore) -> None:
     assert AuditBrowser(audit_store).timeline("no-such-run") is None
 
 
-def test_timeline_without_seq_falls_back_to_time(audit_store: AuditStore) -> None:
+def test_timeline_without_seq_falls_back_to_time(audit_store: SqliteAuditStore) -> None:
     """Rows written before schema 2 have no seq: they are ordered by time, rounds first on ties."""
     with audit_store.write() as db:
         db.table("runs").insert({"run_id": "old", "session_id": "s", "started_at": ts(0)})
@@ -371,7 +371,7 @@ def test_timeline_without_seq_falls_back_to_time(audit_store: AuditStore) -> Non
     ]
 
 
-def test_run_recorded_only_by_its_finish_is_listed_by_its_finish(audit_store: AuditStore) -> None:
+def test_run_recorded_only_by_its_finish_is_listed_by_its_finish(audit_store: SqliteAuditStore) -> None:
     sink = AuditSink(audit_store)
     early, rejected, late = Events("early"), Events("rejected"), Events("late")
     sink(early.run_started() | {"at": ts(1)})

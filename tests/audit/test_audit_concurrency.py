@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import SqliteAuditStore
 from tests.support.audit_reader import AuditReader
 
 PROCESSES = 8
@@ -65,7 +65,9 @@ def test_parallel_processes_lose_no_rows(tmp_path: Path) -> None:
     assert rounds[0]["n"] == 0
 
 
-def test_a_busy_file_delays_a_write_instead_of_failing_it(audit_store: AuditStore, tmp_path: Path) -> None:
+def test_a_busy_file_delays_a_write_instead_of_failing_it(
+    audit_store: SqliteAuditStore, tmp_path: Path
+) -> None:
     """Even with SQLite's own busy handler off, BEGIN IMMEDIATE is retried until the lock frees."""
     path = tmp_path / "audit.db"  # where the fixture opened it
     audit_store.db.execute("PRAGMA busy_timeout = 0")

@@ -20,8 +20,8 @@ from audit.location import (
     parse_audit_url,
 )
 from audit.sink import AuditSink
-from console.audit_cli import add_audit_parser, run_audit_command
 from console.audit_target import audit_location
+from console.commands.audit import add_audit_parser, run_audit_command
 from console.errors import SetupError
 from console.wiring import open_run_environment
 from tests.support.audit_events import Events

@@ -19,9 +19,9 @@ import pytest
 
 from audit.common import AuditStoreError
 from audit.location import MysqlLocation
-from audit.mysql_schema import MIGRATIONS
-from audit.mysql_store import MysqlAuditStore
-from audit.port import AuditBackend
+from audit.mysql.schema import MIGRATIONS
+from audit.mysql.store import MysqlAuditStore
+from audit.port import AuditStore
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import LOGS_INPUT, Events
@@ -67,7 +67,7 @@ def test_schema_is_innodb_utf8mb4_and_versioned(mariadb_audit: AuditTarget) -> N
     assert {(engine, collation) for _, engine, collation in tables} == {("InnoDB", "utf8mb4_bin")}
 
 
-def test_the_same_columns_as_the_sqlite_file(mariadb_audit: AuditTarget, audit_store: AuditBackend) -> None:
+def test_the_same_columns_as_the_sqlite_file(mariadb_audit: AuditTarget, audit_store: AuditStore) -> None:
     file_store = audit_store
     with mariadb_audit.open() as server_store:
         for table in ("runs", "model_rounds", "invocations", "protocol_events"):
@@ -87,7 +87,7 @@ def test_the_same_columns_as_the_sqlite_file(mariadb_audit: AuditTarget, audit_s
 
 
 def test_processes_starting_at_once_migrate_once(mariadb_audit: AuditTarget) -> None:
-    opened: list[AuditBackend] = []
+    opened: list[AuditStore] = []
     errors: list[BaseException] = []
 
     def open_one() -> None:

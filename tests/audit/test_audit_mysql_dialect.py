@@ -1,5 +1,5 @@
 """Every statement the sink and the browser spell in SQLite's dialect, as MariaDB/MySQL reads it
-(audit.mysql_dialect). No server needed: the server-side behaviour is in test_audit_mysql.py and the
+(audit.mysql.dialect). No server needed: the server-side behaviour is in test_audit_mysql.py and the
 browse tests' MariaDB variants."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 import pytest
 
 from audit import browse, sink
-from audit.mysql_dialect import to_mysql
+from audit.mysql.dialect import to_mysql
 
 SINK_STATEMENTS = {
     name: value for name, value in vars(sink).items() if name.startswith("_") and name.isupper()

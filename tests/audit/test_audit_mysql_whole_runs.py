@@ -33,7 +33,7 @@ import pytest
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.common import AuditStoreError
 from audit.location import MysqlLocation
-from audit.mysql_store import MysqlAuditStore
+from audit.mysql.store import MysqlAuditStore
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
@@ -397,7 +397,7 @@ def test_a_commit_sent_into_a_cut_flow_is_retried_and_no_opener_waits_for_its_lo
 def test_a_thread_id_from_an_earlier_server_run_is_never_killed(migrated: AuditTarget) -> None:
     """After a server restart the orphan died with the server, and its id may now be another session's:
     the store kills an orphan only on the server run that held it."""
-    from audit.mysql_store import _ServerThread
+    from audit.mysql.store import _ServerThread
 
     bystander = root_connection(_location(migrated).database)
     try:

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from audit import sqlite_store as store_module
 from audit import store_base
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.common import AuditStoreError, audit_timestamp
 from audit.liveness import is_process_live, own_start_marker, process_start_marker
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite import store as store_module
+from audit.sqlite.store import SqliteAuditStore
 from tests.support.audit_events import LOGS_INPUT, Events, on_disk
 from tests.support.audit_reader import AuditReader
 
@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 # run, end of input or a signal ends the process without finishing it.
 CHILD = """
 import os, signal, sys
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from audit.common import audit_timestamp
 from datetime import UTC, datetime
 
@@ -45,7 +45,7 @@ def event(type_, **fields):
     seq += 1
     return {"type": type_, "run_id": run_id, "session_id": "s-" + run_id, "seq": seq,
             "at": audit_timestamp(datetime.now(UTC)), **fields}
-sink = AuditSink(AuditStore(path))
+sink = AuditSink(SqliteAuditStore(path))
 sink(event("run_started", query="订单服务 5xx 升高 " + run_id))
 sink(event("model_round_started", round=1))
 sink(event("tool_started", round=1, tool_call_id="call-1", tool="query_logs", input={"service": "orders"}))
@@ -94,7 +94,7 @@ def db_path(tmp_path: Path) -> Path:
 
 
 def test_crashed_runs_are_interrupted_and_live_runs_untouched(db_path: Path) -> None:
-    AuditStore(db_path).close()
+    SqliteAuditStore(db_path).close()
     live = child(db_path, "live", "wait")
     doomed = child(db_path, "doomed", "wait")
     try:
@@ -105,7 +105,7 @@ def test_crashed_runs_are_interrupted_and_live_runs_untouched(db_path: Path) -> 
         doomed.kill()  # SIGKILL from outside
         assert doomed.wait(timeout=30) == -signal.SIGKILL
 
-        with AuditStore(db_path) as store:
+        with SqliteAuditStore(db_path) as store:
             closed_by_open = {
                 r["run_id"] for r in store.query("SELECT run_id FROM runs WHERE interrupted = 1")
             }
@@ -140,14 +140,14 @@ def test_pid_reuse_and_unknown_owners(db_path: Path) -> None:
         "no-pid": (None, None),
         "schema-1-live-pid": (me, None),
     }
-    with AuditStore(db_path) as store, store.write() as db:
+    with SqliteAuditStore(db_path) as store, store.write() as db:
         for run_id, (pid, start) in rows.items():
             db.table("runs").insert({"run_id": run_id, "session_id": "s", "pid": pid, "pid_start": start})
             db.table("invocations").insert(
                 {"run_id": run_id, "tool_call_id": "c", "session_id": "s", "tool": "query_logs",
                  "status": "STARTED", "started_at": audit_timestamp(datetime.now(UTC))}
             )  # fmt: skip
-    AuditStore(db_path).close()
+    SqliteAuditStore(db_path).close()
     interrupted = dict(on_disk(db_path, "SELECT run_id, interrupted FROM runs"))
     assert interrupted == {"mine": 0, "recycled-pid": 1, "no-pid": 1, "schema-1-live-pid": 0}
     statuses = dict(on_disk(db_path, "SELECT run_id, status FROM invocations"))
@@ -257,7 +257,7 @@ def make_v1_file(path: Path) -> None:
 
 def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
     make_v1_file(db_path)
-    with AuditStore(db_path) as store:
+    with SqliteAuditStore(db_path) as store:
         assert store.schema_version == len(store_module.MIGRATIONS) == 5
         # Runs recorded before v4 did not keep their model or limits: NULL, never invented.
         assert {(r["model"], r["max_model_calls"]) for r in AuditReader(store).runs()} == {(None, None)}
@@ -316,7 +316,7 @@ def test_file_is_owner_only_even_with_a_permissive_umask(tmp_path: Path) -> None
     old = os.umask(0)
     try:
         path = tmp_path / "new" / "audit.db"
-        AuditStore(path).close()
+        SqliteAuditStore(path).close()
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -325,7 +325,7 @@ def test_file_is_owner_only_even_with_a_permissive_umask(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("damage", ["random-bytes", "truncated", "damaged-schema-page"])
 def test_corrupt_files_are_refused(db_path: Path, damage: str) -> None:
-    with AuditStore(db_path) as store:
+    with SqliteAuditStore(db_path) as store:
         sink = AuditSink(store)
         for n in range(40):
             ev = Events(f"run-{n}")
@@ -339,17 +339,17 @@ def test_corrupt_files_are_refused(db_path: Path, damage: str) -> None:
     else:
         db_path.write_bytes(data[:100] + os.urandom(3000) + data[3100:])
     with pytest.raises(AuditStoreError, match="unusable"):
-        AuditStore(db_path)
+        SqliteAuditStore(db_path)
 
 
 def test_unwritable_file_is_refused(db_path: Path) -> None:
-    AuditStore(db_path).close()
+    SqliteAuditStore(db_path).close()
     db_path.chmod(0o400)
     try:
         if os.access(db_path, os.W_OK):
             pytest.skip("running as a user that can write anyway (root)")
         with pytest.raises(AuditStoreError, match="not writable"):
-            AuditStore(db_path)
+            SqliteAuditStore(db_path)
     finally:
         db_path.chmod(0o600)
 
@@ -371,13 +371,13 @@ def finished_run(sink: AuditSink, run_id: str, finished: datetime, calls: int = 
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[AuditStore]:
-    with AuditStore(db_path) as opened:
+def store(db_path: Path) -> Iterator[SqliteAuditStore]:
+    with SqliteAuditStore(db_path) as opened:
         yield opened
 
 
 def test_prune_deletes_old_finished_runs_and_nothing_live(
-    store: AuditStore, db_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: SqliteAuditStore, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(store_base, "PRUNE_BATCH", 3)  # several short transactions
     now = datetime.now(UTC)

@@ -16,7 +16,7 @@ from agent.vocabulary import AUDITED_PROTOCOL_CODES
 from audit.browse import AuditBrowser
 from audit.replay import timeline_events
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import SqliteAuditStore
 from tests.support import RecordingAdapter, harness
 from tests.support.spec_scenarios import (
     LOG_DATA,
@@ -53,7 +53,7 @@ def comparable(event: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in event.items() if key not in left_out}
 
 
-async def test_run_events_through_the_sink_and_back(audit_store: AuditStore) -> None:
+async def test_run_events_through_the_sink_and_back(audit_store: SqliteAuditStore) -> None:
     h = harness(
         scenario(
             tools_round(call("a-1", "query_logs", logs_input(level="ERROR"))),

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from audit import sqlite_store as store_module
 from audit.common import RUN_SETUP_COLUMNS
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
-from console.cli import main
+from audit.sqlite import store as store_module
+from audit.sqlite.store import SqliteAuditStore
+from console.commands.main import main
 from tests.support import harness
 from tests.support.audit_events import Events
 from tests.support.audit_reader import AuditReader
@@ -51,13 +51,13 @@ def make_old_file(path: Path, version: int = 3) -> None:
 def test_an_older_file_migrates_in_place_and_reopening_changes_nothing(tmp_path: Path, version: int) -> None:
     path = tmp_path / "audit.db"
     make_old_file(path, version)
-    with AuditStore(path) as store:
+    with SqliteAuditStore(path) as store:
         assert store.schema_version == len(store_module.MIGRATIONS)
         old = AuditReader(store).run("old")
         assert old is not None and old["query"] == "gateway 504"
         # Nobody knows what an old run used: NULL, not a guess.
         assert setup_of(old) == (None,) * len(RUN_SETUP_COLUMNS)
-    with AuditStore(path) as again:
+    with SqliteAuditStore(path) as again:
         assert again.schema_version == len(store_module.MIGRATIONS)
         assert [r["run_id"] for r in AuditReader(again).runs()] == ["old"]
 
@@ -75,7 +75,7 @@ def test_the_v4_step_is_idempotent_on_a_half_migrated_file(tmp_path: Path) -> No
     assert [c for c in columns if c in RUN_SETUP_COLUMNS] == list(RUN_SETUP_COLUMNS)
 
 
-def test_a_started_run_records_its_model_and_limits(audit_store: AuditStore, tmp_path: Path) -> None:
+def test_a_started_run_records_its_model_and_limits(audit_store: SqliteAuditStore, tmp_path: Path) -> None:
     ev = Events()
     sink = AuditSink(audit_store)
     sink(ev.run_started())
@@ -136,7 +136,7 @@ async def test_a_secret_across_the_cut_of_a_rejected_query_is_redacted_whole() -
 
 
 def test_a_rejected_query_that_is_not_unicode_is_kept_readable(
-    audit_store: AuditStore, tmp_path: Path
+    audit_store: SqliteAuditStore, tmp_path: Path
 ) -> None:
     from agent.use_case import bounded_query
 

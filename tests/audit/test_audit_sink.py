@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from audit import sqlite_store as store_module
 from audit.common import AuditStoreError
-from audit.port import AuditBackend
+from audit.port import AuditStore
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite import store as store_module
+from audit.sqlite.store import SqliteAuditStore
 from tests.support.audit_backends import mariadb_target
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, RUN, SESSION, Events, on_disk
 from tests.support.audit_reader import AuditReader
@@ -34,7 +34,7 @@ ON_BOTH_STORES = pytest.mark.parametrize(
 
 
 @pytest.fixture
-def store(request: pytest.FixtureRequest) -> Iterator[AuditBackend]:
+def store(request: pytest.FixtureRequest) -> Iterator[AuditStore]:
     if getattr(request, "param", "sqlite") == "sqlite":
         yield request.getfixturevalue("audit_store")
         return
@@ -43,7 +43,9 @@ def store(request: pytest.FixtureRequest) -> Iterator[AuditBackend]:
         yield opened
 
 
-def test_started_invocation_is_on_disk_before_the_tool_finishes(store: AuditStore, db_path: Path) -> None:
+def test_started_invocation_is_on_disk_before_the_tool_finishes(
+    store: SqliteAuditStore, db_path: Path
+) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     sink(ev.round_started(1))
@@ -75,7 +77,7 @@ def test_started_invocation_is_on_disk_before_the_tool_finishes(store: AuditStor
 
 
 @ON_BOTH_STORES
-def test_full_run_is_recorded(store: AuditBackend) -> None:
+def test_full_run_is_recorded(store: AuditStore) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     sink(ev.round_started(1))
@@ -152,7 +154,7 @@ def test_full_run_is_recorded(store: AuditBackend) -> None:
     ],
 )
 def test_finished_run_closes_started_invocations(
-    store: AuditBackend, outcome: str, stop_reason: str, closed: str
+    store: AuditStore, outcome: str, stop_reason: str, closed: str
 ) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
@@ -174,7 +176,7 @@ def test_finished_run_closes_started_invocations(
 
 
 @ON_BOTH_STORES
-def test_run_finished_without_run_started_still_records_the_run(store: AuditBackend) -> None:
+def test_run_finished_without_run_started_still_records_the_run(store: AuditStore) -> None:
     ev = Events()
     AuditSink(store)(
         ev.run_finished("REJECTED", "QUERY_BLANK", failure={"code": "QUERY_BLANK"}, model_calls=0)
@@ -190,7 +192,7 @@ def test_run_finished_without_run_started_still_records_the_run(store: AuditBack
 
 
 @ON_BOTH_STORES
-def test_list_runs_is_newest_first(store: AuditBackend) -> None:
+def test_list_runs_is_newest_first(store: AuditStore) -> None:
     for n in range(3):
         AuditSink(store)(Events(run_id=f"run-{n}").run_started() | {"at": f"2025-01-0{n + 1}T00:00:00Z"})
     assert [r["run_id"] for r in AuditReader(store).runs()] == ["run-2", "run-1", "run-0"]
@@ -198,7 +200,7 @@ def test_list_runs_is_newest_first(store: AuditBackend) -> None:
 
 
 @ON_BOTH_STORES
-def test_finish_without_started_invocation_is_an_audit_error(store: AuditBackend) -> None:
+def test_finish_without_started_invocation_is_an_audit_error(store: AuditStore) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     with pytest.raises(AuditStoreError, match="no STARTED invocation"):
@@ -206,7 +208,7 @@ def test_finish_without_started_invocation_is_an_audit_error(store: AuditBackend
 
 
 @ON_BOTH_STORES
-def test_finished_invocation_is_never_rewritten(store: AuditBackend) -> None:
+def test_finished_invocation_is_never_rewritten(store: AuditStore) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
@@ -217,7 +219,7 @@ def test_finished_invocation_is_never_rewritten(store: AuditBackend) -> None:
 
 
 @ON_BOTH_STORES
-def test_write_failures_are_audit_errors(store: AuditBackend) -> None:
+def test_write_failures_are_audit_errors(store: AuditStore) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     with pytest.raises(AuditStoreError):
@@ -229,7 +231,7 @@ def test_write_failures_are_audit_errors(store: AuditBackend) -> None:
         sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
 
 
-def test_file_is_private_wal_and_versioned(store: AuditStore, db_path: Path) -> None:
+def test_file_is_private_wal_and_versioned(store: SqliteAuditStore, db_path: Path) -> None:
     AuditSink(store)(Events().run_started())
     assert stat.S_IMODE(db_path.stat().st_mode) == 0o600
     wal = db_path.with_name(db_path.name + "-wal")
@@ -248,7 +250,7 @@ def test_file_is_private_wal_and_versioned(store: AuditStore, db_path: Path) -> 
     } <= indexes
 
 
-def test_contract_columns_exist(store: AuditStore, db_path: Path) -> None:
+def test_contract_columns_exist(store: SqliteAuditStore, db_path: Path) -> None:
     expected = {
         "runs": "run_id session_id query outcome stop_reason started_at finished_at model_calls total_tokens",
         "model_rounds": "run_id round started_at finished_at prompt_tokens completion_tokens tool_call_ids",
@@ -260,7 +262,7 @@ def test_contract_columns_exist(store: AuditStore, db_path: Path) -> None:
         assert set(columns.split()) <= {row[1] for row in on_disk(db_path, f"PRAGMA table_info({table})")}
 
 
-def test_invalid_status_is_rejected_by_the_schema(store: AuditStore) -> None:
+def test_invalid_status_is_rejected_by_the_schema(store: SqliteAuditStore) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     sink(ev.tool_started("call-1", "query_logs", LOGS_INPUT))
@@ -270,9 +272,9 @@ def test_invalid_status_is_rejected_by_the_schema(store: AuditStore) -> None:
 
 
 def test_reopening_keeps_rows(db_path: Path) -> None:
-    with AuditStore(db_path) as first:
+    with SqliteAuditStore(db_path) as first:
         AuditSink(first)(Events().run_started())
-    with AuditStore(db_path) as second:
+    with SqliteAuditStore(db_path) as second:
         run = AuditReader(second).run(RUN)
         assert run is not None and run["query"] == "订单服务 5xx 升高"
         assert second.schema_version == len(store_module.MIGRATIONS)
@@ -282,27 +284,27 @@ def test_corrupt_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "audit.db"
     path.write_bytes(os.urandom(4096))
     with pytest.raises(AuditStoreError, match="unusable"):
-        AuditStore(path)
+        SqliteAuditStore(path)
 
 
 def test_unwritable_location_is_refused(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
     with pytest.raises(AuditStoreError, match="cannot create"):
-        AuditStore(blocker / "audit.db")
+        SqliteAuditStore(blocker / "audit.db")
     with pytest.raises(AuditStoreError, match="not a regular file"):
-        AuditStore(tmp_path)
+        SqliteAuditStore(tmp_path)
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:
-    AuditStore(db_path).close()
+    SqliteAuditStore(db_path).close()
     on_disk(db_path, "PRAGMA user_version = 7")
     with pytest.raises(AuditStoreError, match="newer"):
-        AuditStore(db_path)
+        SqliteAuditStore(db_path)
 
 
 def test_migrations_apply_forward_once(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    AuditStore(db_path).close()
+    SqliteAuditStore(db_path).close()
     applied: list[int] = []
 
     shipped = len(store_module.MIGRATIONS)
@@ -313,15 +315,17 @@ def test_migrations_apply_forward_once(db_path: Path, monkeypatch: pytest.Monkey
         db.execute("ALTER TABLE runs ADD COLUMN note TEXT")
 
     monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS, next_add_note])
-    with AuditStore(db_path) as upgraded:
+    with SqliteAuditStore(db_path) as upgraded:
         assert upgraded.schema_version == shipped + 1
-    with AuditStore(db_path) as reopened:
+    with SqliteAuditStore(db_path) as reopened:
         assert reopened.schema_version == shipped + 1
     assert applied == [shipped + 1]
     assert "note" in {row[1] for row in on_disk(db_path, "PRAGMA table_info(runs)")}
 
 
-def test_rows_without_a_guarantee_ride_in_the_next_durable_commit(store: AuditStore, db_path: Path) -> None:
+def test_rows_without_a_guarantee_ride_in_the_next_durable_commit(
+    store: SqliteAuditStore, db_path: Path
+) -> None:
     """One commit per tool call: round rows wait for the STARTED row, on disk before its tool runs."""
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
@@ -343,7 +347,9 @@ def test_rows_without_a_guarantee_ride_in_the_next_durable_commit(store: AuditSt
     assert [i["status"] for i in on_file.invocations(RUN)] == ["FOUND"]
 
 
-def test_a_failing_durable_write_keeps_the_rows_queued_before_it(store: AuditStore, db_path: Path) -> None:
+def test_a_failing_durable_write_keeps_the_rows_queued_before_it(
+    store: SqliteAuditStore, db_path: Path
+) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     sink(ev.round_started(1))
@@ -359,7 +365,7 @@ REFUSE_ROUNDS = (
 
 
 def test_queued_rows_a_reader_could_not_commit_stay_queued_for_the_run(
-    store: AuditStore, db_path: Path
+    store: SqliteAuditStore, db_path: Path
 ) -> None:
     """A failure met by a reader's flush (the audit screen, an export) must not drop the run's rows."""
     ev, sink = Events(), AuditSink(store)
@@ -374,7 +380,7 @@ def test_queued_rows_a_reader_could_not_commit_stay_queued_for_the_run(
     assert [r["round"] for r in AuditReader(db_path).model_rounds(RUN)] == [1]
 
 
-def test_queued_rows_that_cannot_be_written_stop_the_run_at_its_next_write(store: AuditStore) -> None:
+def test_queued_rows_that_cannot_be_written_stop_the_run_at_its_next_write(store: SqliteAuditStore) -> None:
     ev, sink = Events(), AuditSink(store)
     sink(ev.run_started())
     sink(ev.round_started(1))
@@ -387,7 +393,7 @@ def test_queued_rows_that_cannot_be_written_stop_the_run_at_its_next_write(store
 
 def test_queued_rows_are_committed_on_close(db_path: Path) -> None:
     ev = Events()
-    with AuditStore(db_path) as store:
+    with SqliteAuditStore(db_path) as store:
         sink = AuditSink(store)
         sink(ev.run_started())
         sink(ev.round_started(1))

@@ -17,10 +17,10 @@ import pytest
 import sqlite_utils
 
 from audit import browse as browse_module
-from audit import sqlite_store as store_module
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.sink import AuditSink
-from audit.sqlite_store import AuditStore
+from audit.sqlite import store as store_module
+from audit.sqlite.store import SqliteAuditStore
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events, on_disk
 from tests.support.audit_reader import AuditReader
 
@@ -34,20 +34,20 @@ def index_plan_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def store(audit_store: AuditStore) -> AuditStore:
+def store(audit_store: SqliteAuditStore) -> SqliteAuditStore:
     if not audit_store.has_fts:
         pytest.skip("this SQLite has no trigram tokenizer: no text index to fill")
     return audit_store
 
 
-def found_invocations(store: AuditStore, text: str) -> set[tuple[str, str]]:
+def found_invocations(store: SqliteAuditStore, text: str) -> set[tuple[str, str]]:
     browser = AuditBrowser(store)
     rows = browser.invocations(InvocationFilter(text=text)).rows
     assert browser.count_invocations(InvocationFilter(text=text)) == len(rows)
     return {(r["run_id"], r["tool_call_id"]) for r in rows}
 
 
-def found_runs(store: AuditStore, text: str) -> set[str]:
+def found_runs(store: SqliteAuditStore, text: str) -> set[str]:
     return {r["run_id"] for r in AuditBrowser(store).runs(text=text).rows}
 
 
@@ -75,7 +75,7 @@ def start_run(sink: AuditSink, ev: Events, query: str = "订单服务 5xx 升高
     sink(ev.tool_finished("call-1", "query_logs", "FOUND", projection=PROJECTION))
 
 
-def test_a_finished_run_is_searchable_through_the_index(store: AuditStore) -> None:
+def test_a_finished_run_is_searchable_through_the_index(store: SqliteAuditStore) -> None:
     ev, sink = Events("done"), AuditSink(store)
     start_run(sink, ev, query="支付回调超时")
     sink(ev.run_finished("DRAFT", "COMPLETED"))
@@ -89,7 +89,7 @@ def test_a_finished_run_is_searchable_through_the_index(store: AuditStore) -> No
     index_matches_tables(store.path)
 
 
-def test_a_run_still_going_is_searchable_before_it_is_indexed(store: AuditStore) -> None:
+def test_a_run_still_going_is_searchable_before_it_is_indexed(store: SqliteAuditStore) -> None:
     finished, going, sink = Events("done"), Events("going"), AuditSink(store)
     start_run(sink, finished)
     sink(finished.run_finished("DRAFT", "COMPLETED"))
@@ -110,7 +110,7 @@ def test_a_run_still_going_is_searchable_before_it_is_indexed(store: AuditStore)
     index_matches_tables(store.path)
 
 
-def test_a_rejected_run_is_indexed_by_its_finish(store: AuditStore) -> None:
+def test_a_rejected_run_is_indexed_by_its_finish(store: SqliteAuditStore) -> None:
     ev = Events("rejected")
     finish = ev("run_finished", outcome="REJECTED", stop_reason="QUERY_TOO_LARGE", result={})
     rejected = {
@@ -134,7 +134,7 @@ def dead_pid() -> int:
 def test_a_crashed_run_closed_by_recovery_is_indexed(tmp_path: Path) -> None:
     path = tmp_path / "audit.db"
     ev = Events("crashed")
-    with AuditStore(path) as store:
+    with SqliteAuditStore(path) as store:
         if not store.has_fts:
             pytest.skip("this SQLite has no trigram tokenizer")
         sink = AuditSink(store)
@@ -146,7 +146,7 @@ def test_a_crashed_run_closed_by_recovery_is_indexed(tmp_path: Path) -> None:
     conn.close()
     assert indexed_runs(path, "连接池耗尽") == set()
 
-    with AuditStore(path) as reopened:
+    with SqliteAuditStore(path) as reopened:
         run = AuditReader(reopened).run("crashed")
         assert run is not None and run["interrupted"] == 1 and run["fts_pending"] is None
         assert indexed_runs(path, "连接池耗尽") == {"crashed"}
@@ -192,7 +192,7 @@ def test_a_v4_file_migrates_with_its_search_intact(tmp_path: Path) -> None:
     if "invocations_ai" not in trigger_names(path):
         pytest.skip("this SQLite has no trigram tokenizer: the v4 file has no index")
     for _ in range(2):  # the first open migrates; the second finds nothing to do
-        with AuditStore(path) as store:
+        with SqliteAuditStore(path) as store:
             assert store.schema_version == len(store_module.MIGRATIONS) == 5
             assert trigger_names(path) == {"invocations_ad", "runs_ad"}  # no work on insert or update
             # The old rows stay searchable through the index the triggers built.
@@ -201,7 +201,7 @@ def test_a_v4_file_migrates_with_its_search_intact(tmp_path: Path) -> None:
             assert found_invocations(store, "billing") == {("old", "call-1")}
             assert found_invocations(store, "旧的 gateway") == {("old", "call-1")}
             assert found_runs(store, "detected") == {"old"}
-    with AuditStore(path) as store:  # and the new release indexes its own runs in the old file
+    with SqliteAuditStore(path) as store:  # and the new release indexes its own runs in the old file
         ev, sink = Events("new"), AuditSink(store)
         start_run(sink, ev)
         assert found_invocations(store, "连接池耗尽") == {("new", "call-1")}
@@ -219,6 +219,6 @@ def test_the_v5_step_can_run_twice(tmp_path: Path) -> None:
     db.execute("PRAGMA user_version = 5")
     db.conn.commit()
     db.close()
-    with AuditStore(path) as store:
+    with SqliteAuditStore(path) as store:
         assert store.schema_version == 5
         assert found_invocations(store, "billing") == {("old", "call-1")}

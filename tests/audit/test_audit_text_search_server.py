@@ -1,4 +1,4 @@
-"""Text search over the server's trigram words (audit.mysql_text_search) gives the file's answers:
+"""Text search over the server's trigram words (audit.mysql.text_search) gives the file's answers:
 for a run still going (found by LIKE over pending runs), after its finish indexed it, and after a
 migration indexed the runs an older schema left without words."""
 
@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from audit import browse as browse_module
-from audit import mysql_text_search
 from audit.browse import AuditBrowser, InvocationFilter
 from audit.location import MysqlLocation
-from audit.mysql_text_search import indexable, match_all, term_words
-from audit.port import AuditBackend
+from audit.mysql import text_search as mysql_text_search
+from audit.mysql.text_search import indexable, match_all, term_words
+from audit.port import AuditStore
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget
 from tests.support.audit_events import Events
@@ -35,7 +35,7 @@ def index_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(browse_module, "_WALK_LIMIT", {"invocations": 1, "runs": 1})
 
 
-def record_run(store: AuditBackend, run_id: str, query: str, service: str, *, finish: bool) -> None:
+def record_run(store: AuditStore, run_id: str, query: str, service: str, *, finish: bool) -> None:
     ev, sink = Events(run_id=run_id), AuditSink(store)
     sink(ev.run_started(query))
     sink(ev.tool_started("call-1", "query_logs", {"service": service, "contains": "504"}))
@@ -48,7 +48,7 @@ def record_run(store: AuditBackend, run_id: str, query: str, service: str, *, fi
         sink(ev.run_finished("DRAFT", "COMPLETED"))
 
 
-def found(store: AuditBackend, text: str) -> tuple[list[str], list[str]]:
+def found(store: AuditStore, text: str) -> tuple[list[str], list[str]]:
     browser = AuditBrowser(store)
     invocations = browser.invocations(InvocationFilter(text=text), limit=2).rows
     runs = browser.runs(text=text, limit=2).rows

@@ -24,7 +24,7 @@ from typing import Any
 
 from audit.browse import INVOCATION_ORDER, AuditBrowser, InvocationFilter
 from audit.common import audit_timestamp
-from audit.sqlite_store import AuditStore
+from audit.sqlite.store import SqliteAuditStore
 from tests.support.audit_data import DEFAULT_END, populate_audit
 
 
@@ -51,7 +51,7 @@ def _time_pair(
 
 
 def run_benchmark(path: Path, repeats: int, out: Callable[[str], None]) -> bool:
-    store = AuditStore(path)
+    store = SqliteAuditStore(path)
     browser = AuditBrowser(store)
     raw = sqlite3.connect(path)
     end = DEFAULT_END

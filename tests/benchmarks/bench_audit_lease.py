@@ -2,7 +2,7 @@
 
     python -m tests.benchmarks.bench_audit_lease [--runs 30] [--tools 8]
 
-Every commit that writes a leased run's rows renews the run's lease first (`audit.leases`, KEEP_SQL):
+Every commit that writes a leased run's rows renews the run's lease first (`audit.mysql.leases`, KEEP_SQL):
 one more UPDATE by primary key in the transaction of each tool's start and of the run's finish.
 Runs of `--tools` tool rounds (start, finish, a round's rows) are recorded through `AuditSink` into a
 fresh database on the local server (dropped at the end), alternating two sinks on the same store:
@@ -22,7 +22,7 @@ import statistics
 import time
 
 from audit.location import MysqlLocation
-from audit.mysql_store import MysqlAuditStore
+from audit.mysql.store import MysqlAuditStore
 from audit.sink import AuditSink
 from tests.benchmarks.machine import hardware
 from tests.support.audit_events import LOGS_INPUT, Events

@@ -32,10 +32,10 @@ from audit.browse import INVOCATION_ORDER, AuditBrowser, InvocationFilter
 from audit.common import AuditStoreError, audit_timestamp
 from audit.copy import COPIED_COLUMNS
 from audit.location import MysqlLocation
-from audit.mysql_store import MysqlAuditStore
-from audit.mysql_text_search import backfill
-from audit.port import AuditBackend
-from audit.sqlite_store import AuditStore
+from audit.mysql.store import MysqlAuditStore
+from audit.mysql.text_search import backfill
+from audit.port import AuditStore
+from audit.sqlite.store import SqliteAuditStore
 from tests.benchmarks.bench_audit import _median_ms, _time_pair
 from tests.support.audit_data import DEFAULT_END, populate_audit
 from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, ROOT_USER, root_connection
@@ -118,7 +118,7 @@ SEARCHES = [
 ]
 
 
-def measure(name: str, store: AuditBackend, run: Callable[..., Any], mark: str, repeats: int) -> None:
+def measure(name: str, store: AuditStore, run: Callable[..., Any], mark: str, repeats: int) -> None:
     browser = AuditBrowser(store)
     print(f"\n{name}")
     print(f"{'query':<38} {'browser ms':>11} {'SQL ms':>8} {'ratio':>6}")
@@ -171,7 +171,7 @@ def _file_count(path: Path) -> int:
 
 
 def _time_stores(path: Path, location: MysqlLocation, repeats: int) -> None:
-    with AuditStore(path) as file_store:
+    with SqliteAuditStore(path) as file_store:
         raw = sqlite3.connect(path)
         measure("SQLite file", file_store, lambda s, p: raw.execute(s, p).fetchall(), "?", repeats)
         raw.close()

@@ -30,10 +30,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.run_events import RunEvent
-from audit import AuditSink, AuditStore
-from audit.sqlite_store import _fts_statements
-from audit.sqlite_text_search import FTS_COLUMNS
+from agent.events.run_events import RunEvent
+from audit import AuditSink, SqliteAuditStore
+from audit.sqlite.store import _fts_statements
+from audit.sqlite.text_search import FTS_COLUMNS
 from tests.benchmarks.bench_harness import HarnessSide
 from tests.benchmarks.machine import hardware
 
@@ -57,7 +57,7 @@ def record_events(tool_rounds: int, folder: Path) -> list[RunEvent]:
     return events
 
 
-def per_event_commits(store: AuditStore) -> Callable[[RunEvent], None]:
+def per_event_commits(store: SqliteAuditStore) -> Callable[[RunEvent], None]:
     sink = AuditSink(store)
 
     def write(event: RunEvent) -> None:
@@ -69,8 +69,8 @@ def per_event_commits(store: AuditStore) -> Callable[[RunEvent], None]:
 
 def open_store(
     path: Path, *, synchronous: str = "NORMAL", journal: str = "WAL", fts_triggers: bool = False
-) -> AuditStore:
-    store = AuditStore(path)
+) -> SqliteAuditStore:
+    store = SqliteAuditStore(path)
     if fts_triggers and store.has_fts:
         for table, columns in FTS_COLUMNS.items():
             _, insert, _, update, _ = _fts_statements(table, columns)  # v4's insert and update triggers

@@ -68,7 +68,8 @@ App.run = lambda self, *a, **kw: _run(self, *a, **{**kw, "headless": True})
 CHILDREN = {
     # Headless, it needs no terminal: the check that refuses a console without one is told so.
     "diagnose": FIRST_FRAME_HOOK
-    + "import console.cli\nconsole.cli.console_terminal_problem = lambda: None\n"
+    + "import console.commands.open_console\n"
+    + "console.commands.open_console.console_terminal_problem = lambda: None\n"
     + "from console.cli import main\nmain([])\n",
     "minimal": FIRST_FRAME_HOOK
     + "from textual.widgets import Static\n"

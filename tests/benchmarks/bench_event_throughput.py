@@ -6,11 +6,11 @@ The console promises that a fast event stream never starves input and that no ev
 goes through the live pipeline: `ctrl+r` posts RunSubmitted, the screen's run worker calls the run
 environment's use case with the screen's own sink (`sinks=[screen._inbox.append]`), and the 50 ms drain
 timer applies the queued events in batches. Only the engine is replaced: a stub use case emits a
-realistic stream of typed events (`agent.run_events`; run_started; per model round: model_round_started,
-model_round_finished, tool_started/tool_finished with a ~1 KB log projection and the observation for
-each of 3 calls, protocol_changed EVALUATION_RECORDED with the protocol state, budget_changed; a final
-text round; run_finished with a DRAFT result), yielding to the event loop after each round only, i.e. as
-fast as a loop-sharing producer can go.
+realistic stream of typed events (`agent.events.run_events`; run_started; per model round:
+model_round_started, model_round_finished, tool_started/tool_finished with a ~1 KB log projection and
+the observation for each of 3 calls, protocol_changed EVALUATION_RECORDED with the protocol state,
+budget_changed; a final text round; run_finished with a DRAFT result), yielding to the event loop after
+each round only, i.e. as fast as a loop-sharing producer can go.
 
 During the burst a key is sent to the query TextArea every `--key-interval-ms` (through the driver, as a
 terminal key would arrive); its latency is the time until the TextArea's text contains it ("applied")
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 from textual import events
 from textual.widgets import TextArea
 
-from agent.run_events import RunEvent, RunFinished, ToolStarted, parse_event
+from agent.events.run_events import RunEvent, RunFinished, ToolStarted, parse_event
 from tests.benchmarks.machine import hardware
 
 if TYPE_CHECKING:

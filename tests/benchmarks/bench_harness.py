@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import Any
 
 import agent.use_case as use_case_module
-from agent.run_events import RunFinished, RunStarted, ToolStarted
-from agent.scripted import ScriptedChatGenerator
+from agent.events.run_events import RunFinished, RunStarted, ToolStarted
+from agent.model.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from agent.vocabulary import Outcome, StopReason
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from tests.benchmarks.machine import hardware
 from tests.support.long_runs import knowledge_rounds
 from tools.adapter import AdapterResult, ToolRequest
@@ -131,7 +131,7 @@ class HarnessSide:
         self.rounds = knowledge_rounds(tool_rounds)
         # The configured-secret layer is exercised too, as it is when a DSN password or API key is set.
         self.redactor = Redactor(["bench-secret-value-123"]) if redaction else _Passthrough()
-        self.store = AuditStore(audit_path)
+        self.store = SqliteAuditStore(audit_path)
         self.audit = audit
         self.reuse_tools = reuse_tools
         self.boundary = ToolBoundary({ToolName.LOOKUP_KNOWLEDGE: InstantKnowledge()}, redactor=self.redactor)
@@ -198,7 +198,7 @@ class FloorSide:
 
     def __init__(self, tool_rounds: int, audit_path: Path) -> None:
         self.calls = [call for round_ in knowledge_rounds(tool_rounds) for call in round_.tool_calls]
-        self.store = AuditStore(audit_path)
+        self.store = SqliteAuditStore(audit_path)
         self.sink = AuditSink(self.store)
         self.runs = 0
 

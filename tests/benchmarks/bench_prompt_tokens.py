@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from agent.draft_rules import run_bounds
+from agent.draft.rules import run_bounds
 from agent.haystack_tools import frozen_tools
 from agent.prompt import PROTOCOL_RULES, draft_section, system_prompt
 from agent.settings import load_settings

@@ -13,9 +13,9 @@ from audit.browse import AuditBrowser
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
 from audit.replay import timeline_events
+from console.run_state import RunState
 from console.screens.audit import PAGE_SIZE, AuditScreen, PagedTable
 from console.screens.replay import ReplayScreen
-from console.widgets.run_state import RunState
 from console.widgets.run_view import RunView
 from console.widgets.status_bar import StatusBar
 from tests.support.console import SIZE, engine_ready, make_app

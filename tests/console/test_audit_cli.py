@@ -21,8 +21,8 @@ from audit.common import audit_timestamp
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
 from audit.sink import AuditSink
-from console.audit_cli import add_audit_parser, run_audit_command
-from console.cli import CommandLineParser
+from console.commands.audit import add_audit_parser, run_audit_command
+from console.commands.main import CommandLineParser
 from console.safe_text import neutralize
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
@@ -175,7 +175,7 @@ def draft_section(summary: str) -> list[str]:
 def test_show_prints_the_draft_in_the_words_run_printed_it(
     scenario: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from console.cli import main
+    from console.commands.main import main
 
     db = tmp_path / "audit.db"
     assert main(["run", "--scenario", scenario, "--audit-db", str(db)]) == 0
@@ -198,7 +198,7 @@ def test_show_prints_the_draft_in_the_words_run_printed_it(
 
 
 def test_show_says_why_a_run_has_no_draft(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from console.cli import main
+    from console.commands.main import main
 
     db = tmp_path / "audit.db"
     assert main(["run", "--scenario", "fenced-json-fails-closed", "--audit-db", str(db)]) == 1
@@ -246,7 +246,7 @@ DRAFT_SHAPED = st.fixed_dictionaries(
 )
 def test_an_edited_stored_result_is_shown_without_failing_or_driving_the_terminal(result: Any) -> None:
     """The audit file may have been edited by anyone able to write it: any JSON, any text in it."""
-    from console.audit_cli import _result_lines
+    from console.commands.audit import _result_lines
 
     lines = _result_lines(run_row(result_json=json.dumps(result), finished_at="2026-11-30T03:00:00Z"))
     for line in lines:

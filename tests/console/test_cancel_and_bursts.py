@@ -6,8 +6,8 @@ from pathlib import Path
 
 from textual.widgets import Static, TextArea
 
-from agent.events import RunEventEmitter
-from agent.run_events import (
+from agent.events.emitter import RunEventEmitter
+from agent.events.run_events import (
     BudgetChanged,
     ModelRoundFinished,
     ModelRoundStarted,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agent.vocabulary import EXIT_CODE_OF, INTERRUPTED, OUTPUT_ERROR, SETUP_ERROR, USAGE_ERROR, Outcome
-from console.cli import main
+from console.commands.main import main
 from tests.support.audit_reader import AuditReader
 from tests.support.resilience import no_conclusion_draft, scenario, tool_call, write_scenario
 
@@ -35,7 +35,7 @@ SLOW_DRAFT = (
 
 def child(*argv: str | Path, prelude: str = "", stdin: int | None = None) -> subprocess.Popen[str]:
     """`diagnose ...` in its own process, `prelude` first (it marks the moment a test waits for)."""
-    code = f"import sys\n{prelude}\nfrom console.cli import main\nsys.exit(main(sys.argv[1:]))"
+    code = f"import sys\n{prelude}\nfrom console.commands.main import main\nsys.exit(main(sys.argv[1:]))"
     return subprocess.Popen(
         [sys.executable, "-c", code, *map(str, argv)],
         cwd=REPO,

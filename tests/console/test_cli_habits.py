@@ -17,7 +17,7 @@ from agent.scenarios import ScenarioError, resolve_scenario
 from agent.settings import ConfigError, load_settings
 from agent.vocabulary import SETUP_ERROR, USAGE_ERROR
 from audit.location import MysqlLocation
-from console.cli import main
+from console.commands.main import main
 from console.presentation import SCRIPTED_NOTICE
 from tests.support.audit_backends import AuditTarget, audit_account
 from tests.support.audit_data import populate_audit

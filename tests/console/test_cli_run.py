@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent.scenarios import builtin_scenarios
-from console.cli import main
+from console.commands.main import main
 from tests.support.audit_reader import AuditReader
 from tests.support.expected import EXPECTED
 

@@ -17,10 +17,11 @@ import pytest
 
 from agent.scenarios import builtin_scenarios
 from agent.vocabulary import USAGE_ERROR, EventType
-from console import cli
 from console.app import DiagnoseApp
-from console.audit_cli import add_audit_parser, run_audit_command
-from console.cli import main
+from console.commands import main as cli
+from console.commands import open_console
+from console.commands.audit import add_audit_parser, run_audit_command
+from console.commands.main import main
 from console.export import run_markdown
 from tests.support.audit_events import Events
 
@@ -69,7 +70,7 @@ def test_events_to_stdout_leave_stdout_pure_ndjson(tmp_path: Path, as_json: bool
 def test_console_options_without_the_console_word(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     opened: list[DiagnoseApp] = []
     monkeypatch.setattr(DiagnoseApp, "run", lambda self, *a, **k: opened.append(self))
-    monkeypatch.setattr(cli, "console_terminal_problem", lambda: None)  # it draws nothing here
+    monkeypatch.setattr(open_console, "console_terminal_problem", lambda: None)  # it draws nothing here
     assert main(["--scenario", "stop-required-ignored"]) == 0
     assert opened[-1].scenario_arg == "stop-required-ignored"
     # A bad scenario file is refused before the console starts, as with `diagnose console`.
@@ -96,7 +97,7 @@ def test_scenario_names_come_from_the_scenario_dir(
 
     opened: list[DiagnoseApp] = []
     monkeypatch.setattr(DiagnoseApp, "run", lambda self, *a, **k: opened.append(self))
-    monkeypatch.setattr(cli, "console_terminal_problem", lambda: None)  # it draws nothing here
+    monkeypatch.setattr(open_console, "console_terminal_problem", lambda: None)  # it draws nothing here
     assert main(["--scenario", "my-lesson", "--scenario-dir", str(folder)]) == 0
     assert opened[-1].scenario_arg == str(folder / "lesson-1.yaml")
     # The file name works too, and a built-in name still means the built-in.
@@ -114,7 +115,7 @@ def test_a_headless_run_from_a_scenario_dir_never_loads_the_console_screens(tmp_
     argv = ["run", "--scenario", "my-lesson", "--scenario-dir", str(folder), "--json"]
     argv += ["--audit-db", str(tmp_path / "audit.db")]
     probe = (
-        "import sys; from console.cli import main; code = main(sys.argv[1:]); "
+        "import sys; from console.commands.main import main; code = main(sys.argv[1:]); "
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'textual')[:3]; "
         "print('LOADED', loaded, file=sys.stderr); "
         "raise SystemExit(code)"

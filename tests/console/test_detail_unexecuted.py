@@ -21,10 +21,10 @@ from rich.console import Group
 from rich.json import JSON
 from textual.widgets import Static
 
-from agent.scripted import ScriptedChatGenerator
+from agent.model.scripted import ScriptedChatGenerator
 from console.app import DiagnoseApp
+from console.run_state import RunState
 from console.widgets.detail import DetailPanel, entry_detail
-from console.widgets.run_state import RunState
 from tests.support.console import SIZE, plain, run_to_end
 from tests.support.engine import harness, scenario_from, tool_messages_seen_by_model
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from console.run_state import CallRow, RunState
 from console.widgets.detail import entry_detail
-from console.widgets.run_state import CallRow, RunState
 from console.widgets.timeline import call_label
 from tests.support.console import plain
 

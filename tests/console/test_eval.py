@@ -21,7 +21,7 @@ from agent.contracts import (
     Usage,
 )
 from agent.vocabulary import USAGE_ERROR, Outcome, StopReason
-from console.cli import main
+from console.commands.main import main
 from console.evaluation.cases import (
     MAX_CASE_BYTES,
     EvalCase,

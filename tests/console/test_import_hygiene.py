@@ -33,7 +33,7 @@ LATER = (
     "console.screens.export_dialog",
     "textual.widgets._data_table",
     "tools.redaction",
-    "agent.run_events",
+    "agent.events.run_events",
 )
 
 def first_paint() -> None:
@@ -71,9 +71,10 @@ import json, sys
 from textual.app import App
 
 LATER = (
-    "haystack", "pydantic", "agent.events", "tools.redaction", "tomllib", "console.audit_cli",
-    "console.eval_cli", "console.demo_cli", "console.export", "textual.widgets._data_table",
-    "agent.run_events", "opentelemetry", "console.traces",
+    "haystack", "pydantic", "agent.events.emitter", "tools.redaction", "tomllib", "console.commands.audit",
+    "console.commands.eval", "console.commands.demo", "console.commands.run", "console.export",
+    "textual.widgets._data_table",
+    "agent.events.run_events", "opentelemetry", "console.traces",
 )
 seen = {}
 _display = App._display
@@ -88,10 +89,11 @@ App._display = first_frame
 _run = App.run
 App.run = lambda self, *a, **kw: _run(self, *a, **{**kw, "headless": True})
 
-import console.cli
+import console.commands.open_console
 from console.cli import main
 
-console.cli.console_terminal_problem = lambda: None  # it paints headless: no terminal is needed
+# It paints headless: no terminal is needed.
+console.commands.open_console.console_terminal_problem = lambda: None
 seen["exit_code"] = main([])
 sys.__stdout__.write(json.dumps(seen))
 """
@@ -139,7 +141,7 @@ def test_bare_diagnose_paints_before_loading_other_commands_or_the_redaction_rul
 # run is the same either way).
 RUN_PROBE = r"""
 import json, sys
-from console.cli import main
+from console.commands.main import main
 
 code = main(["run", "--scenario", "unknown-tool", "--audit-db", sys.argv[1], *sys.argv[2:]])
 loaded = [name for name in ("opentelemetry", "console.traces") if name in sys.modules]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from console.cli import _log_to_file
+from console.commands.main import _log_to_file
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9abcdefghij0123456789"
 
@@ -41,7 +41,7 @@ def test_audit_commands_redact_the_configured_passwords_in_the_log(
     hides the audit password and, for `copy`, the one `--to-password-env` names, like `diagnose run`.
     Nothing listens on port 1, so the command fails after reading the configuration; a record logged
     then carries both values and must reach the file without them."""
-    from console.cli import main
+    from console.commands.main import main
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("AUDIT_PW_FOR_LOG_TEST", AUDIT_PASSWORD)
@@ -64,7 +64,7 @@ def test_audit_commands_redact_the_configured_passwords_in_the_log(
         argv += ["--from", f"sqlite:///{source}", "--to", "mysql://auditor@127.0.0.1:1/other"]
         argv += ["--to-password-env", "COPY_PW_FOR_LOG_TEST"]
     assert main(argv) == 3
-    logging.getLogger("audit.mysql_store").warning("sent %s and %s", AUDIT_PASSWORD, COPY_PASSWORD)
+    logging.getLogger("audit.mysql.store").warning("sent %s and %s", AUDIT_PASSWORD, COPY_PASSWORD)
     for handler in root.handlers:
         handler.close()
     log = (tmp_path / "state" / "diagnosis-console" / "diagnose.log").read_text(encoding="utf-8")

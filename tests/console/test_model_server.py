@@ -28,9 +28,9 @@ import pytest
 
 import console.model_server.catalog as catalog
 import console.model_server.llama_build as llama_build
-from agent.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from agent.model.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from agent.settings import load_settings
-from console.cli import main
+from console.commands.main import main
 from console.model_server.catalog import CHATML, GEMMA, PinnedFile, ShippedModel, TurnTokens
 from console.model_server.chat_template import chat_template
 from console.model_server.command import config_block, progress_reporter
@@ -401,7 +401,7 @@ def test_stopping_the_command_stops_the_server_with_it(tmp_path: Path, signal_na
         from tests.console.test_model_server import split_model
         from pathlib import Path
         catalog.MODELS["smollm2"] = split_model()[0]
-        from console.cli import main
+        from console.commands.main import main
         sys.exit(main(sys.argv[1:]))
         """
     )

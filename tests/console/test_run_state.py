@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from console.widgets.run_state import RunState
+from console.run_state import RunState
 from tests.support.recorded import record
 
 

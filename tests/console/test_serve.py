@@ -6,8 +6,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from console.cli import _parser
-from console.serve import console_command, is_loopback
+from console.commands.main import _parser
+from console.commands.web_server import console_command, is_loopback
 
 
 def test_serve_defaults_to_loopback() -> None:

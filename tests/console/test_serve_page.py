@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from console.serve import GuardedServer
+from console.commands.web_server import GuardedServer
 from tests.support.mysql import closed_port
 
 

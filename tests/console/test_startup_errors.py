@@ -21,7 +21,7 @@ from textual.widgets import TextArea
 
 from agent.vocabulary import SETUP_ERROR, USAGE_ERROR
 from console.app import DiagnoseApp
-from console.cli import main
+from console.commands.main import main
 from console.screens.startup_failed import StartupFailed
 from tests.support.console import SIZE, painted_text, settled
 from tests.support.terminal import REPO, in_terminal

@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from agent.run_events import ModelRoundStarted, RunFinished, RunStarted
+from agent.events.run_events import ModelRoundStarted, RunFinished, RunStarted
 from console.app import DiagnoseApp
-from console.widgets.run_state import RunState
+from console.run_state import RunState
 from console.widgets.status_bar import StatusBar
 from tests.support.console import (
     SIZE,

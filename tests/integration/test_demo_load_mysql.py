@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from console.cli import main
-from console.demo_cli import ADMIN_NEEDED
+from console.commands.demo import ADMIN_NEEDED
+from console.commands.main import main
 from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, MysqlTestEnv
 from tests.support.resilience import write_config
 

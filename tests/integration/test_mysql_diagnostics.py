@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console.cli import main
+from console.commands.main import main
 from tests.support.mysql import MysqlTestEnv, mysql_request, root_connection
 from tests.support.mysql_incident import Incident, by_column, lock_wait, waiting_digest
 from tests.support.otlp import OtlpReceiver

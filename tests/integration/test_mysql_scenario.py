@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from console.cli import main
+from console.commands.main import main
 from tests.support.audit_reader import AuditReader
 from tests.support.mysql import MysqlTestEnv
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from console.cli import main
+from console.commands.main import main
 from tests.support.mysql import MysqlTestEnv
 
 pytestmark = pytest.mark.mysql

@@ -19,7 +19,7 @@ import pytest
 
 from audit.location import MysqlLocation
 from audit.sink import AuditSink
-from console.cli import main
+from console.commands.main import main
 from tests.support.audit_backends import AuditTarget, audit_account
 from tests.support.audit_events import KNOWLEDGE_INPUT, Events
 from tests.support.expected import EXPECTED

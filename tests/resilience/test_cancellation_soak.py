@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from agent.model.scripted import ScriptedChatGenerator
 from agent.scenarios import Scenario
-from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink

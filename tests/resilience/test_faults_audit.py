@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 import audit.common
-import audit.sqlite_store
-from audit import AuditStore
+import audit.sqlite.store
+from audit import SqliteAuditStore
 from tests.support.audit_reader import AuditReader
 from tests.support.resilience import (
     CliRun,
@@ -183,8 +183,8 @@ def test_a_lock_held_past_the_retry_deadline_at_open_is_exit_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = _existing_audit(tmp_path, capsys)
-    monkeypatch.setattr(audit.sqlite_store, "_BUSY_TIMEOUT_MS", 200)
-    monkeypatch.setattr(audit.sqlite_store, "_BUSY_DEADLINE_S", 0.3)
+    monkeypatch.setattr(audit.sqlite.store, "_BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(audit.sqlite.store, "_BUSY_DEADLINE_S", 0.3)
     holder = LockHolder(db, hold_s=1.5)
     holder.start()
     assert holder.locked.wait(5)
@@ -197,9 +197,9 @@ def test_a_lock_held_past_the_retry_deadline_at_open_is_exit_3(
 
 # Scaled down 10x (busy timeout 200 ms, retry deadline 0.3 s) so the default variants stay short.
 SHORT_RETRY = (
-    "import audit.sqlite_store\n"
-    "audit.sqlite_store._BUSY_TIMEOUT_MS = 200\n"
-    "audit.sqlite_store._BUSY_DEADLINE_S = 0.3"
+    "import audit.sqlite.store\n"
+    "audit.sqlite.store._BUSY_TIMEOUT_MS = 200\n"
+    "audit.sqlite.store._BUSY_DEADLINE_S = 0.3"
 )
 
 
@@ -224,7 +224,7 @@ def _run_with_lock_mid_run(tmp_path: Path, hold_s: float, prelude: str) -> tuple
 def test_after_a_lock_past_the_retry_deadline_mid_run_the_audit_recovers(tmp_path: Path) -> None:
     """Whatever the CLI prints, the next open of the audit closes the run: nothing stays STARTED."""
     db, _ = _run_with_lock_mid_run(tmp_path, hold_s=4.0, prelude=SHORT_RETRY)
-    with AuditStore(db) as store:
+    with SqliteAuditStore(db) as store:
         (row,) = AuditReader(store).runs()
         assert row["finished_at"] is not None
         assert row["outcome"] is not None or row["interrupted"] == 1

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 
 from agent.blank_text import is_blank
 from agent.contracts import DiagnosisDraft, PreviousTurn
-from agent.draft_parser import DraftRejected, parse_draft
-from agent.draft_rules import RunEvidence
+from agent.draft.parser import DraftRejected, parse_draft
+from agent.draft.rules import RunEvidence
 from agent.scenarios import Scenario, ScenarioError, parse_scenario
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
@@ -472,7 +472,7 @@ def test_yaml_aliases_are_refused_before_anything_expands_them(
 ) -> None:
     """A scenario or case file is hostile input: an alias shares one object, so a short chain of them
     is gigabytes once a run serialises the arguments. Refused by the loader, with the line, exit 3."""
-    from console.cli import main
+    from console.commands.main import main
     from console.evaluation.cases import EvalCaseError, load_case_file
 
     with pytest.raises(ScenarioError, match=r"YAML aliases are not allowed in a scenario \(line \d+\)"):

@@ -210,9 +210,9 @@ def test_hostile_evidence_beyond_the_run_byte_capacity_ends_the_run(
 
 
 RENDER_BUG = (
-    "BUG: console/render_text.py writes model-controlled text (Draft statements, conclusion, plan items, "
-    "tool call IDs in the progress section) to the terminal without neutralising control characters: "
-    "raw ESC sequences (clear screen, OSC title / hyperlinks) reach the operator's terminal"
+    "BUG: console/commands/render_text.py writes model-controlled text (Draft statements, conclusion, "
+    "plan items, tool call IDs in the progress section) to the terminal without neutralising control "
+    "characters: raw ESC sequences (clear screen, OSC title / hyperlinks) reach the operator's terminal"
 )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from audit import AuditStore, AuditStoreError
+from audit import AuditStoreError, SqliteAuditStore
 from tests.support.resilience import run_cli, run_cli_process
 
 
@@ -26,7 +26,7 @@ def mode(path: Path) -> int:
 @pytest.fixture
 def audit_db(tmp_path: Path) -> Path:
     path = tmp_path / "audit.db"
-    AuditStore(path).close()
+    SqliteAuditStore(path).close()
     return path
 
 
@@ -74,7 +74,7 @@ def test_schema_objects_we_did_not_create_are_refused_before_anything_runs(
     plant(audit_db, *PLANTED[planted])
     before = audit_db.read_bytes()
     with pytest.raises(AuditStoreError, match="did not create"):
-        AuditStore(audit_db)
+        SqliteAuditStore(audit_db)
     assert audit_db.read_bytes() == before  # nothing was written, so no planted trigger fired
 
 
@@ -92,14 +92,14 @@ def test_statistics_from_analyze_are_not_a_reason_to_refuse(audit_db: Path) -> N
     plant(audit_db, "ANALYZE")
     with sqlite3.connect(audit_db) as conn:
         assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()
-    AuditStore(audit_db).close()
+    SqliteAuditStore(audit_db).close()
 
 
 def test_a_file_of_another_application_is_not_ours_to_write(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     plant(other, "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
     with pytest.raises(AuditStoreError, match="did not create"):
-        AuditStore(other)
+        SqliteAuditStore(other)
 
 
 def test_a_symlinked_audit_path_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_a_symlinked_audit_path_is_refused_and_its_target_untouched(tmp_path: Pa
     link = tmp_path / "audit.db"
     link.symlink_to(target)
     with pytest.raises(AuditStoreError, match="symbolic link"):
-        AuditStore(link)
+        SqliteAuditStore(link)
     assert target.read_text() == "do not overwrite"
 
 
@@ -121,7 +121,7 @@ def test_symlinked_wal_or_shm_files_are_refused(audit_db: Path, tmp_path: Path) 
             side.unlink()
         side.symlink_to(target)
         with pytest.raises(AuditStoreError, match="symbolic link"):
-            AuditStore(audit_db)
+            SqliteAuditStore(audit_db)
         side.unlink()
     assert target.read_text() == "x"
 
@@ -131,7 +131,7 @@ def test_a_file_owned_by_another_user_is_refused(audit_db: Path) -> None:
         pytest.skip("only root can give a file to another user")
     os.chown(audit_db, 12345, 12345)
     with pytest.raises(AuditStoreError, match="owned by another user"):
-        AuditStore(audit_db)
+        SqliteAuditStore(audit_db)
 
 
 def test_a_too_open_audit_file_and_its_wal_are_tightened(audit_db: Path) -> None:
@@ -139,7 +139,7 @@ def test_a_too_open_audit_file_and_its_wal_are_tightened(audit_db: Path) -> None
     wal = Path(f"{audit_db}-wal")
     wal.write_bytes(b"")
     os.chmod(wal, 0o666)  # noqa: S103 - the loose mode the program must tighten
-    with AuditStore(audit_db) as store:
+    with SqliteAuditStore(audit_db) as store:
         store.recover()
         assert mode(audit_db) == 0o600
         assert mode(wal) == 0o600  # SQLite removes the WAL when the last connection closes

@@ -24,7 +24,7 @@ import pymysql
 import pytest
 
 from audit.location import MysqlLocation
-from audit.mysql_store import MysqlAuditStore
+from audit.mysql.store import MysqlAuditStore
 from tests.support.mysql import closed_port
 from tests.support.resilience import MARIADBD
 from tests.support.tcp_proxy import TcpProxy

@@ -17,9 +17,9 @@ import pytest
 
 from audit import AuditStoreError
 from audit.location import MysqlLocation
-from audit.mysql_schema import OWN_TABLES
-from audit.mysql_store import MysqlAuditStore
-from console.cli import main
+from audit.mysql.schema import OWN_TABLES
+from audit.mysql.store import MysqlAuditStore
+from console.commands.main import main
 from tests.support.audit_backends import AuditTarget, audit_account
 from tests.support.mysql import closed_port, root_connection
 
@@ -162,7 +162,7 @@ def test_events_the_account_cannot_see_are_reported_on_open_not_passed_over(
         )
         assert said == [[f"diagnose audit: warning: {warning}"], [f"diagnose: warning: {warning}"]]
         logged = "".join(path.read_text(encoding="utf-8") for path in (tmp_path / "state").rglob("*.log"))
-        assert logged.count(f"WARNING audit.mysql_store: {warning}") == 2
+        assert logged.count(f"WARNING audit.mysql.store: {warning}") == 2
         with MysqlAuditStore(account) as store:
             assert store.open_warnings == (warning,)
 

@@ -154,7 +154,7 @@ def test_a_closed_stdout_ends_quietly_with_the_runs_own_exit_code(tmp_path: Path
 def test_absurd_audit_arguments_are_usage_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
 ) -> None:
-    from console.cli import main
+    from console.commands.main import main
 
     audit = tmp_path / "a.db"
     run_cli(capsys, "run", "--scenario", SCENARIO, "--audit-db", audit)

@@ -2,8 +2,8 @@
 
 The log holds model text (Haystack logs a malformed tool-call argument string verbatim), backend
 messages and tracebacks. Raw, an ESC sequence drives the terminal of whoever reads the file, and a
-newline forges a record. Checked through the real handler (`console.cli._log_to_file`): records of our
-loggers and of libraries (haystack, httpx, openai), of a logger that does not propagate, exception
+newline forges a record. Checked through the real handler (`console.commands.main._log_to_file`): records
+of our loggers and of libraries (haystack, httpx, openai), of a logger that does not propagate, exception
 tracebacks, stack dumps and captured warnings, with generated text as well as the Haystack case end to
 end against the OpenAI-compatible stub.
 """
@@ -24,13 +24,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.secrets import redact_logs
-from console.cli import _log_to_file
+from console.commands.main import _log_to_file
 from tests.support.openai_server import completion, fake_openai
 from tests.support.resilience import EXIT_CODES, QUERY, REPO, no_conclusion_draft, run_cli, write_config
 from tools.redaction import Redactor
 
 HEADER = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \S+: ")
-FORGED = "2026-11-30 02:10:03,000 CRITICAL console.cli: FORGED-RECORD all audit rows deleted"
+FORGED = "2026-11-30 02:10:03,000 CRITICAL console.commands.main: FORGED-RECORD all audit rows deleted"
 TOKEN = "ghp_" + "a1B2c3D4" * 5
 CONFIGURED = "Configured-Pw-5d2a9e"
 HOSTILE = f"x\x1b[2J\x1b]0;pwned\x07\x9b31m\u202e\n{FORGED}\r\npassword=Hunter2-Forged {TOKEN} {CONFIGURED}"

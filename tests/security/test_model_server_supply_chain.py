@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console.cli import main
+from console.commands.main import main
 from console.model_server.fetch import ModelServerError, fetch_model
 from console.model_server.llama_build import SDIST, missing_build_tools, source_tree
 from tests.console.test_model_server import split_model

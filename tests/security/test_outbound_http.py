@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.models import build_model
+from agent.model.factory import build_model
 from agent.settings import ModelSettings
 from tests.support.hostile_http import (
     MIB,
@@ -225,12 +225,12 @@ def test_the_model_client_reads_any_answer_within_its_cap_and_none_past_it(
 ) -> None:
     import openai
 
-    import agent.models
+    import agent.model.factory
 
     cap = 20_000  # the client is the model's own; only its cap is smaller than 16 MiB, to be quick
     wire, headers = encode(padded(CHAT_COMPLETION, cap + delta), encoding)
     with (
-        mock.patch.object(agent.models, "MAX_MODEL_ANSWER_BYTES", cap),
+        mock.patch.object(agent.model.factory, "MAX_MODEL_ANSWER_BYTES", cap),
         HostileServer(in_chunks(wire, {**headers, "Content-Type": "application/json"}, chunk)) as server,
     ):
         if delta <= 0:
@@ -348,7 +348,7 @@ def test_the_model_client_sends_the_prompt_to_no_other_origin() -> None:
 
 @pytest.mark.parametrize("hostile", [*sorted(HOSTILE), "redirect"])
 def test_the_request_shaping_probe_is_bounded(hostile: str) -> None:
-    from agent import server_kind
+    from agent.model import server_kind
 
     with HostileServer(whole(200, b'{"data": [{"owned_by": "llamacpp"}]}')) as elsewhere:
         answer = redirect(f"{elsewhere.origin}/v1/models") if hostile == "redirect" else HOSTILE[hostile]()

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.vocabulary import USAGE_ERROR
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from audit.factory import open_audit_store
 from audit.files import MissingFolderError, UnsafeFileError, check_last_folder, make_last_folder
 from audit.location import SqliteLocation
@@ -315,7 +315,7 @@ def test_checking_an_existing_audit_keeps_sqlites_locks(audit_db: Path) -> None:
     lock on the -shm file another process may reset the WAL index under a live connection (runs
     were lost that way when 8 processes shared one file)."""
     os.chmod(audit_db, 0o644)  # too open: there is tightening to do after the schema check
-    with AuditStore(audit_db) as store:
+    with SqliteAuditStore(audit_db) as store:
         store.recover()
         assert mode(audit_db) == 0o600
         assert _locks_held_on(Path(f"{audit_db}-shm")), "the connection lost its lock on the WAL index"
@@ -361,7 +361,7 @@ def test_eval_keeps_a_previous_report_unless_forced(
 
 
 def test_prune_durations_read_one_way_only(tmp_path: Path) -> None:
-    from console.audit_cli import parse_age
+    from console.commands.audit import parse_age
 
     assert parse_age("90s").total_seconds() == 90
     assert parse_age("45min").total_seconds() == 45 * 60

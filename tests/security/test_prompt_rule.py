@@ -6,7 +6,7 @@ injected evidence changes nothing the harness does; this keeps the model told so
 
 from __future__ import annotations
 
-from agent.draft_rules import run_bounds
+from agent.draft.rules import run_bounds
 from agent.prompt import system_prompt
 from agent.vocabulary import AUDITED_PROTOCOL_CODES, ProtocolCode
 

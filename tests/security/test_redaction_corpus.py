@@ -26,10 +26,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.events import RunEventEmitter
-from agent.run_events import ToolFinished
+from agent.events.emitter import RunEventEmitter
+from agent.events.run_events import ToolFinished
 from agent.vocabulary import InvocationStatus
-from console.cli import _log_to_file
+from console.commands.main import _log_to_file
 from tests.support.redaction_corpus import SHAPES, Shape, ordinary_lines
 from tools.redaction import NOOP, REDACTED
 

@@ -38,7 +38,7 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from console.cli import main
+from console.commands.main import main
 from tests.support.mysql import closed_port, mysql_request, root_connection
 from tools.adapter import ToolError
 from tools.canonical import canonical_sql

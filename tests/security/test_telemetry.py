@@ -23,7 +23,7 @@ import sys
 import posthog
 captured = []
 posthog.capture = lambda *a, **k: captured.append(a)
-from console.cli import main
+from console.commands.main import main
 code = main(sys.argv[1:])
 import haystack.telemetry._telemetry as telemetry
 print("TELEMETRY", telemetry.telemetry is not None, len(captured), code)

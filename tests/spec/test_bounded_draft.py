@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 from haystack.components.agents import Agent
 
-from agent.draft_rules import MIN_CLAIM_CHARS, RunEvidence, run_bounds
+from agent.draft.rules import MIN_CLAIM_CHARS, RunEvidence, run_bounds
 from agent.prompt import system_prompt
 from agent.settings import load_settings
 from console.model_server.catalog import MODELS

@@ -12,7 +12,7 @@ from typing import Any
 
 from agent.scenarios import resolve_scenario
 from agent.vocabulary import StopReason
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from tests.support import RecordingAdapter, harness
 from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
@@ -60,7 +60,9 @@ class _BeforeToolsHook:
         return cls(**data["init_parameters"])
 
 
-async def test_token_exhaustion_prevents_the_tool_calls_of_the_same_round(audit_store: AuditStore) -> None:
+async def test_token_exhaustion_prevents_the_tool_calls_of_the_same_round(
+    audit_store: SqliteAuditStore,
+) -> None:
     logs = RecordingAdapter(answer=found(LOG_DATA))
     h = harness(
         scenario(
@@ -90,7 +92,7 @@ async def test_token_exhaustion_prevents_the_tool_calls_of_the_same_round(audit_
 
 
 async def test_builtin_token_budget_exhausted_scenario_runs_no_tool_of_the_exhausting_round(
-    audit_store: AuditStore,
+    audit_store: SqliteAuditStore,
 ) -> None:
     h = harness(resolve_scenario("token-budget-exhausted"), sinks=[AuditSink(audit_store)])
 
@@ -122,7 +124,7 @@ async def test_deadline_passed_during_a_model_round_prevents_its_tool_calls() ->
     assert h.of_type("budget_changed")[-1]["exhausted"] == "DEADLINE_EXCEEDED"
 
 
-async def test_cancel_during_a_model_round_prevents_its_tool_calls(audit_store: AuditStore) -> None:
+async def test_cancel_during_a_model_round_prevents_its_tool_calls(audit_store: SqliteAuditStore) -> None:
     logs = RecordingAdapter(answer=found(LOG_DATA))
     h = harness(
         scenario(tools_round(call("t-01", "query_logs", logs_input())), text_round(NULL_DRAFT)),

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from tests.support import RecordingAdapter, harness
 from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
@@ -164,7 +164,7 @@ async def test_a_call_the_adapter_answers_differently_is_not_a_duplicate(
     assert result.outcome == "DRAFT"
 
 
-async def test_the_audit_keys_invocations_by_their_canonical_input(audit_store: AuditStore) -> None:
+async def test_the_audit_keys_invocations_by_their_canonical_input(audit_store: SqliteAuditStore) -> None:
     """Two runs spell the same window differently: one input key, each run's own input kept as written."""
     adapter = RecordingAdapter(
         answer=lambda _r: AdapterResult(EvidenceStatus.EMPTY, {"entries": [], "returned": 0})

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from haystack.components.agents import Agent
 
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from tests.support import RecordingAdapter, harness
 from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
@@ -32,7 +32,7 @@ from tests.support.spec_scenarios import (
 )
 
 
-async def test_internal_audited_execution_completes(audit_store: AuditStore) -> None:
+async def test_internal_audited_execution_completes(audit_store: SqliteAuditStore) -> None:
     hook_saw: list[tuple[str, str, str]] = []
     sink_saw: list[tuple[str, str, str]] = []
     logs = RecordingAdapter(answer=found(LOG_DATA))

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from agent.evidence import build_boundary
+from agent.model.scripted import ScriptedChatGenerator
 from agent.scenarios import Scenario
-from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from audit.location import MysqlLocation
-from audit.mysql_store import MysqlAuditStore
+from audit.mysql.store import MysqlAuditStore
 from audit.sink import AuditSink
 from tests.support.audit_backends import AuditTarget
 from tests.support.mysql import root_connection

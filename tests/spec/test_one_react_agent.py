@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from haystack.components.agents import Agent
 
-from agent.model_call import GuardedChatGenerator
+from agent.model.call import GuardedChatGenerator
 from tests.support import RecordingAdapter, harness
 from tests.support.spec_scenarios import (
     LOG_DATA,

@@ -20,7 +20,7 @@ import pytest
 from haystack.components.agents import Agent
 from haystack.tools.tool import Tool
 
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
 from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
@@ -140,7 +140,7 @@ async def test_previous_observation_may_not_evaluate_a_call_of_the_same_round() 
 
 
 async def test_a_second_conflicting_evaluation_is_a_violation_and_stays_in_the_audit(
-    audit_store: AuditStore,
+    audit_store: SqliteAuditStore,
 ) -> None:
     answers = iter([found(LOG_DATA), empty(), empty()])
     logs = RecordingAdapter(answer=lambda request: next(answers)(request))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from console.cli import main
+from console.commands.main import main
 from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import NULL_DRAFT, scenario, text_round
 

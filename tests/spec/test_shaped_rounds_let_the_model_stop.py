@@ -19,13 +19,13 @@ from typing import Any
 
 import jsonschema
 
-from agent.draft_rules import RunEvidence, run_bounds
+from agent.draft.rules import RunEvidence, run_bounds
+from agent.events.run_events import RunEvent
 from agent.evidence import build_boundary
-from agent.models import build_model
-from agent.run_events import RunEvent
+from agent.model.factory import build_model
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
-from console.render_text import render_result
+from console.commands.render_text import render_result
 from tests.support.openai_server import completion, fake_openai
 
 LLAMA_CPP = {

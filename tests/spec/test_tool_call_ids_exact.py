@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.blank_text import BLANK_RANGES
+from agent.model.scripted import ScriptedChatGenerator
 from agent.scenarios import Scenario
-from agent.scripted import ScriptedChatGenerator
 from agent.settings import load_settings
 from agent.use_case import DiagnosisUseCase
 from audit import AuditSink

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent.haystack_tools import frozen_tools
-from audit import AuditSink, AuditStore
+from audit import AuditSink, SqliteAuditStore
 from tests.support import RecordingAdapter, harness
 from tests.support.audit_reader import AuditReader
 from tests.support.spec_scenarios import (
@@ -132,7 +132,7 @@ async def test_partial_usage_estimates_only_the_missing_count() -> None:
     assert finished["usage_estimated"] is True
 
 
-async def test_reported_usage_is_not_marked_estimated(audit_store: AuditStore) -> None:
+async def test_reported_usage_is_not_marked_estimated(audit_store: SqliteAuditStore) -> None:
     h = harness(
         scenario(
             _round(
@@ -177,7 +177,7 @@ async def test_reported_usage_is_not_marked_estimated(audit_store: AuditStore) -
 )
 async def test_no_usage_shape_crashes_the_run_and_unusable_usage_is_estimated(
     usage: Any,
-    audit_store: AuditStore,
+    audit_store: SqliteAuditStore,
 ) -> None:
     logs = RecordingAdapter(answer=found(LOG_DATA))
     h = harness(

@@ -16,7 +16,7 @@ from typing import Any
 
 from audit.factory import open_audit_store
 from audit.location import AuditLocation, MysqlLocation, SqliteLocation
-from audit.port import AuditBackend
+from audit.port import AuditStore
 from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, ROOT_USER, root_connection
 
 
@@ -31,11 +31,11 @@ class AuditTarget:
             return self.location.describe()
         return f"sqlite:///{self.location.path}"
 
-    def open(self, **options: Any) -> AuditBackend:
+    def open(self, **options: Any) -> AuditStore:
         """A new store on this audit, opened through the factory as a run opens it; `options` (retry
         deadline, timeouts, lease timings) tune the server store, which then opens directly."""
         if options:
-            from audit.mysql_store import MysqlAuditStore
+            from audit.mysql.store import MysqlAuditStore
 
             assert isinstance(self.location, MysqlLocation), "only the server store takes options"
             return MysqlAuditStore(self.location, **options)

@@ -15,7 +15,7 @@ SESSION = "session-1"
 
 
 class Events:
-    """Builds events shaped like agent/events.py: numbered, timestamped, one run."""
+    """Builds events shaped like agent/events/emitter.py: numbered, timestamped, one run."""
 
     def __init__(self, run_id: str = RUN, session_id: str = SESSION) -> None:
         self.run_id = run_id

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from audit.port import AuditBackend
-from audit.sqlite_store import AuditStore
+from audit.port import AuditStore
+from audit.sqlite.store import SqliteAuditStore
 
 Query = Callable[[str, Sequence[Any]], list[dict[str, Any]]]
 
@@ -25,12 +25,12 @@ Query = Callable[[str, Sequence[Any]], list[dict[str, Any]]]
 class AuditReader:
     """Rows of one audit as dicts, keyed by column name."""
 
-    def __init__(self, source: AuditBackend | Path) -> None:
+    def __init__(self, source: AuditStore | Path) -> None:
         """`source`: an open store, or the path of a SQLite audit, which the reader never changes."""
         self._query: Query = _file_query(source) if isinstance(source, Path) else source.query
         # Rows written in the same microsecond keep their write order: SQLite's rowid; the server's
         # tables have none, so there the sequence number and the call ID break the tie.
-        self._on_file = isinstance(source, Path | AuditStore)
+        self._on_file = isinstance(source, Path | SqliteAuditStore)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return self._query(sql, params)

@@ -12,7 +12,7 @@ import sys
 import time
 
 from audit.location import MysqlLocation, parse_audit_url
-from audit.mysql_store import MysqlAuditStore
+from audit.mysql.store import MysqlAuditStore
 from audit.sink import AuditSink
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
 

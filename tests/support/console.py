@@ -241,7 +241,7 @@ def long_draft_scenario(folder: Path) -> Path:
         "action_plan": ["Ask the reporter for the exact time window and a trace ID."],
         "recommendations": [],
         "limitations": {
-            # As many entries of as many characters as a Draft may hold (agent.draft_rules at the
+            # As many entries of as many characters as a Draft may hold (agent.draft.rules at the
             # default 16 KiB: four entries of at most 100 characters a list).
             "checked_scope": [
                 f"scope item {i}: nothing was searched for this part of the query, as no window was named"

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent.contracts import ExecutionResult
 from agent.evidence import build_adapters
+from agent.model.scripted import ScriptedChatGenerator
 from agent.scenarios import Scenario, parse_scenario
-from agent.scripted import ScriptedChatGenerator
 from agent.settings import Settings, load_settings
 from agent.use_case import DiagnosisUseCase
 from tools.adapter import AdapterResult, EvidenceAdapter, ToolError, ToolRequest

@@ -125,7 +125,7 @@ class CliRun:
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> CliRun:
     """`diagnose ...` in this process. An exception escaping `main` is what a user sees as a traceback."""
-    from console.cli import main
+    from console.commands.main import main
 
     capsys.readouterr()
     started = time.monotonic()
@@ -154,7 +154,7 @@ def run_cli_process(
 ) -> CliRun:
     """`python -m console ...` as its own process (`prelude` runs first, e.g. to shorten a test timeout;
     `cwd`: where relative paths land, the repository by default)."""
-    code = f"import sys\n{prelude}\nfrom console.cli import main\nsys.exit(main(sys.argv[1:]))"
+    code = f"import sys\n{prelude}\nfrom console.commands.main import main\nsys.exit(main(sys.argv[1:]))"
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", code, *map(str, args)],

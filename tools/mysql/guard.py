@@ -562,8 +562,8 @@ def _secret_results(root: exp.Query) -> tuple[tuple[int, ...], frozenset[str]]:
     The redaction step hides a column by its name; an alias (`SELECT password AS p`), a CTE or a derived
     table would rename it out of sight. So every projection that reads a secret-named column, or a
     column a CTE or subquery derived from one, makes its output name a secret too, to a fixed point.
-    `SECRET_COLUMN` now refuses such statements before this runs; it stays as a second line, so the
-    adapter still hides them should that rule ever be relaxed.
+    `SECRET_COLUMN` refuses such statements before this runs; this is a second line, so the adapter
+    hides them even should that rule be relaxed.
     """
     return _derived_columns(root, names_secret)
 

@@ -29,13 +29,13 @@ import json
 from typing import Any
 
 from agent.budget import utf8_len
-from agent.draft_rules import MAX_BYTES_PER_CHAR, PLAIN_CHAR, token_byte_limit
-from agent.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from agent.draft.rules import MAX_BYTES_PER_CHAR, PLAIN_CHAR, token_byte_limit
+from agent.model.server_kind import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from tools.definitions import MAX_SQL_BYTES, ToolName
 from tools.input_models import envelope_schema
 from tools.vocabulary import Evaluation
 
-# A call is fitted at the rates the run's Draft schema is (agent.draft_rules): a character may be 3
+# A call is fitted at the rates the run's Draft schema is (agent.draft.rules): a character may be 3
 # UTF-8 bytes (Han), a token carries at least 2 bytes. Beside its strings a call is measured as a model
 # writes it: a frame around it (the template's tags, or a fenced block the server's grammar allows as
 # well), JSON indented by 4, and this much more whitespace per key (a grammar allows up to ~22 bytes

@@ -1,4 +1,4 @@
-"""Model factory: the scripted replay model or any OpenAI-compatible server.
+"""The chat generator factory: the scripted replay model or any OpenAI-compatible server.
 
 No retry anywhere: the OpenAI client is built with `max_retries=0`, because a retried model call is
 a second model call the budget did not authorize. Its HTTP client is the bounded one
@@ -68,7 +68,7 @@ def server_enforces_draft_schema(settings: ModelSettings) -> bool:
 
 def build_model(settings: ModelSettings, scenario: Scenario | None) -> ModelChoice:
     if settings.provider == "scripted":
-        from agent.scripted import ScriptedChatGenerator
+        from agent.model.scripted import ScriptedChatGenerator
 
         chosen = scenario or resolve_scenario(settings.scenario or DEFAULT_SCENARIO)
         return ModelChoice(ScriptedChatGenerator(chosen.rounds), f"scripted: {chosen.name}")

@@ -2,7 +2,7 @@
 
 The generic DiagnosisDraft schema lets a model write a conclusion with nothing found, or cite IDs it
 invented; a grammar-constrained server then happily produces Drafts the strict parser rejects. This
-schema is built from the Draft rules (agent/draft_rules.py) and what the run actually has:
+schema is built from the Draft rules (agent/draft/rules.py) and what the run actually has:
 - `conclusion` may be a string only if some call may back a FINDING (FOUND, not evaluated NO_GAIN),
   and then the analysis `contains` a FINDING; NEGATIVE_OBSERVATIONs may stand beside it;
 - FINDING evidence is an enum of those IDs; NEGATIVE_OBSERVATION evidence an enum of every executed
@@ -13,7 +13,7 @@ schema is built from the Draft rules (agent/draft_rules.py) and what the run act
 Every Draft it admits is one the parser accepts; without its size keywords it admits exactly the
 Drafts that meet the parser's rules (tests/agent/test_draft_rules.py proves both on generated Drafts;
 the one pinned exception is text of characters whose JSON takes more than 3 bytes, see
-agent/draft_rules.py). The parser itself checks only the configured bytes, so a Draft beyond these
+agent/draft/rules.py). The parser itself checks only the configured bytes, so a Draft beyond these
 bounds but within `max_draft_bytes` (from a server that does not enforce them) is still accepted. The
 schema sent to a server is also fitted to the round's `max_tokens` (a Draft the server is told to
 produce must be one it may finish), which only narrows it, and then every non-blank string carries
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.draft_rules import (
+from agent.draft.rules import (
     FINDING,
     NEGATIVE_OBSERVATION,
     NO_EVIDENCE,

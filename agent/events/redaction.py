@@ -5,7 +5,7 @@ The redaction step rewrites text that looks like a credential (`token:abc123x` b
 a Draft cites it, the model is answered under it. Rewritten, two IDs of one round could become one
 audit key (and the run stop on the collision), and a citation would no longer match its invocation.
 So every ID field of an event, and of the execution result it carries, is kept exactly as the model
-emitted it, and everything else passes the redactor as before. An ID cannot smuggle a configured
+emitted it, and everything else passes the redactor. An ID cannot smuggle a configured
 secret this way: the harness refuses such an ID before it is used anywhere (`Redactor.holds_secret`).
 
 The ID fields (docs/contracts.md, "Run events"): `tool_call_id` and `tool_call_ids` of an event;

@@ -1,10 +1,9 @@
 """The Draft rules, stated once: the parser checks them, the run's schema encodes them, the prompt says them.
 
-Before, the prompt, the run-specific schema and the parser each held their own copy and drifted
-apart (the prompt let a NEGATIVE_OBSERVATION cite an unexecuted call that the parser refused; the
-schema admitted whitespace-only text and Drafts that JSON escaping pushed over `max_draft_bytes`,
-and refused concluded Drafts with negative observations that the parser accepted). Everything a
-rule depends on lives here:
+Three copies of the rules drift apart: a prompt that lets a NEGATIVE_OBSERVATION cite an unexecuted
+call the parser refuses, a schema that admits whitespace-only text or Drafts that JSON escaping
+pushes over `max_draft_bytes`, or refuses concluded Drafts with negative observations that the
+parser accepts. So everything a rule depends on lives here, once:
 - which calls a FINDING may cite (FOUND and not evaluated NO_GAIN) and which a NEGATIVE_OBSERVATION
   may cite (any executed call of the run) — `RunEvidence`;
 - what blank text is (agent/blank_text.py);
@@ -12,7 +11,7 @@ rule depends on lives here:
   characters it uses (with one exception, see MAX_BYTES_PER_CHAR) — `DraftBounds`: what a
   grammar-constrained server is held to and the prompt states, never a limit of the parser, which
   accepts any Draft within the configured bytes.
-agent/draft_parser.py, agent/draft_schema.py and agent/prompt.py only apply these.
+agent/draft/parser.py, agent/draft/schema.py and agent/prompt.py only apply these.
 """
 
 from __future__ import annotations

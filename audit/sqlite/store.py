@@ -5,7 +5,7 @@ The audit is a required record of what the agent touched, so opening it never de
 corrupt file, a newer schema or an unwritable location raises `AuditStoreError` before any run starts.
 Several processes (headless runs, the console) may share one file: writes take the write lock up
 front (`BEGIN IMMEDIATE`) and retry with bounded backoff, so a busy file delays a write instead of
-losing it. Opening a file also closes what crashed processes left open (see `AuditStore.recover`).
+losing it. Opening a file also closes what crashed processes left open (see `SqliteAuditStore.recover`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from audit.liveness import is_process_live
 from audit.location import SqliteLocation, default_audit_path, local_files
 from audit.port import TextSearch
 from audit.retry import retry_with_backoff
-from audit.sqlite_text_search import FTS_COLUMNS, Fts5TextSearch, NoTextIndex, index_finished_runs, rebuild
+from audit.sqlite.text_search import FTS_COLUMNS, Fts5TextSearch, NoTextIndex, index_finished_runs, rebuild
 from audit.store_base import PRUNED_TABLES, AuditStoreBase
 
 log = logging.getLogger(__name__)
@@ -165,7 +165,7 @@ def _v1_initial_schema(db: sqlite_utils.Database) -> None:
 def _fts_statements(table: str, columns: Sequence[str]) -> list[str]:
     """An external-content FTS5 index kept in sync by triggers, named the way sqlite-utils and Datasette
     expect (`<table>_fts`, `content="<table>"`), so both offer search on the file as it is. (Schema v5
-    drops the insert and update triggers: audit.sqlite_text_search fills the index a run at a time.)"""
+    drops the insert and update triggers: audit.sqlite.text_search fills the index a run at a time.)"""
     fts = f"{table}_fts"
     cols = ", ".join(columns)
     new = ", ".join(f"new.{c}" for c in columns)
@@ -248,7 +248,7 @@ def _v4_run_model_and_limits(db: sqlite_utils.Database) -> None:
 
 
 def _v5_text_index_at_run_end(db: sqlite_utils.Database) -> None:
-    """Text search leaves the run's hot path (audit.sqlite_text_search): no insert or update triggers on the
+    """Text search leaves the run's hot path (audit.sqlite.text_search): no insert or update triggers on the
     indexed tables; a run is indexed in one batch when it finishes or recovery closes it.
 
     `runs.fts_pending` marks a run whose rows are not indexed yet (NULL: indexed, or nothing to index,
@@ -343,7 +343,7 @@ def check_schema_objects(conn: sqlite3.Connection, path: Path) -> None:
             )
 
 
-class AuditStore(AuditStoreBase):
+class SqliteAuditStore(AuditStoreBase):
     """One open audit database file.
 
     Every write is a short transaction committed at once (WAL, synchronous=NORMAL), so a crash mid-run
@@ -502,12 +502,12 @@ class AuditStore(AuditStoreBase):
 
     @property
     def open_warnings(self) -> tuple[str, ...]:
-        """Nothing the file's checks at open could not see (`AuditBackend.open_warnings`)."""
+        """Nothing the file's checks at open could not see (`AuditStore.open_warnings`)."""
         return ()
 
     @property
     def location(self) -> str:
-        """The file, for people (audit.port.AuditBackend)."""
+        """The file, for people (audit.port.AuditStore)."""
         return str(self.path)
 
     @property
@@ -615,7 +615,7 @@ class AuditStore(AuditStoreBase):
         gets finished_at = now and interrupted = 1, with outcome and stop_reason left NULL: an Outcome
         describes how a run ended, and nobody saw this one end. Its STARTED invocations become
         INTERRUPTED. Runs whose process is still alive are not touched, whichever process that is.
-        Every closed run is then added to the text index (audit.sqlite_text_search), like a run that finished.
+        Every closed run is then added to the text index (audit.sqlite.text_search), like a run that finished.
         """
         now = audit_timestamp(datetime.now(UTC))
         with self.write() as db:

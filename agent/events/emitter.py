@@ -1,7 +1,7 @@
 """Emitting run events: numbering, time-stamping, redacting and fanning them out to every sink.
 
 The events themselves (one class per type, their fields and their JSON form) are defined once in
-`agent.run_events`, where the audit and the console read them too; docs/contracts.md ("Run
+`agent.events.run_events`, where the audit and the console read them too; docs/contracts.md ("Run
 events") describes the stream. Operator-facing events may show counters and thresholds;
 model-facing observations never do.
 
@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import Concatenate, ParamSpec, TypeVar, cast
 
 from agent.errors import DiagnoseError
-from agent.event_redaction import redact_event_fields
-from agent.run_events import EventSink, RunEvent
+from agent.events.redaction import redact_event_fields
+from agent.events.run_events import EventSink, RunEvent
 from tools.redaction import NOOP, Redactor
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class RunEventEmitter:
         """Build one event of class `kind` from its own fields (the envelope is filled in here) and
         deliver it. The fields are type-checked against the class; they are not validated again."""
         # One redaction step for every event: the console, --events and the audit all read this object.
-        # Tool call IDs stay exact: they are identifiers, not content (agent.event_redaction).
+        # Tool call IDs stay exact: they are identifiers, not content (agent.events.redaction).
         build = cast("Callable[..., E]", kind)
         redacted = redact_event_fields(self._redactor, fields)
         event = build(self.run_id, self.session_id, next(self._seq), self._clock(), *args, **redacted)

@@ -53,7 +53,7 @@ from console.presentation import counted
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 TOKEN_PARAM = "token"  # noqa: S105 - the query parameter's name
-PAGE_FOLDER = Path(__file__).with_name("serve_page")  # the page template (textual-serve's, made local)
+PAGE_FOLDER = Path(__file__).parents[1] / "serve_page"  # the page template (textual-serve's, made local)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -22,7 +22,7 @@ Synchronous PyMySQL, like the sink's synchronous calls. The guarantees are the f
   unless both match.
 - **Typed failure.** When the server stays away past the retry deadline, the write raises
   `AuditStoreError`, which stops the run exactly as a broken SQLite file does.
-- **Leases, not pids** (`audit.leases`): recovery closes only runs whose writer stopped renewing, and
+- **Leases, not pids** (`audit.mysql.leases`): recovery closes only runs whose writer stopped renewing, and
   waits for no other connection's row locks (SKIP LOCKED); a writer that comes back after recovery
   closed its run finds its lease gone at its next commit and stops.
 """
@@ -46,17 +46,17 @@ from pymysql.constants import CLIENT
 
 from agent.vocabulary import InvocationStatus
 from audit.common import AuditStoreError, audit_timestamp
-from audit.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
 from audit.location import MysqlLocation
-from audit.mysql_dialect import to_mysql
-from audit.mysql_schema import (
+from audit.mysql.dialect import to_mysql
+from audit.mysql.leases import KEEP_SQL, RELEASE_SQL, TAKE_SQL, AuditLeaseLost, Heartbeat
+from audit.mysql.schema import (
     MIGRATION_LOCK_TIMEOUT_S,
     MIGRATIONS,
     VERSION_TABLE,
     foreign_objects,
     migration_lock_name,
 )
-from audit.mysql_text_search import TrigramWordsSearch
+from audit.mysql.text_search import TrigramWordsSearch
 from audit.port import TextSearch
 from audit.retry import retry_with_backoff
 from audit.store_base import PRUNED_TABLES, AuditStoreBase, QueuedWrite
@@ -88,7 +88,7 @@ _REAP_POLL_S = 0.01
 # Write tokens only need to outlive the retries of their transaction.
 _TOKEN_RETENTION = "INTERVAL 1 DAY"  # noqa: S105 - an SQL interval, not a token
 _SESSION_SETUP = (
-    # SQLite's string literals: a backslash is a character (audit.mysql_dialect).
+    # SQLite's string literals: a backslash is a character (audit.mysql.dialect).
     "SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES')",
     # Writers lock only the rows they touch (no gap locks): fewer deadlocks among many writers.
     "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
@@ -186,13 +186,13 @@ class _Transaction:
 
 
 class MysqlAuditStore(AuditStoreBase):
-    """One audit database on a MariaDB/MySQL server (`audit.port.AuditBackend`).
+    """One audit database on a MariaDB/MySQL server (`audit.port.AuditStore`).
 
     Opening it migrates the schema (under a server lock, so two processes starting at once are safe)
     and closes the runs of writers whose lease expired.
     """
 
-    text_search: TextSearch = TrigramWordsSearch()  # trigram words under FULLTEXT (audit.mysql_text_search)
+    text_search: TextSearch = TrigramWordsSearch()  # trigram words under FULLTEXT (audit.mysql.text_search)
 
     def __init__(
         self,
@@ -624,7 +624,7 @@ class MysqlAuditStore(AuditStoreBase):
                 self._rollback_quietly()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        """Rows as dicts; `sql` in the audit's SQLite dialect (audit.mysql_dialect)."""
+        """Rows as dicts; `sql` in the audit's SQLite dialect (audit.mysql.dialect)."""
         self.flush()
         statement, args = to_mysql(sql), tuple(params)
 

@@ -3,15 +3,16 @@
 
 Every subcommand finds the file the way a run does (`--audit-db` F or URL, else `[audit] url` or
 `path` of the configuration, else the user state directory) and never creates one: reading a file
-that does not exist is an error. Exit codes: 0 done, 1 the requested run does not exist, 2 bad
-arguments (also: an `--output` file that exists without `--force`, a prune that is neither on a
-terminal nor confirmed by `--yes`), 3 the audit or the configuration cannot be used.
+that does not exist is an error. Exit codes: 0 done, 1 the requested run does not exist (NOT_FOUND),
+64 bad arguments (USAGE_ERROR; also: an `--output` file that exists without `--force`, a prune that is
+neither on a terminal nor confirmed by `--yes`), 3 the audit or the configuration cannot be used.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -33,8 +34,9 @@ if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils 
     from audit.browse import AuditBrowser, Page, Row, RunTimeline
     from audit.common import PruneReport
     from audit.location import AuditLocation
-    from audit.port import AuditBackend
+    from audit.port import AuditStore
     from audit.rows import InvocationRow, ModelRoundRow, ProtocolEventRow, RunRow
+    from console.interrupts import Interrupts
 
 
 _AGE = re.compile(r"^\s*(\d{1,12})\s*([a-z]+)\s*$", re.IGNORECASE)
@@ -110,7 +112,7 @@ def _page_size(value: str) -> int:
 
 def _one_of(what: str, values: Callable[[], list[str]], case: Callable[[str], str]) -> Callable[[str], str]:
     """An argparse type for an enumerated filter: a value outside the vocabulary is a usage error (exit
-    2) listing the valid ones, never a silent "(none)". Case is forgiven (`error` is ERROR)."""
+    64, USAGE_ERROR) listing the valid ones, never a silent "(none)". Case is forgiven (`error` is ERROR)."""
 
     def parse(value: str) -> str:
         valid = values()
@@ -151,6 +153,7 @@ def add_audit_parser(subparsers: Any) -> None:
     common.add_argument("--config", type=Path, help="configuration file (for [audit] path)")
 
     audit = subparsers.add_parser("audit", help="browse, export and prune the audit database")
+    audit.set_defaults(handler=_audit_command)
     sub = audit.add_subparsers(dest="audit_command", metavar="COMMAND", required=True)
 
     runs = sub.add_parser("runs", parents=[common], help="runs, newest first")
@@ -162,10 +165,12 @@ def add_audit_parser(subparsers: Any) -> None:
     )
     runs.add_argument("--search", help="text in the run's query or its invocations")
     _paging(runs)
+    runs.set_defaults(audit_handler=functools.partial(_on_the_store, _runs))
 
     show = sub.add_parser("show", parents=[common], help="one run's timeline: rounds, invocations, events")
     show.add_argument("run_id", metavar="RUN_ID")
     show.add_argument("--json", action="store_true", help="machine-readable timeline")
+    show.set_defaults(audit_handler=functools.partial(_on_the_store, _show))
 
     inv = sub.add_parser("invocations", parents=[common], help="tool invocations, newest first")
     inv.add_argument("--run", help="only this run")
@@ -187,6 +192,7 @@ def add_audit_parser(subparsers: Any) -> None:
     inv.add_argument("--until", type=_time_arg, help="started before (ISO-8601, or an age like 2h)")
     inv.add_argument("--search", help="text in the input, the projection or the run's query")
     _paging(inv)
+    inv.set_defaults(audit_handler=functools.partial(_on_the_store, _invocations))
 
     export = sub.add_parser("export", parents=[common], help="stream the audit as JSON lines, newest first")
     export.add_argument("--format", choices=["jsonl"], default="jsonl", help="jsonl: one JSON object a line")
@@ -217,6 +223,7 @@ def add_audit_parser(subparsers: Any) -> None:
         help="replace an existing --output file (never the audit; the old file stays whole until the new "
         "one is complete)",
     )
+    export.set_defaults(audit_handler=functools.partial(_on_the_store, _export))
 
     copy = sub.add_parser(
         "copy", help="copy finished runs between audits (idempotent: run it again to resume)"
@@ -230,6 +237,7 @@ def add_audit_parser(subparsers: Any) -> None:
     copy.add_argument("--from-password-env", metavar="VAR", help="password variable of --from (mysql)")
     copy.add_argument("--to-password-env", metavar="VAR", help="password variable of --to (mysql)")
     copy.add_argument("--config", type=Path, help="configuration file (the evidence account to refuse)")
+    copy.set_defaults(audit_handler=_copy)
 
     prune = sub.add_parser(
         "prune",
@@ -250,6 +258,7 @@ def add_audit_parser(subparsers: Any) -> None:
         "--yes", action="store_true", help="delete without asking (needed when not on a terminal)"
     )
     prune.add_argument("--vacuum", action="store_true", help="then give the space back (rebuilds search)")
+    prune.set_defaults(audit_handler=functools.partial(_on_the_store, _prune))
 
 
 def _paging(parser: argparse.ArgumentParser) -> None:
@@ -258,17 +267,33 @@ def _paging(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help='{"rows": [...], "next_cursor": ...}')
 
 
+def _audit_command(args: argparse.Namespace, interrupts: Interrupts) -> int:
+    return run_audit_command(args)
+
+
 def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Runs one parsed `diagnose audit` command; returns the exit code."""
+    """Runs one parsed `diagnose audit` command, by the handler its subcommand's parser set; returns the
+    exit code."""
+    handler: Callable[[argparse.Namespace, TextIO], int] = args.audit_handler
+    return handler(args, out or sys.stdout)
+
+
+def _copy(args: argparse.Namespace, out: TextIO) -> int:
+    from console.commands.audit_copy import run_copy_command
+
+    return run_copy_command(args, out)
+
+
+# A subcommand that reads or prunes one audit, given it open.
+AuditAction = Callable[[argparse.Namespace, "AuditBrowser", "AuditStore", TextIO], int]
+
+
+def _on_the_store(action: AuditAction, args: argparse.Namespace, out: TextIO) -> int:
+    """Opens the audit the arguments name (never creating one) and runs `action` on it."""
     from audit.browse import AuditBrowser
     from audit.factory import open_audit_store
     from audit.location import SqliteLocation
 
-    out = out or sys.stdout
-    if args.audit_command == "copy":
-        from console.audit_copy import run_copy_command
-
-        return run_copy_command(args, out)
     try:
         location = _resolve_location(args)
         args.location = location
@@ -277,7 +302,7 @@ def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         with open_audit_store(location) as store:
             for line in store.open_warnings:
                 _error(f"warning: {line}")
-            return _dispatch(args, AuditBrowser(store), store, out)
+            return action(args, AuditBrowser(store), store, out)
     except DiagnoseError as exc:  # before ValueError: an unusable audit location is both
         return reported(exc, command=AUDIT_COMMAND)
     except ValueError as exc:  # a cursor or time that does not parse
@@ -311,49 +336,50 @@ def _resolve_location(args: argparse.Namespace) -> AuditLocation:
     return audit_location(settings, args.audit_db)
 
 
-def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
-    from audit.browse import InvocationFilter
-    from audit.export import timeline_for_json
-
-    command = args.audit_command
-    if command == "runs":
-        runs = browser.runs(
-            limit=args.limit,
-            cursor=args.cursor,
-            session_id=args.session,
-            outcome=args.outcome,
-            text=args.search,
-        )
-        _print_page(runs, args.json, _RUN_HEADER, _run_line, out)
-    elif command == "invocations":
-        flt = InvocationFilter(
-            run_id=args.run,
-            session_id=args.session,
-            tool=args.tool,
-            status=args.status,
-            error_code=args.error_code,
-            since=args.since,
-            until=args.until,
-            text=args.search,
-        )
-        invocations = browser.invocations(flt, limit=args.limit, cursor=args.cursor)
-        _print_page(invocations, args.json, _INVOCATION_HEADER, _invocation_line, out)
-    elif command == "show":
-        timeline = browser.timeline(args.run_id)
-        if timeline is None:
-            raise DiagnoseError(f"no run {args.run_id!r} in {store.location}", exit_code=NOT_FOUND)
-        if args.json:
-            _write_json(timeline_for_json(timeline), out)
-        else:
-            _print_timeline(timeline, out)
-    elif command == "export":
-        return _export(args, browser, store, out)
-    elif command == "prune":
-        return _prune(args, browser, store, out)
+def _runs(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore, out: TextIO) -> int:
+    page = browser.runs(
+        limit=args.limit,
+        cursor=args.cursor,
+        session_id=args.session,
+        outcome=args.outcome,
+        text=args.search,
+    )
+    _print_page(page, args.json, _RUN_HEADER, _run_line, out)
     return 0
 
 
-def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
+def _invocations(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore, out: TextIO) -> int:
+    from audit.browse import InvocationFilter
+
+    flt = InvocationFilter(
+        run_id=args.run,
+        session_id=args.session,
+        tool=args.tool,
+        status=args.status,
+        error_code=args.error_code,
+        since=args.since,
+        until=args.until,
+        text=args.search,
+    )
+    page = browser.invocations(flt, limit=args.limit, cursor=args.cursor)
+    _print_page(page, args.json, _INVOCATION_HEADER, _invocation_line, out)
+    return 0
+
+
+def _show(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore, out: TextIO) -> int:
+    from audit.export import timeline_for_json
+
+    timeline = browser.timeline(args.run_id)
+    if timeline is None:
+        raise DiagnoseError(f"no run {args.run_id!r} in {store.location}", exit_code=NOT_FOUND)
+    if args.json:
+        _write_json(timeline_for_json(timeline), out)
+    else:
+        _print_timeline(timeline, out)
+    return 0
+
+
+def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore, out: TextIO) -> int:
     from audit.export import export_jsonl
 
     if args.otlp is not None:
@@ -382,7 +408,7 @@ def _export(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend
     return 0
 
 
-def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend) -> int:
+def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore) -> int:
     """`--otlp URL`: audited runs as traces (docs/contracts.md, "Traces"). Exit 1 when a named run
     is not in the audit, 3 when the endpoint did not take every run (or traces cannot be sent)."""
     from agent.secrets import build_redactor, redact_logs
@@ -420,7 +446,7 @@ def _export_traces(args: argparse.Namespace, browser: AuditBrowser, store: Audit
     return NOT_FOUND if report.missing or (args.run and report.running) else 0
 
 
-def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditBackend, out: TextIO) -> int:
+def _prune(args: argparse.Namespace, browser: AuditBrowser, store: AuditStore, out: TextIO) -> int:
     """Show what goes (runs and rows finished before the cutoff), ask on a terminal unless --yes, then
     delete exactly that: the preview and the deletion share one cutoff."""
     from audit.common import audit_timestamp
@@ -561,7 +587,7 @@ def _result_lines(run: RunRow) -> list[str]:
     """The run's Draft (or why there is none), from the result the audit stored: what `diagnose run`
     printed, in the same words. The stored JSON may have been edited: any shape is shown, never
     trusted, and every value passes the neutraliser (a newline in a value cannot forge a line)."""
-    from console.render_text import draft_lines, failure_lines
+    from console.commands.render_text import draft_lines, failure_lines
 
     try:
         stored = run["result_json"]

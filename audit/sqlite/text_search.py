@@ -2,9 +2,9 @@
 how a search reads it (docs/contracts.md, "Audit").
 
 `invocations_fts` and `runs_fts` are trigram FTS5 indexes over their tables (external content, named as
-sqlite-utils and Datasette expect). Until schema v5 insert and update triggers kept them in sync, which
-tokenized every STARTED row and re-tokenized it when its projection arrived: most of a tool round's
-audit cost. Now a run is marked `fts_pending` when it starts and all its rows are indexed in one batch
+sqlite-utils and Datasette expect). Insert and update triggers (schema v4 and older) would tokenize every
+STARTED row and re-tokenize it when its projection arrived: most of a tool round's audit cost. So a
+run is marked `fts_pending` when it starts and all its rows are indexed in one batch
 by the commit that finishes it (`AuditSink`, at run_finished) or by crash recovery when it closes the
 run. Search reads the rows of pending runs with LIKE (`audit.browse`), so it misses nothing; a pending
 run is one still going, so those rows are few. Delete triggers stay: pruned rows leave the index at once.

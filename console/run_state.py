@@ -1,7 +1,7 @@
 """RunState: folds the run-event stream into what the run widgets draw.
 
 Live runs and audit replays feed this same reducer, so a replayed run is drawn exactly like a live one.
-It dispatches on the typed events of `agent.run_events` (docs/contracts.md, "Run events") and
+It dispatches on the typed events of `agent.events.run_events` (docs/contracts.md, "Run events") and
 records which rows changed, so a burst of events costs one redraw of the changed rows, not one redraw
 per event. Pure Python: no Textual, no engine import.
 """
@@ -17,7 +17,7 @@ from console.presentation import CallState
 from tools.vocabulary import ErrorCode, EvidenceStatus
 
 if TYPE_CHECKING:  # the event types load with the first event folded, not before the first frame
-    from agent.run_events import (
+    from agent.events.run_events import (
         BudgetChanged,
         ModelRoundFinished,
         ModelRoundStarted,
@@ -190,7 +190,7 @@ class RunState:
     def apply(self, event: RunEvent | Mapping[str, Any]) -> None:
         """Fold one event: a typed event, or an event's JSON object (validated first). An object of a
         type this version does not know is skipped, as the audit skips it."""
-        from agent import run_events as types  # imported here: an empty console never needs it
+        from agent.events import run_events as types  # imported here: an empty console never needs it
 
         if not isinstance(event, types.RunEventBase) and types.known_type(event) is None:
             return
@@ -237,7 +237,7 @@ class RunState:
     def _limits(self, event: RunStarted) -> None:
         """Gauges and counters start from the run's limits. An audit replay has the limits (schema v4)
         but not the counters, so it starts the gauges and leaves the protocol panel unrecorded."""
-        from agent.run_events import budget_gauges  # loaded with the event being folded
+        from agent.events.run_events import budget_gauges  # loaded with the event being folded
 
         gauges = budget_gauges(event.limits, model_calls=0, tokens=0, run_bytes=0, elapsed_s=0.0)
         self.budget = {**gauges, "exhausted": None}

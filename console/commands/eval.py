@@ -22,11 +22,14 @@ import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from console.errors import SetupError
 from console.presentation import counted
 from console.safe_text import neutralize
+
+if TYPE_CHECKING:
+    from console.interrupts import Interrupts
 
 MAX_REPEAT = 100
 INTERRUPTED = 12
@@ -34,6 +37,7 @@ INTERRUPTED = 12
 
 def add_eval_parser(subparsers: Any) -> None:
     ev = subparsers.add_parser("eval", help="score the configured model on a set of incident cases")
+    ev.set_defaults(handler=_eval_command)
     ev.add_argument("--cases", type=Path, help="folder of case files (default: the bundled demo incidents)")
     ev.add_argument(
         "--case", action="append", dest="only", metavar="NAME", help="run only this case (repeatable)"
@@ -61,6 +65,10 @@ def _repeat(text: str) -> int:
     if not 1 <= value <= MAX_REPEAT:
         raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_REPEAT}")
     return value
+
+
+def _eval_command(args: argparse.Namespace, interrupts: Interrupts) -> int:
+    return run_eval_command(args)
 
 
 def run_eval_command(args: argparse.Namespace) -> int:

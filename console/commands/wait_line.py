@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 from console.safe_text import neutralize
 
 if TYPE_CHECKING:
-    from agent.run_events import RunEvent
+    from agent.events.run_events import RunEvent
 
 ERASE_LINE = "\r\x1b[2K"
 SHOW_AFTER_S = 1.0
@@ -35,7 +35,7 @@ class ModelWaitLine:
         self._shown = False
 
     def __call__(self, event: RunEvent) -> None:
-        from agent.run_events import ModelRoundFinished, ModelRoundStarted, RunFinished
+        from agent.events.run_events import ModelRoundFinished, ModelRoundStarted, RunFinished
 
         if isinstance(event, ModelRoundStarted):
             self._round, self._since = event.round, self._clock()

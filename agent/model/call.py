@@ -11,7 +11,7 @@
   stable reason MAX_TOKENS: its text is half a Draft or half a tool call, never something to parse.
 - The Agent sends the same inputs on every round; some rounds need more (the run's Draft schema on
   the round where no tool may be called, the tool schemas narrowed for the round, one schema for "a
-  call or the Draft": agent.request_shaping). `round_request` supplies those per call: its kwargs
+  call or the Draft": agent.model.request_shaping). `round_request` supplies those per call: its kwargs
   are merged over the generator's own generation settings, its tools replace the Agent's for that
   request only. On a round whose call comes back as the reply's text, that text is read back into
   the call (agent.call_or_draft) after the reply is measured and checked, so usage counts what the
@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agent.call_or_draft import call_from_reply
-from agent.model_failure import failure_cause
-from agent.request_shaping import RoundRequest
+from agent.model.failure import failure_cause
+from agent.model.request_shaping import RoundRequest
 from agent.usage import WireSizes, message_bytes, round_usage
 from agent.vocabulary import ModelFailureCause
 
@@ -35,7 +35,7 @@ class ModelCallError(Exception):
     """The chat generator failed. Only the exception's type name is kept: provider text may leak.
 
     `reason` is a stable code when the reply itself was refused (MAX_TOKENS), else None;
-    `cause_code` is the failure's stable cause (`agent.model_failure`), read from the exception chain.
+    `cause_code` is the failure's stable cause (`agent.model.failure`), read from the exception chain.
     """
 
     def __init__(self, cause: BaseException | None, reason: str | None = None) -> None:

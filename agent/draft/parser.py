@@ -11,7 +11,7 @@ FINDING_CITES_NO_GAIN, CONCLUSION_WITHOUT_FOUND_EVIDENCE, NULL_CONCLUSION_WITHOU
 comes with a detail that says where and why without the text. DRAFT_TOO_LARGE is the configured
 `max_draft_bytes` and nothing else: no item count or string length of its own, so every Draft within
 the configured bytes that meets the rules is accepted, however its bytes are shared out. The
-run-specific schema sent to a server (agent/draft_schema.py) admits only Drafts this parser accepts.
+run-specific schema sent to a server (agent/draft/schema.py) admits only Drafts this parser accepts.
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent import draft_detail as why
 from agent.blank_text import is_blank
 from agent.budget import utf8_len
 from agent.contracts import DiagnosisDraft
-from agent.draft_rules import FINDING, RunEvidence, finding_violation
+from agent.draft import detail as why
+from agent.draft.rules import FINDING, RunEvidence, finding_violation
 from agent.vocabulary import DraftViolation
 from tools.unicode_text import holds_unencodable, is_encodable
 
 
 class DraftRejected(Exception):
     """The final text is not an acceptable Draft. `violation` is a stable code and `detail` says where
-    and why (agent/draft_detail.py); both are safe to show anyone, neither quotes the text."""
+    and why (agent/draft/detail.py); both are safe to show anyone, neither quotes the text."""
 
     def __init__(self, violation: DraftViolation, detail: str, too_large: bool = False) -> None:
         super().__init__(violation)

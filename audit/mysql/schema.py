@@ -8,8 +8,8 @@ exactly as the sink writes them. `runs.listed_at` (COALESCE(started_at, finished
 order) is a stored generated column, INVISIBLE so `SELECT *` returns the file's columns: MariaDB
 has no expression indexes, so the column carries the index the file builds on the expression.
 The text index is the server's own: trigram words in side tables under FULLTEXT
-(`audit.mysql_text_search`, step 2). Two tables exist only here: `run_leases` (a running run's lease,
-renewed by its writer, see `audit.leases`) and `audit_write_tokens` (one row per committed write
+(`audit.mysql.text_search`, step 2). Two tables exist only here: `run_leases` (a running run's lease,
+renewed by its writer, see `audit.mysql.leases`) and `audit_write_tokens` (one row per committed write
 transaction, so a retry after a lost connection can tell whether its commit happened).
 
 Migrations: `audit_schema_version` holds the version. Whoever opens the database first takes
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from audit.mysql_text_search import end_marked_words, trigram_tables
+from audit.mysql.text_search import end_marked_words, trigram_tables
 
 _TABLE_OPTIONS = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 # Key columns are bounded so every index fits InnoDB's 3072-byte key limit at 4 bytes a character.
@@ -150,7 +150,7 @@ def _v1_tables(execute: Execute) -> None:
 def _v3_pending_index_and_end_marks(execute: Execute) -> None:
     """Step 3. An index on `runs.fts_pending` (the file's is partial): every index-plan search reads
     the pending runs, and without it that was a scan of every run (1.3 s at 357,000 runs). Then the
-    runs' query words again with the end mark (`audit.mysql_text_search.end_marked_words`)."""
+    runs' query words again with the end mark (`audit.mysql.text_search.end_marked_words`)."""
     present = execute(
         "SELECT 1 FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE()"
         " AND TABLE_NAME = 'runs' AND INDEX_NAME = 'idx_runs_fts_pending'"

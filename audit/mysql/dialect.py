@@ -11,7 +11,7 @@ The sink's and browser's statements use constructs the two servers spell differe
 - `column LIKE ?`: SQLite's LIKE ignores ASCII case; the tables' binary collation does not, so both
   sides are lowered (which also folds non-ASCII letters: a little wider than the file).
 - `COALESCE(started_at, finished_at)`, the runs' page order: the generated column `listed_at`
-  that carries its index on the server (audit.mysql_schema).
+  that carries its index on the server (audit.mysql.schema).
  String literals stay as they are: the server session runs with
 `NO_BACKSLASH_ESCAPES`, so `'\\'` is one backslash on both. A statement must not hold `?` inside a
 string literal; none of ours does, and `tests/audit/test_audit_mysql_dialect.py` pins every statement.

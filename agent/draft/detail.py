@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tools.vocabulary import Evaluation, EvidenceStatus
 
 if TYPE_CHECKING:
-    from agent.draft_rules import RunEvidence
+    from agent.draft.rules import RunEvidence
 
 MAX_DETAIL_CHARS = 240
 # A key name or tool call ID may be quoted only if it is short and plain: it came from the model.

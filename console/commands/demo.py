@@ -16,11 +16,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.errors import SetupError, error
 from console.presentation import counted
+
+if TYPE_CHECKING:
+    from console.interrupts import Interrupts
 
 ADMIN_NEEDED = (
     "demo load-mysql writes, so it needs an account that may create a database and its tables: "
@@ -31,6 +35,7 @@ ADMIN_NEEDED = (
 
 def add_demo_parser(subparsers: Any) -> None:
     demo = subparsers.add_parser("demo", help="demo data helpers")
+    demo.set_defaults(handler=run_demo_command)
     demo_sub = demo.add_subparsers(dest="demo_command", required=True)
     load = demo_sub.add_parser(
         "load-mysql", help="load the demo incident database, through an admin account (--admin-dsn)"
@@ -48,9 +53,11 @@ def add_demo_parser(subparsers: Any) -> None:
     load.add_argument(
         "--database", help="target database (default: the admin DSN's, else the [mysql] dsn's database)"
     )
+    load.set_defaults(demo_handler=_load)
     from console.model_server.command import add_model_server_parser
 
     add_model_server_parser(demo_sub)
+    demo_sub.choices["model-server"].set_defaults(demo_handler=_model_server)
 
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -62,12 +69,16 @@ def _account(target: Any) -> tuple[str, str, int]:
     return target.user, host, target.port
 
 
-def run_demo_command(args: argparse.Namespace) -> int:
-    if args.demo_command == "model-server":
-        from console.model_server.command import run_model_server
+def run_demo_command(args: argparse.Namespace, interrupts: Interrupts) -> int:
+    """Runs one parsed `diagnose demo` command, by the handler its subcommand's parser set."""
+    handler: Callable[[argparse.Namespace], int] = args.demo_handler
+    return handler(args)
 
-        return run_model_server(args)
-    return _load(args)
+
+def _model_server(args: argparse.Namespace) -> int:
+    from console.model_server.command import run_model_server
+
+    return run_model_server(args)
 
 
 def _load(args: argparse.Namespace) -> int:

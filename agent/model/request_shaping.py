@@ -2,10 +2,10 @@
 
 The Agent sends the same request on every round; a run knows more about each round than that:
 - **the final completion opportunity** (no tool may be called): with `structured_output = "auto"`,
-  the run's Draft schema and `tool_choice: "none"` (agent.draft_schema);
-- **a round where a tool may be called**, under a shaping mode (agent.server_kind resolves "auto"):
+  the run's Draft schema and `tool_choice: "none"` (agent.draft.schema);
+- **a round where a tool may be called**, under a shaping mode (agent.model.server_kind resolves "auto"):
   - "llama.cpp": one tool call OR the Draft, held by the server's grammar (agent.call_or_draft): the
-    tool schemas narrowed for this round (agent.tool_round_schema) and the run's Draft schema as
+    tool schemas narrowed for this round (agent.model.tool_round_schema) and the run's Draft schema as
     the branches of one `response_format`. Measured on llama.cpp's server: a small model left free
     writes prose or repeats calls until `max_tokens`, and one forced to call cannot stop, so a query
     without context cost forced calls until saturation; held to "a call or the Draft", every reply
@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent.call_or_draft import call_or_draft_kwargs
-from agent.draft_rules import DraftBounds, run_bounds
-from agent.draft_schema import final_round_kwargs, run_draft_schema
+from agent.draft.rules import DraftBounds, run_bounds
+from agent.draft.schema import final_round_kwargs, run_draft_schema
 from agent.haystack_tools import frozen_tools
-from agent.models import server_enforces_draft_schema
-from agent.server_kind import ShapingMode, shaping_mode
-from agent.tool_round_schema import round_tool_schema
+from agent.model.factory import server_enforces_draft_schema
+from agent.model.server_kind import ShapingMode, shaping_mode
+from agent.model.tool_round_schema import round_tool_schema
 
 if TYPE_CHECKING:
     from agent.harness import DiagnosisHarnessCore
