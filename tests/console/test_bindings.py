@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from textual.widgets._footer import FooterKey
 
 from console.app import DiagnoseApp
-from tests.support.console import SIZE, engine_ready, make_app
+from tests.support.console import SIZE, engine_ready, make_app, wait_until
 
 SLOW = """\
 name: slow
@@ -41,11 +40,7 @@ async def test_footer_offers_what_the_run_allows(tmp_path: Path) -> None:
         assert {"Run"} <= footer(app) and not {"Cancel", "Follow-up", "Copy", "Export"} & footer(app)
 
         await pilot.press("ctrl+r")
-        for _ in range(500):
-            if screen.state.round_in_flight == 2:
-                break
-            await asyncio.sleep(0.02)
-        await pilot.pause()
+        await wait_until(lambda: screen.state.round_in_flight == 2, pilot, what="model round 2")
         assert screen.running and "Cancel" in footer(app) and "Run" not in footer(app)
 
         await pilot.press("escape")

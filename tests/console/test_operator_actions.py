@@ -6,7 +6,6 @@ console did (the run that started, the screen shown), real built-in scenarios th
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from tests.support.console import (
     run_to_end,
     settled,
     slow_app,
+    wait_until,
 )
 
 AppFactory = Callable[..., DiagnoseApp]
@@ -142,10 +142,11 @@ async def test_ctrl_r_while_the_engine_loads_is_queued_and_runs(tmp_path: Path) 
         assert "run queued: it starts as soon as the engine is ready" in painted_text(app)
         gate.set()
         await settled(pilot)
-        for _ in range(200):
-            if app.investigate.state.result is not None and not app.investigate.running:
-                break
-            await asyncio.sleep(0.05)
+        await wait_until(
+            lambda: app.investigate.state.result is not None and not app.investigate.running,
+            pilot,
+            what="the queued run to end",
+        )
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.investigate.state.outcome == "DRAFT"
@@ -301,11 +302,7 @@ async def test_a_cancelled_round_no_longer_says_it_is_waiting(tmp_path: Path) ->
     async with app.run_test(size=SIZE) as pilot:
         await engine_ready(pilot)
         await pilot.press("ctrl+r")
-        for _ in range(500):
-            if app.investigate.state.round_in_flight == 2:
-                break
-            await asyncio.sleep(0.02)
-        await pilot.pause()
+        await wait_until(lambda: app.investigate.state.round_in_flight == 2, pilot, what="model round 2")
         assert any("round 2" in label and "waiting for the model" in label for label in timeline_labels(app))
         await pilot.press("escape")
         await app.workers.wait_for_complete()

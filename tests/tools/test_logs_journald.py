@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from agent.evidence import build_adapters
 from agent.settings import ConfigError, load_settings
 from tests.support.journald import journalctl, write_journal
+from tests.support.waiting import wait_until
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.definitions import ToolName
 from tools.input_models import QueryLogsInput
@@ -308,10 +309,7 @@ async def test_an_endless_journalctl_is_killed_at_the_output_cap(tmp_path: Path)
 async def test_a_cancelled_call_kills_journalctl(tmp_path: Path) -> None:
     silent = stand_in(tmp_path, "time.sleep(60)\n")
     call = asyncio.ensure_future(query(JournaldLogAdapter(silent), service="app"))
-    for _ in range(200):
-        if (tmp_path / "pid").exists():
-            break
-        await asyncio.sleep(0.02)
+    await wait_until((tmp_path / "pid").exists, "journalctl to start")
 
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
