@@ -36,8 +36,9 @@ from agent.draft_rules import (
 from agent.draft_schema import run_draft_schema
 from agent.prompt import system_prompt
 from tests.support.draft_rules import without_size_bounds
+from tests.support.hypothesis_budget import examples
 
-EXAMPLES = 250  # the `long` variant runs 5,000
+EXAMPLES = examples(250, long=5_000)
 BLANKS = [chr(lo) for lo, _ in BLANK_RANGES if 0x1F < lo <= 0xFFFF] + ["\t", "\n", "\r", " "]
 # Any character of the BMP but lone surrogates and the C0 controls JSON writes as 6-byte escapes
 # (the characters over 3 bytes are pinned below).
@@ -250,15 +251,6 @@ def check_parser_accepts_what_meets_the_rules_within_the_bytes(case: tuple[Any, 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_the_parser_accepts_exactly_the_drafts_that_meet_the_rules_within_the_bytes(
-    case: tuple[Any, ...],
-) -> None:
-    check_parser_accepts_what_meets_the_rules_within_the_bytes(case)
-
-
-@pytest.mark.long
-@settings(max_examples=5_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases())
-def test_the_parser_accepts_exactly_the_drafts_that_meet_the_rules_within_the_bytes_long(
     case: tuple[Any, ...],
 ) -> None:
     check_parser_accepts_what_meets_the_rules_within_the_bytes(case)

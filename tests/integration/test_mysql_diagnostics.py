@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console.cli import main
+from tests.support.hypothesis_budget import examples
 from tests.support.mysql import MysqlTestEnv, mysql_request, root_connection
 from tests.support.mysql_incident import Incident, by_column, lock_wait, waiting_digest
 from tests.support.otlp import OtlpReceiver
@@ -403,18 +404,11 @@ _REASONS = {
 }
 
 
-@settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(20, long=400), deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 @given(statements=st.lists(diagnostic_statements(), min_size=1, max_size=6))
 def test_generated_statements_over_the_diagnostic_views_never_show_the_canary(
-    incident: Incident, mysql_env: MysqlTestEnv, statements: list[str]
-) -> None:
-    check_generated_statements(incident, mysql_env, statements)
-
-
-@pytest.mark.long
-@settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(statements=st.lists(diagnostic_statements(), min_size=1, max_size=6))
-def test_generated_statements_over_the_diagnostic_views_never_show_the_canary_long(
     incident: Incident, mysql_env: MysqlTestEnv, statements: list[str]
 ) -> None:
     check_generated_statements(incident, mysql_env, statements)

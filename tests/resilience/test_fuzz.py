@@ -1,8 +1,8 @@
 """Property fuzzing of every parser that reads text a model, a file or a caller controls.
 
 Each property says what may come out: a typed rejection or a valid value, never another exception, and
-a valid value that keeps the contract's promises. Default variants run ~200 examples each; the `long`
-variants run 10,000 (`pytest -m long tests/resilience/test_fuzz.py`).
+a valid value that keeps the contract's promises. Each runs ~200 examples; under the `long` Hypothesis
+profile, 10,000 (`pytest --hypothesis-profile long tests/resilience/test_fuzz.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from agent.contracts import DiagnosisDraft, PreviousTurn
 from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import RunEvidence
 from agent.scenarios import Scenario, ScenarioError, parse_scenario
+from tests.support.hypothesis_budget import examples
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
 from tools.definitions import MAX_SQL_BYTES, TOOL_NAMES, ToolName
@@ -31,8 +32,12 @@ from tools.input_models import BUSINESS_INPUTS, QueryMysqlInput
 from tools.logs.logql import MAX_CONTAINS_CHARS, build_logql
 from tools.unicode_text import is_encodable
 
-DEFAULT = settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-LONG = settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+DEFAULT = settings(
+    max_examples=examples(200, long=10_000),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 # --- shared strategies -----------------------------------------------------------------------------------
 
@@ -209,13 +214,6 @@ def test_draft_parser_rejects_or_accepts_only_valid_drafts(text: str, max_bytes:
     check_draft(text, max_bytes)
 
 
-@pytest.mark.long
-@LONG
-@given(draft_texts, st.sampled_from([16_384, 64]))
-def test_draft_parser_rejects_or_accepts_only_valid_drafts_long(text: str, max_bytes: int) -> None:
-    check_draft(text, max_bytes)
-
-
 # --- 2. the tool envelope's business input --------------------------------------------------------------
 
 short = words.filter(lambda w: len(w) <= 100)
@@ -288,13 +286,6 @@ def test_envelope_input_is_invalid_input_or_a_valid_model(case: tuple[str, Any])
     check_input(*case)
 
 
-@pytest.mark.long
-@LONG
-@given(tool_and_input)
-def test_envelope_input_is_invalid_input_or_a_valid_model_long(case: tuple[str, Any]) -> None:
-    check_input(*case)
-
-
 # --- 3. PreviousTurn -------------------------------------------------------------------------------------
 
 valid_turns = st.fixed_dictionaries(
@@ -316,13 +307,6 @@ def check_previous_turn(value: Any) -> None:
 @DEFAULT
 @given(previous_turns)
 def test_previous_turn_is_a_validation_error_or_valid(value: Any) -> None:
-    check_previous_turn(value)
-
-
-@pytest.mark.long
-@LONG
-@given(previous_turns)
-def test_previous_turn_is_a_validation_error_or_valid_long(value: Any) -> None:
     check_previous_turn(value)
 
 
@@ -404,13 +388,6 @@ def check_scenario(text: str) -> None:
 @DEFAULT
 @given(scenario_texts)
 def test_scenario_loader_answers_scenario_error_or_a_scenario(text: str) -> None:
-    check_scenario(text)
-
-
-@pytest.mark.long
-@LONG
-@given(scenario_texts)
-def test_scenario_loader_answers_scenario_error_or_a_scenario_long(text: str) -> None:
     check_scenario(text)
 
 
@@ -602,15 +579,6 @@ def check_logql(service: str, level: str | None, contains: str | None, level_lab
 @DEFAULT
 @given(logql_cases)
 def test_logql_has_one_selector_and_one_exact_line_filter(
-    case: tuple[str, str | None, str | None, str],
-) -> None:
-    check_logql(*case)
-
-
-@pytest.mark.long
-@LONG
-@given(logql_cases)
-def test_logql_has_one_selector_and_one_exact_line_filter_long(
     case: tuple[str, str | None, str | None, str],
 ) -> None:
     check_logql(*case)

@@ -10,7 +10,7 @@ and nothing on stderr: never an exception from JSON encoding, SQLite, logging or
 
 Through scripted scenario files (JSON, so surrogates travel as escapes) and through the real OpenAI
 client against the local stub. Evidence a source returns is held to the same rule. Default variants
-run a dozen or two examples each; the `long` ones, hundreds.
+run a dozen or two examples each; under the `long` Hypothesis profile, hundreds.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from audit.location import SqliteLocation
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
 from tests.support.audit_reader import AuditReader
 from tests.support.hostile_text import hostile_strings, small_hostile_strings
+from tests.support.hypothesis_budget import examples
 from tests.support.openai_server import completion, fake_openai
 from tests.support.resilience import (
     QUERY,
@@ -61,9 +62,12 @@ NULL_DRAFT: dict[str, Any] = {
     "recommendations": [],
     "limitations": {"checked_scope": ["本次运行"], "missing_info": ["可用的证据"]},
 }
-SCRIPTED = settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-STUB = settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-LONG = settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+SCRIPTED = settings(
+    max_examples=examples(20, long=400), deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+STUB = settings(
+    max_examples=examples(12, long=400), deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 # pydantic warns when the OpenAI client serializes a usage count that is text; `diagnose` sends
 # warnings to its log (checked in a process of its own below), pytest would only collect them here.
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
@@ -184,15 +188,6 @@ def test_a_hostile_string_anywhere_in_a_scripted_reply_ends_typed(
     _check_scripted(capsys, tmp_path, place, s)
 
 
-@pytest.mark.long
-@LONG
-@given(place=st.sampled_from(sorted(SCRIPTED_PLACES)), s=small_hostile_strings)
-def test_a_hostile_string_anywhere_in_a_scripted_reply_ends_typed_long(
-    place: str, s: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _check_scripted(capsys, tmp_path, place, s)
-
-
 @pytest.mark.parametrize("name", ["lookup_\ud800", "query_logs\udfff", "\ud83d\ude00"])
 def test_an_unknown_tool_whose_name_cannot_be_encoded_gets_unknown_tool_and_the_run_goes_on(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -294,15 +289,6 @@ def _check_stub(capsys: pytest.CaptureFixture[str], folder: Path, place: str, s:
 @STUB
 @given(place=st.sampled_from(sorted(STUB_PLACES)), s=hostile_strings)
 def test_a_hostile_string_anywhere_in_a_provider_reply_ends_typed(
-    place: str, s: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _check_stub(capsys, tmp_path, place, s)
-
-
-@pytest.mark.long
-@LONG
-@given(place=st.sampled_from(sorted(STUB_PLACES)), s=hostile_strings)
-def test_a_hostile_string_anywhere_in_a_provider_reply_ends_typed_long(
     place: str, s: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _check_stub(capsys, tmp_path, place, s)

@@ -4,7 +4,6 @@ legitimate one is accepted with the exact text that will run, and random stateme
 
 from __future__ import annotations
 
-import os
 import re
 import typing
 
@@ -13,6 +12,7 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.hypothesis_budget import examples
 from tests.support.sql_corpus import ALLOWED_SCHEMAS, DATABASE, HOSTILE, LEGIT
 from tools.mysql.guard import (
     ALLOWED_FUNCTIONS,
@@ -629,17 +629,14 @@ def check_random_statement(sql: str) -> None:
     assert guard(guarded.sql) == guarded  # what runs is itself an accepted statement, unchanged
 
 
-@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(300, long=10_000),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(statements())
 def test_random_statements_are_rejected_or_read_only(sql: str) -> None:
-    check_random_statement(sql)
-
-
-@pytest.mark.long
-@pytest.mark.skipif(os.environ.get("DIAGNOSE_TEST_LONG") != "1", reason="set DIAGNOSE_TEST_LONG=1")
-@settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(statements())
-def test_random_statements_are_rejected_or_read_only_long(sql: str) -> None:
     check_random_statement(sql)
 
 
@@ -699,16 +696,14 @@ def check_sql(sql: str) -> None:
     check_random_statement(sql)
 
 
-@settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(200, long=10_000),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(more_statements())
 def test_sql_guard_rejects_or_is_read_only(sql: str) -> None:
-    check_sql(sql)
-
-
-@pytest.mark.long
-@settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(more_statements())
-def test_sql_guard_rejects_or_is_read_only_long(sql: str) -> None:
     check_sql(sql)
 
 
