@@ -309,7 +309,7 @@ def test_an_event_reads_as_its_json_object() -> None:
     event = parse_event(json.loads(GOLDEN[4]))
     assert event["type"] == "tool_started" and event.get("tool") == "query_logs" and event.get("nope") is None
     assert dict(event) == json.loads(GOLDEN[4]) and event == json.loads(GOLDEN[4])
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="evaluation"):
         event["evaluation"]
 
 

@@ -423,5 +423,5 @@ def test_prune_deletes_old_finished_runs_and_nothing_live(
     on_disk(db_path, "INSERT INTO invocations_fts(invocations_fts, rank) VALUES ('integrity-check', 1)")
     on_disk(db_path, "INSERT INTO runs_fts(runs_fts, rank) VALUES ('integrity-check', 1)")
     assert store.prune(timedelta(days=30)).runs == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="older_than must not be negative"):
         store.prune(timedelta(days=-1))

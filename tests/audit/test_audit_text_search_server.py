@@ -103,7 +103,7 @@ def test_a_terms_words_are_hex_trigrams_of_its_lower_case_text() -> None:
     # Two characters: a prefix, every trigram they start (the end mark makes one at the very end).
     assert match_all("AB") == "+6162*"
     assert match_all("无此") == "+" + "无此".encode().hex().upper() + "*"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a term of 1 character has no index query"):
         match_all("a")
     # An invocation indexed before the end mark ends its text in "}": such a term keeps the walk.
     assert [indexable(t) for t in ("超时", "ab", "1}", "a", "abc}")] == [True, True, False, False, True]

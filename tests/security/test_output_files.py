@@ -133,14 +133,19 @@ def test_force_never_replaces_the_audit_whatever_name_reaches_it(audit_db: Path,
     assert fingerprint(audit_db) == before
 
 
+def _write_half_then_fail(path: Path, force: bool) -> None:
+    with OutputFile(path, force=force) as stream:
+        stream.write("half of it")
+        raise RuntimeError("the export failed midway")
+
+
 def test_a_failed_write_leaves_no_partial_file_and_the_old_one_whole(tmp_path: Path) -> None:
     folder = tmp_path / "out"
     folder.mkdir()
     old = accounts_copy(folder, "report.json")
     for path, force in ((folder / "fresh.json", False), (old, True)):
-        with pytest.raises(RuntimeError), OutputFile(path, force=force) as stream:
-            stream.write("half of it")
-            raise RuntimeError("the export failed midway")
+        with pytest.raises(RuntimeError, match="the export failed midway"):  # the export's error, unchanged
+            _write_half_then_fail(path, force)
     assert old.read_text() == ACCOUNTS
     assert sorted(p.name for p in folder.iterdir()) == ["report.json"]
 

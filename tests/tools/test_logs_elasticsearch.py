@@ -336,7 +336,7 @@ def test_index_patterns_elasticsearch_accepts(index: str) -> None:
     "index", ["../_all", "logs/_doc", "LOGS", "a b", "logs?x", "logs#x", "", ".", "..", "_search"]
 )
 def test_an_index_that_could_leave_its_path_is_refused_at_wiring(index: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="is not an Elasticsearch index name or pattern"):
         check_index(index)
 
 

@@ -266,11 +266,18 @@ def test_unknown_service_is_invalid_input() -> None:
 
 
 @pytest.mark.parametrize(
-    ("matchers", "level_label"),
-    [({}, "level"), ({"svc": 'app="svc"'}, "level"), ({"svc": "{}"}, "level"), (MATCHERS, "le vel")],
+    ("matchers", "level_label", "reason"),
+    [
+        ({}, "level", "at least one service matcher is required"),
+        ({"svc": 'app="svc"'}, "level", "matcher for service 'svc' is not a LogQL stream selector"),
+        ({"svc": "{}"}, "level", "matcher for service 'svc' is not a LogQL stream selector"),
+        (MATCHERS, "le vel", "level label 'le vel' is not a LogQL label name"),
+    ],
 )
-def test_broken_configuration_fails_at_wiring(matchers: dict[str, str], level_label: str) -> None:
-    with pytest.raises(ValueError):
+def test_broken_configuration_fails_at_wiring(
+    matchers: dict[str, str], level_label: str, reason: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(reason)):
         validate_config(matchers, level_label)
 
 

@@ -397,7 +397,7 @@ def test_text_that_cannot_be_sent_is_a_parse_error() -> None:
 
 
 def test_invalid_limits_are_programming_errors() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_rows and max_bytes must be positive"):
         guard("SELECT 1", max_rows=0)
 
 
