@@ -1,5 +1,9 @@
 """Audit durability: crash recovery on open, liveness across pid reuse, migration of a version-1 file,
-private and refused files, retention (prune) that never touches a live run."""
+private and refused files, retention (prune) that never touches a live run.
+
+The SQLite store is what is under test (its open recovers, migrates and refuses), so these tests build
+it directly, not through audit.factory.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Audit schema v4: a run records its model label and limits, and a rejected run keeps its query.
 (docs/contracts.md, "Audit")
+
+The migration tests build the SQLite store directly, not through audit.factory: the store's own
+migration is under test.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The audit write side: run events in, durable rows out (docs/contracts.md, "Audit", "Run events")."""
+"""The audit write side: run events in, durable rows out (docs/contracts.md, "Audit", "Run events").
+
+The tests of opening a file (its schema, migrations, refusals) build the SQLite store directly, not
+through audit.factory: the store itself is under test.
+"""
 
 from __future__ import annotations
 

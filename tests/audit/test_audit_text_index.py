@@ -3,7 +3,8 @@ it found when triggers indexed each write (docs/contracts.md, "Audit").
 
 Each search is asked through the FTS plan (the walk that could find a row by LIKE alone is switched
 off), and the index itself is read directly, to tell "found through the index" from "found as a row
-of a run still going".
+of a run still going". The SQLite store is what is under test, so these tests build it directly,
+not through audit.factory.
 """
 
 from __future__ import annotations

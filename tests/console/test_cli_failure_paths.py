@@ -258,8 +258,9 @@ def test_usage_errors_have_their_own_code_apart_from_every_outcome(
 
 
 def test_a_usage_error_never_echoes_terminal_control_characters(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as exited:
         main(["run", "--\x1b[2Jbogus"])
+    assert exited.value.code == USAGE_ERROR
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\\x1b[2Jbogus" in err
 

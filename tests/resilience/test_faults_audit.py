@@ -24,7 +24,7 @@ import pytest
 
 import audit.common
 import audit.sqlite_store
-from audit import AuditStore
+from tests.support.audit_backends import open_sqlite_audit
 from tests.support.audit_reader import AuditReader
 from tests.support.resilience import (
     CliRun,
@@ -224,7 +224,7 @@ def _run_with_lock_mid_run(tmp_path: Path, hold_s: float, prelude: str) -> tuple
 def test_after_a_lock_past_the_retry_deadline_mid_run_the_audit_recovers(tmp_path: Path) -> None:
     """Whatever the CLI prints, the next open of the audit closes the run: nothing stays STARTED."""
     db, _ = _run_with_lock_mid_run(tmp_path, hold_s=4.0, prelude=SHORT_RETRY)
-    with AuditStore(db) as store:
+    with open_sqlite_audit(db) as store:
         (row,) = AuditReader(store).runs()
         assert row["finished_at"] is not None
         assert row["outcome"] is not None or row["interrupted"] == 1

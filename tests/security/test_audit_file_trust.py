@@ -3,7 +3,8 @@
 Planted triggers and views, unknown tables and indexes, a symlinked path (or symlinked WAL/SHM files),
 a file owned by another user: refused with a clear message and exit 3, before anything in the file can
 run. Our own files are owner-only: folders 0700; the audit, its WAL/SHM, `diagnose.log` and exports
-0600; a too-open mode on our own file is tightened.
+0600; a too-open mode on our own file is tightened. The SQLite store's checks at open are what is
+under test, so these tests build the store directly, not through audit.factory.
 """
 
 from __future__ import annotations

@@ -25,11 +25,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.vocabulary import USAGE_ERROR
-from audit import AuditSink, AuditStore
+from audit import AuditSink
 from audit.factory import open_audit_store
 from audit.files import MissingFolderError, UnsafeFileError, check_last_folder, make_last_folder
 from audit.location import SqliteLocation
 from audit.output_files import OutputExistsError, OutputFile, write_output
+from tests.support.audit_backends import open_sqlite_audit
 from tests.support.audit_events import Events
 from tests.support.audit_reader import AuditReader
 from tests.support.resilience import cli_env, run_cli_process
@@ -320,7 +321,7 @@ def test_checking_an_existing_audit_keeps_sqlites_locks(audit_db: Path) -> None:
     lock on the -shm file another process may reset the WAL index under a live connection (runs
     were lost that way when 8 processes shared one file)."""
     os.chmod(audit_db, 0o644)  # too open: there is tightening to do after the schema check
-    with AuditStore(audit_db) as store:
+    with open_sqlite_audit(audit_db) as store:
         store.recover()
         assert mode(audit_db) == 0o600
         assert _locks_held_on(Path(f"{audit_db}-shm")), "the connection lost its lock on the WAL index"
