@@ -241,7 +241,9 @@ def check_parser_accepts_what_meets_the_rules_within_the_bytes(case: tuple[Any, 
     fits = len(canonical_text(draft).encode("utf-8")) <= max_bytes
     event(f"{'mutated' if changed else 'from the schema'}, {'admitted' if admitted else 'refused'}")
     if not changed:
-        assert admitted and fits  # the generator is honest about the schema, which fits the bytes
+        # The generator is honest about the schema, which fits the bytes.
+        assert admitted
+        assert fits
     accepted = accepts(draft, evidence, max_bytes)
     assert accepted == (meets_rules and fits)
     if admitted:
@@ -263,8 +265,10 @@ def test_the_schema_sent_to_a_server_is_narrowed_to_its_token_limit_never_widene
 ) -> None:
     evidence, max_bytes = run
     wide, narrow = run_bounds(max_bytes, evidence), run_bounds(max_bytes, evidence, max_tokens)
-    assert narrow.max_text_chars <= wide.max_text_chars and narrow.max_analysis <= wide.max_analysis
-    assert narrow.max_list_items <= wide.max_list_items and narrow.max_cited <= wide.max_cited
+    assert narrow.max_text_chars <= wide.max_text_chars
+    assert narrow.max_analysis <= wide.max_analysis
+    assert narrow.max_list_items <= wide.max_list_items
+    assert narrow.max_cited <= wide.max_cited
 
 
 @pytest.mark.parametrize("max_bytes", [2_048, 4_096, 16_384])
@@ -296,13 +300,15 @@ def test_pinned_exception_characters_over_3_bytes_pass_the_bounds_and_fail_the_b
 
     schema = run_draft_schema(evidence, max_bytes)
     over, cjk = largest(wide), largest("诊")
-    assert admits(schema, over) and admits(schema, cjk)
+    assert admits(schema, over)
+    assert admits(schema, cjk)
     if len(canonical_text(over).encode("utf-8")) > max_bytes:  # what the bounds cannot promise
         with pytest.raises(DraftRejected) as caught:
             parse_draft(canonical_text(over), max_bytes, evidence)
         assert caught.value.violation == "DRAFT_TOO_LARGE"
     else:  # a small Draft's margin may still hold it
-        assert wide == "\U0001f525" and max_bytes == 2_048
+        assert wide == "\U0001f525"
+        assert max_bytes == 2_048
         assert parse_draft(canonical_text(over), max_bytes, evidence).analysis
     assert parse_draft(canonical_text(cjk), max_bytes, evidence).analysis
 

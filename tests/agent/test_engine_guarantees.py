@@ -84,7 +84,8 @@ async def test_cancel_during_slow_tool_leaves_no_task_and_audits_cancelled(audit
     h.use_case.cancel()
     result = await task
     assert (result.outcome, result.stop_reason) == ("CANCELLED", "CANCELLED")
-    assert result.progress is not None and result.draft is None
+    assert result.progress is not None
+    assert result.draft is None
     assert slow.cancelled == 1
     await asyncio.sleep(0)
     assert asyncio.all_tasks() - before - {asyncio.current_task()} == set()

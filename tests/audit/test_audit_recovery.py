@@ -120,7 +120,8 @@ def test_crashed_runs_are_interrupted_and_live_runs_untouched(db_path: Path) -> 
         assert state(db_path, "live") == (False, 0, None, "STARTED", False)
 
         # The live process never noticed: it finishes its run as usual.
-        assert live.stdin is not None and live.stdout is not None
+        assert live.stdin is not None
+        assert live.stdout is not None
         live.stdin.write("finish\n")
         live.stdin.flush()
         assert live.stdout.readline().strip() == "finished"
@@ -282,10 +283,13 @@ def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
         assert [e.kind for e in timeline.entries] == ["model_round", "invocation", "protocol_event"]
         # The crashed process of the old file is gone: its run was closed on open.
         crashed = AuditReader(store).run("old-crashed")
-        assert crashed is not None and crashed["interrupted"] == 1 and crashed["finished_at"]
+        assert crashed is not None
+        assert crashed["interrupted"] == 1
+        assert crashed["finished_at"]
         assert AuditReader(store).invocations("old-crashed")[0]["status"] == "INTERRUPTED"
         done = AuditReader(store).run("old-done")
-        assert done is not None and (done["interrupted"], done["outcome"]) == (0, "DRAFT")
+        assert done is not None
+        assert (done["interrupted"], done["outcome"]) == (0, "DRAFT")
         # And the new release writes to it as usual.
         ev, sink = Events("new-run"), AuditSink(store)
         sink(ev.run_started())

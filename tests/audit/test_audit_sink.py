@@ -278,7 +278,8 @@ def test_reopening_keeps_rows(db_path: Path) -> None:
         AuditSink(first)(Events().run_started())
     with AuditStore(db_path) as second:
         run = AuditReader(second).run(RUN)
-        assert run is not None and run["query"] == "订单服务 5xx 升高"
+        assert run is not None
+        assert run["query"] == "订单服务 5xx 升高"
         assert second.schema_version == len(store_module.MIGRATIONS)
 
 

@@ -149,7 +149,9 @@ def test_a_crashed_run_closed_by_recovery_is_indexed(tmp_path: Path) -> None:
 
     with AuditStore(path) as reopened:
         run = AuditReader(reopened).run("crashed")
-        assert run is not None and run["interrupted"] == 1 and run["fts_pending"] is None
+        assert run is not None
+        assert run["interrupted"] == 1
+        assert run["fts_pending"] is None
         assert indexed_runs(path, "连接池耗尽") == {"crashed"}
         assert indexed_runs(path, "连接池 耗尽") == {"crashed"}  # the STARTED call's input too
         assert found_invocations(reopened, "连接池耗尽") == {("crashed", "call-1")}

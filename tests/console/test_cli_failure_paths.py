@@ -254,7 +254,8 @@ def test_usage_errors_have_their_own_code_apart_from_every_outcome(
             main(argv)
         assert exited.value.code == USAGE_ERROR, argv
         err = capsys.readouterr().err
-        assert "error:" in err and "Traceback" not in err
+        assert "error:" in err
+        assert "Traceback" not in err
 
 
 def test_a_usage_error_never_echoes_terminal_control_characters(capsys: pytest.CaptureFixture[str]) -> None:
@@ -262,7 +263,8 @@ def test_a_usage_error_never_echoes_terminal_control_characters(capsys: pytest.C
         main(["run", "--\x1b[2Jbogus"])
     assert exited.value.code == USAGE_ERROR
     err = capsys.readouterr().err
-    assert "\x1b" not in err and "\\x1b[2Jbogus" in err
+    assert "\x1b" not in err
+    assert "\\x1b[2Jbogus" in err
 
 
 def documented_codes(text: str) -> set[int]:

@@ -311,7 +311,8 @@ async def test_the_demo_fixture_loads_and_answers_the_demo_question(mysql_env: M
             )
         )
         assert stuck.status == "FOUND"
-        assert stuck.data["row_count"] == 22 and not stuck.data["truncated"]
+        assert stuck.data["row_count"] == 22
+        assert not stuck.data["truncated"]
         assert stuck.data["rows"][0][:2] == ["ord_930052524", "PAYING"]
         assert {row[2] for row in stuck.data["rows"]} <= {"LOCK_WAIT_TIMEOUT", "POOL_TIMEOUT"}
 

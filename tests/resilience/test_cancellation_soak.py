@@ -148,7 +148,8 @@ class Soak:
                 result = await asyncio.shield(task)
             self.outcomes[f"{mode}:{result.outcome.value}"] += 1
         except asyncio.CancelledError:
-            assert task.cancelled() and not operator
+            assert task.cancelled()
+            assert not operator
             self.outcomes[f"{mode}:raised CancelledError"] += 1
 
     async def close(self) -> None:

@@ -269,7 +269,8 @@ def check_input(tool: str, raw: Any) -> None:
     assert isinstance(model, BUSINESS_INPUTS[tool])
     assert type(model).model_validate(model.model_dump()) == model  # what is executed validates again
     if tool == ToolName.QUERY_MYSQL:
-        assert isinstance(model, QueryMysqlInput) and len(model.sql.encode("utf-8")) <= MAX_SQL_BYTES
+        assert isinstance(model, QueryMysqlInput)
+        assert len(model.sql.encode("utf-8")) <= MAX_SQL_BYTES
     else:
         texts = [v for v in model.model_dump().values() if isinstance(v, str)]
         assert all(ch.isprintable() or ch == " " or ord(ch) >= 128 for text in texts for ch in text), texts
@@ -299,7 +300,8 @@ def check_previous_turn(value: Any) -> None:
         turn = PreviousTurn.model_validate(value)
     except ValidationError:
         return
-    assert isinstance(turn, PreviousTurn) and turn.query
+    assert isinstance(turn, PreviousTurn)
+    assert turn.query
     assert isinstance(turn.limitations.checked_scope, list)
     assert PreviousTurn.model_validate(turn.model_dump()) == turn
 
@@ -382,7 +384,8 @@ def check_scenario(text: str) -> None:
     except ScenarioError as error:
         assert str(error).startswith("<scenario>: ")
         return
-    assert isinstance(scenario, Scenario) and scenario.rounds
+    assert isinstance(scenario, Scenario)
+    assert scenario.rounds
 
 
 @DEFAULT
@@ -563,7 +566,8 @@ def check_logql(service: str, level: str | None, contains: str | None, level_lab
         assert error.code == "INVALID_INPUT"
         return
     levels, filters = parse_pipeline(query, SELECTORS[service], level_label)
-    assert len(levels) == (level is not None) and len(filters) == (contains is not None)
+    assert len(levels) == (level is not None)
+    assert len(filters) == (contains is not None)
     if contains is not None:
         # The one line filter finds `contains` in any case and nothing else (Python's `re` reads
         # RE2's escapes of metacharacters alike).

@@ -82,7 +82,8 @@ def test_an_audit_database_holding_what_the_tool_did_not_create_is_refused(
     _server(migrated.database, statement)
     with pytest.raises(AuditStoreError) as refused:
         MysqlAuditStore(migrated, connect_timeout_s=3)
-    assert named in str(refused.value) and "refusing to use it" in str(refused.value)
+    assert named in str(refused.value)
+    assert "refusing to use it" in str(refused.value)
     with root_connection(migrated.database) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT run_id, finished_at IS NOT NULL, interrupted FROM runs")
         assert cursor.fetchall() == (("run-1", 1, 0),)  # untouched: not even recovery ran

@@ -151,7 +151,8 @@ def _check_typed_run(run: CliRun, events_file: Path, audit: Path) -> dict[str, A
     assert run.code == EXIT_CODE_OF[Outcome(result["outcome"])]
     events = read_events(events_file)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    assert [e["type"] for e in events].count("run_finished") == 1 and events[-1]["type"] == "run_finished"
+    assert [e["type"] for e in events].count("run_finished") == 1
+    assert events[-1]["type"] == "run_finished"
     assert events[-1]["result"] == result
     row = assert_audit_consistent(audit, [result["run_id"]])[result["run_id"]]
     assert (row["outcome"], row["stop_reason"]) == (result["outcome"], result["stop_reason"])
@@ -387,10 +388,12 @@ async def test_any_evidence_string_reaches_the_model_and_the_audit_as_text(
         result = await h.run()
         assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
         (message,) = tool_messages_seen_by_model(h.generator, 1)
-        assert message.tool_call_result is not None and isinstance(message.tool_call_result.result, str)
+        assert message.tool_call_result is not None
+        assert isinstance(message.tool_call_result.result, str)
         seen = json.loads(message.tool_call_result.result)
         assert [d["snippet"] for d in seen["data"]["documents"]] == [encodable(v) for v in values]
         (row,) = AuditReader(store).invocations(result.run_id)
-        assert row["status"] == "FOUND" and json.loads(row["projection_json"]) == seen["data"]
+        assert row["status"] == "FOUND"
+        assert json.loads(row["projection_json"]) == seen["data"]
     finally:
         store.close()

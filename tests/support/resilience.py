@@ -201,7 +201,8 @@ def run_one_logs_call(
     for text in (run.out, run.err, events_file.read_text(encoding="utf-8"), json.dumps(invocation)):
         assert backend_text not in text
     finished = [event for event in read_events(events_file) if event["type"] == "tool_finished"]
-    assert len(finished) == 1 and finished[0]["status"] == invocation["status"]
+    assert len(finished) == 1
+    assert finished[0]["status"] == invocation["status"]
     return LogsCallRun(run.code, result, invocation, run.seconds)
 
 

@@ -302,7 +302,8 @@ async def test_an_endless_journalctl_is_killed_at_the_output_cap(tmp_path: Path)
 
     result = await query(JournaldLogAdapter(endless, max_output_bytes=1_000_000), service="app")
 
-    assert result.data["truncated"] is True and result.data["matched"] > 1000
+    assert result.data["truncated"] is True
+    assert result.data["matched"] > 1000
     assert_gone(tmp_path)
 
 
@@ -338,7 +339,8 @@ async def test_journalctl_never_sees_the_consoles_secrets(
     await query(JournaldLogAdapter(script), service="app")
 
     environment = (tmp_path / "env").read_text()
-    assert "never-handed" not in environment and "sk-never" not in environment
+    assert "never-handed" not in environment
+    assert "sk-never" not in environment
 
 
 async def test_a_failing_journalctl_is_unavailable_and_its_text_stays_in_the_log(

@@ -462,7 +462,8 @@ def assert_read_only(guarded: GuardedStatement) -> None:
     assert words and words[0] in _READ_STARTS, guarded.sql
     allowed = {schema.lower() for schema in ALLOWED_SCHEMAS}
     if guarded.kind == "SHOW" and _DIAGNOSTIC_SHOW.fullmatch(guarded.sql):
-        assert set(guarded.schemas) <= allowed and guarded.row_limit is None
+        assert set(guarded.schemas) <= allowed
+        assert guarded.row_limit is None
         return
     for marker in ("@", "--", "#", "/*", ";", ":=", "?", "\\"):
         assert marker not in bare, (marker, guarded.sql)
@@ -487,7 +488,8 @@ def assert_read_only(guarded: GuardedStatement) -> None:
         assert re.search(r"\bLIMIT \d+( OFFSET \d+)?\Z", guarded.sql), guarded.sql
         assert outer_limit(guarded) <= CAP
     else:
-        assert guarded.kind in ("SHOW", "DESCRIBE") and guarded.row_limit is None
+        assert guarded.kind in ("SHOW", "DESCRIBE")
+        assert guarded.row_limit is None
 
 
 def assert_other_sessions_text_only_shown(sql: str) -> None:
