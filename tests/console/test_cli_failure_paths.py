@@ -51,7 +51,8 @@ def wait_for(marker: Path, proc: subprocess.Popen[str], timeout_s: float = 60) -
 
 
 def no_traceback(err: str) -> None:
-    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert "Traceback" not in err, err
+    assert "Exception ignored" not in err, err
 
 
 # ------------------------------------------------------------------ Ctrl-C at every moment of a run

@@ -174,7 +174,8 @@ def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_c
     for name, command in commands.items():
         new = tmp_path / f"new-{name}"
         assert main(command(new)) == 0, (name, capsys.readouterr().err)
-        assert new.is_dir() and any(new.iterdir()), name
+        assert new.is_dir(), name
+        assert any(new.iterdir()), name
         capsys.readouterr()
         assert main(command(plain_file / "x")) != 0
         said = capsys.readouterr().err

@@ -47,7 +47,8 @@ def boxed_lines(screen: str) -> list[str]:
 def assert_whole_box(screen: str, width: int) -> None:
     """A dialog drawn whole: top and bottom borders on screen, every line closed on the right."""
     box = boxed_lines(screen)
-    assert box[0].rstrip().endswith("╮") and box[-1].rstrip().endswith("╯"), "\n".join(box)
+    assert box[0].rstrip().endswith("╮"), "\n".join(box)
+    assert box[-1].rstrip().endswith("╯"), "\n".join(box)
     assert all(line.rstrip().endswith(("│", "╮", "╯")) for line in box), "\n".join(box)
     assert all(cell_len(line.rstrip()) <= width for line in box)
 

@@ -74,7 +74,8 @@ def readme_key_table() -> list[tuple[str, str, str]]:
     rows = []
     for line in table[2:]:
         where, keys, what = (cell.strip() for cell in line.strip("|").split(" | "))
-        assert keys.startswith("`") and keys.endswith("`"), line
+        assert keys.startswith("`"), line
+        assert keys.endswith("`"), line
         rows.append((where, keys[1:-1], what))
     return rows
 

@@ -201,7 +201,8 @@ def check_draft(text: str, max_bytes: int) -> None:
     else:
         assert any(not is_blank(entry) for entry in draft.limitations.missing_info), draft
     for item in draft.analysis:
-        assert not is_blank(item.statement) and (item.scope is None or not is_blank(item.scope)), item
+        assert not is_blank(item.statement), item
+        assert item.scope is None or not is_blank(item.scope), item
         if item.kind == "FINDING":
             assert all(KNOWN_CALLS.get(i) == "FOUND" for i in item.evidence), item
     assert is_encodable(draft.model_dump_json())  # it can be stored, printed and sent

@@ -132,7 +132,8 @@ async def test_hostile_evidence_and_draft_stay_data_on_the_screen(
 ) -> None:
     seen = await _run_console(tmp_path, monkeypatch)
     state = seen["state"]
-    assert seen["running"] and seen["quits"] == [], "the console stays up and no @click action fired"
+    assert seen["running"], "the console stays up and no @click action fired"
+    assert seen["quits"] == [], "the console stays up and no @click action fired"
     assert seen["clicks"] == [], "no painted segment carries an @click action"
     assert (state.outcome, state.stop_reason) == ("DRAFT", "COMPLETED"), state.result
 
@@ -165,4 +166,5 @@ async def test_hostile_evidence_and_draft_stay_data_on_the_screen(
 async def test_no_raw_escape_reaches_the_screen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen = await _run_console(tmp_path, monkeypatch)
     for where in ("result", "painted", "svg"):
-        assert "\x1b" not in seen[where] and "\x07" not in seen[where], where
+        assert "\x1b" not in seen[where], where
+        assert "\x07" not in seen[where], where

@@ -166,7 +166,8 @@ def test_hostile_evidence_stays_data_end_to_end(tmp_path: Path, capsys: pytest.C
     assert any(INJECTION in m for m in messages)
     assert any(RICH in m for m in messages)
     sizes = [len(json.dumps(o, ensure_ascii=False).encode()) for o in observations.values()]
-    assert max(sizes) < 64_000 and sum(sizes) < 262_144, sizes
+    assert max(sizes) < 64_000, sizes
+    assert sum(sizes) < 262_144, sizes
     knowledge = observations["call-1"]["data"]["documents"][0]
     # Data, not markup.
     assert RICH in knowledge["title"]

@@ -88,7 +88,8 @@ def serving(tmp_path: Path, *extra: str) -> Iterator[Served]:
             match = URL_LINE.search(line)
         assert match is not None, "no token URL printed"
         while socket.socket().connect_ex(("127.0.0.1", port)) != 0:  # printed just before it listens
-            assert time.monotonic() < deadline and process.poll() is None, "diagnose serve never listened"
+            assert time.monotonic() < deadline, "diagnose serve never listened"
+            assert process.poll() is None, "diagnose serve never listened"
             time.sleep(0.05)
         yield Served(match.group(1), f"http://127.0.0.1:{port}", port, match.group(3), match.group(2))
     finally:

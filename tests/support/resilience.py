@@ -217,7 +217,8 @@ def assert_audit_consistent(db: Path, run_ids: Sequence[str] | None = None) -> d
     for run_id in wanted:
         assert run_id in runs, f"run {run_id} has no audit row"
         row = runs[run_id]
-        assert row["outcome"] is not None and row["finished_at"] is not None, row
+        assert row["outcome"] is not None, row
+        assert row["finished_at"] is not None, row
     started = audit.query("SELECT run_id, tool_call_id, tool FROM invocations WHERE status = 'STARTED'")
     assert started == [], f"invocations left STARTED: {started}"
     return {run_id: runs[run_id] for run_id in wanted}

@@ -459,7 +459,8 @@ def assert_read_only(guarded: GuardedStatement) -> None:
     with the guard."""
     bare = unquoted(guarded.sql)
     words = [word.upper() for word in _WORD.findall(bare)]
-    assert words and words[0] in _READ_STARTS, guarded.sql
+    assert words, guarded.sql
+    assert words[0] in _READ_STARTS, guarded.sql
     allowed = {schema.lower() for schema in ALLOWED_SCHEMAS}
     if guarded.kind == "SHOW" and _DIAGNOSTIC_SHOW.fullmatch(guarded.sql):
         assert set(guarded.schemas) <= allowed
@@ -499,7 +500,8 @@ def assert_other_sessions_text_only_shown(sql: str) -> None:
         before, after = sql[: match.start()], sql[match.end() :]
         if after.startswith((" IS NULL", " IS NOT NULL")):
             continue
-        assert before.endswith(_SHOWN_BEFORE) and after.startswith(_SHOWN_AFTER), sql
+        assert before.endswith(_SHOWN_BEFORE), sql
+        assert after.startswith(_SHOWN_AFTER), sql
 
 
 def first_word_is_read(sql: str) -> bool:
