@@ -25,6 +25,7 @@ from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import RunEvidence
 from agent.scenarios import Scenario, ScenarioError, parse_scenario
 from tests.support.hypothesis_budget import examples
+from tests.support.raising import returned_or_raised
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
 from tools.definitions import MAX_SQL_BYTES, TOOL_NAMES, ToolName
@@ -188,10 +189,11 @@ draft_texts = st.one_of(
 
 
 def check_draft(text: str, max_bytes: int) -> None:
-    try:
-        draft = parse_draft(text, max_bytes, RunEvidence.of(KNOWN_CALLS))
-    except DraftRejected as rejected:
-        assert rejected.violation in VIOLATIONS, rejected.violation
+    draft = returned_or_raised(
+        lambda: parse_draft(text, max_bytes, RunEvidence.of(KNOWN_CALLS)), DraftRejected
+    )
+    if isinstance(draft, DraftRejected):
+        assert draft.violation in VIOLATIONS, draft.violation
         return
     assert isinstance(draft, DiagnosisDraft)
     assert all(cited in KNOWN_CALLS for cited in draft.cited_ids()), draft
@@ -262,10 +264,9 @@ def business_inputs(tool: str) -> st.SearchStrategy[Any]:
 
 
 def check_input(tool: str, raw: Any) -> None:
-    try:
-        model = ToolBoundary.validate_input(tool, raw)
-    except ToolError as error:
-        assert (error.code, error.reason) == ("INVALID_INPUT", None)
+    model = returned_or_raised(lambda: ToolBoundary.validate_input(tool, raw), ToolError)
+    if isinstance(model, ToolError):
+        assert (model.code, model.reason) == ("INVALID_INPUT", None)
         return
     assert isinstance(model, BUSINESS_INPUTS[tool])
     assert type(model).model_validate(model.model_dump()) == model  # what is executed validates again
@@ -380,10 +381,9 @@ scenario_texts = st.one_of(
 
 
 def check_scenario(text: str) -> None:
-    try:
-        scenario = parse_scenario(text)
-    except ScenarioError as error:
-        assert str(error).startswith("<scenario>: ")
+    scenario = returned_or_raised(lambda: parse_scenario(text), ScenarioError)
+    if isinstance(scenario, ScenarioError):
+        assert str(scenario).startswith("<scenario>: ")
         return
     assert isinstance(scenario, Scenario)
     assert scenario.rounds
@@ -561,10 +561,11 @@ logql_cases = st.tuples(
 
 
 def check_logql(service: str, level: str | None, contains: str | None, level_label: str) -> None:
-    try:
-        query = build_logql(SELECTORS, service, level, contains, level_label)
-    except ToolError as error:
-        assert error.code == "INVALID_INPUT"
+    query = returned_or_raised(
+        lambda: build_logql(SELECTORS, service, level, contains, level_label), ToolError
+    )
+    if isinstance(query, ToolError):
+        assert query.code == "INVALID_INPUT"
         return
     levels, filters = parse_pipeline(query, SELECTORS[service], level_label)
     assert len(levels) == (level is not None)

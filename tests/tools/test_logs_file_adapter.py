@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.raising import returned_or_raised
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.canonical import input_key
 from tools.input_models import QueryLogsInput
@@ -697,13 +698,15 @@ async def test_streamed_answers_equal_parsing_everything(
 
     async def check(fields: dict[str, Any]) -> None:
         params = QueryLogsInput(**fields)
-        try:
-            expected, skipped = reference_answer(paths, params, max_line_bytes=300, **options)
-        except ToolError as error:
+        answer = returned_or_raised(
+            lambda: reference_answer(paths, params, max_line_bytes=300, **options), ToolError
+        )
+        if isinstance(answer, ToolError):
             with pytest.raises(ToolError) as raised:
                 await query(adapter, **fields)
-            assert (raised.value.code, raised.value.reason) == (error.code, error.reason)
+            assert (raised.value.code, raised.value.reason) == (answer.code, answer.reason)
             return
+        expected, skipped = answer
         assert await query(adapter, **fields) == expected
         if fields["contains"] is None:
             assert adapter.skipped_lines == skipped
