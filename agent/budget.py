@@ -9,10 +9,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypedDict
 
 from agent.contracts import Usage
-from agent.run_events import DeadlineGauge, Gauge, TokenGauge
+from agent.run_events import BudgetGauges, RunLimits, budget_gauges
 from agent.settings import BudgetSettings
 from agent.usage import RoundUsage
 from agent.vocabulary import StopReason
@@ -29,13 +28,14 @@ BUDGET_STOP_REASONS = frozenset(
 )
 
 
-class BudgetGauges(TypedDict):
-    """Every budget against its limit: the body of a `budget_changed` event."""
-
-    model_calls: Gauge
-    tokens: TokenGauge
-    run_bytes: Gauge
-    deadline: DeadlineGauge
+def limits_of(budget: BudgetSettings) -> RunLimits:
+    """The limits a run starts with (`run_started.limits`), from the budget settings."""
+    return RunLimits(
+        max_model_calls=budget.max_model_calls,
+        max_total_tokens=budget.max_total_tokens,
+        deadline_s=budget.deadline_s,
+        max_run_bytes=budget.max_run_bytes,
+    )
 
 
 def utf8_len(text: str) -> int:
@@ -117,13 +117,11 @@ class RunBudget:
 
     def gauge(self) -> BudgetGauges:
         """Operator-facing view for `budget_changed` events (never shown to the model)."""
-        return {
-            "model_calls": {"used": self.model_calls, "limit": self.limits.max_model_calls},
-            "tokens": {
-                "used": self.total_tokens,
-                "limit": self.limits.max_total_tokens,
-                "estimated": self.usage_estimated,
-            },
-            "run_bytes": {"used": self.run_bytes, "limit": self.limits.max_run_bytes},
-            "deadline": {"elapsed_s": round(self.elapsed_s(), 3), "limit_s": self.limits.deadline_s},
-        }
+        return budget_gauges(
+            limits_of(self.limits),
+            model_calls=self.model_calls,
+            tokens=self.total_tokens,
+            tokens_estimated=self.usage_estimated,
+            run_bytes=self.run_bytes,
+            elapsed_s=round(self.elapsed_s(), 3),
+        )

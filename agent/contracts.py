@@ -89,7 +89,7 @@ class AnalysisItem(Contract):
 
     @model_serializer(mode="wrap")
     def _omit_absent_scope(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
+        data: dict[str, Any] = handler(self)  # a model serializes to a dict
         if data.get("scope") is None:
             data.pop("scope", None)
         return data

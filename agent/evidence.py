@@ -51,7 +51,7 @@ def _mysql(settings: Settings, redactor: Redactor) -> EvidenceAdapter:
     from tools.mysql.adapter import MysqlAdapter
 
     mysql = settings.mysql
-    assert mysql.dsn is not None
+    assert mysql.dsn is not None  # noqa: S101 - invariant for the type checker
     try:
         return MysqlAdapter(
             mysql.dsn,

@@ -113,9 +113,12 @@ class DiagnosisHarnessCore:
             return
         if budget.remaining_model_calls == 1 and not self.ledger.stop_required:
             self.ledger.require_stop(StopCause.BUDGET)
-        if self.ledger.stop_required and not self.ledger.stop_announced:
-            if not self._announce_stop_required(state):
-                return
+        if (
+            self.ledger.stop_required
+            and not self.ledger.stop_announced
+            and not self._announce_stop_required(state)
+        ):
+            return
         budget.model_calls += 1
         self.round = budget.model_calls
         self.round_in_flight = True
@@ -185,7 +188,7 @@ class DiagnosisHarnessCore:
         over_cap: list[str] = []
         cap: ToolCallCap | None = None
         for call in calls:
-            assert call.id is not None
+            assert call.id is not None  # noqa: S101 - invariant for the type checker
             if self.stop_reason is not None or self.ledger.stop_required:
                 obs = self._not_executed(call, STOP_REQUIRED)
             elif (cap := cap or self._cap_reached(taken_this_round)) is not None:
@@ -293,7 +296,7 @@ class DiagnosisHarnessCore:
         return _plain_id(tool_call_id) and not self._holds_secret(tool_call_id)
 
     async def _process_call(self, call: ToolCall) -> Observation:
-        assert call.id is not None
+        assert call.id is not None  # noqa: S101 - invariant for the type checker
         if call.id in self._replaced_ids:
             return self._violation(call, {"invalid_field": "tool_call_id"})
         if not self.boundary.is_registered(call.tool_name):
@@ -310,7 +313,7 @@ class DiagnosisHarnessCore:
             problem = _evaluation_problem(previous, pending)
             if problem is not None:
                 return self._violation(call, {**problem, "expected_tool_call_id": pending.tool_call_id})
-            assert isinstance(previous, dict)  # what _evaluation_problem accepts
+            assert isinstance(previous, dict)  # noqa: S101 - what _evaluation_problem accepts
             self._round_evaluation = dict(previous)
             self.ledger.consume_evaluation(previous["evaluation"])
             self._protocol(
@@ -347,7 +350,7 @@ class DiagnosisHarnessCore:
         return await self._execute(call, business, key)
 
     async def _execute(self, call: ToolCall, business: Any, key: str) -> Observation:
-        assert call.id is not None
+        assert call.id is not None  # noqa: S101 - invariant for the type checker
         self.ledger.record_invocation(call.id, call.tool_name, key)
         self.emitter.emit(
             ToolStarted,
@@ -446,7 +449,7 @@ class DiagnosisHarnessCore:
         self._protocol(ProtocolCode.STOP_REQUIRED, tool_call_id, {"cause": StopCause.SATURATION})
 
     def _not_executed(self, call: ToolCall, control: Control) -> Observation:
-        assert call.id is not None
+        assert call.id is not None  # noqa: S101 - invariant for the type checker
         obs = self._unexecuted[call.id] = Observation(
             tool_call_id=call.id,
             tool=_echoed_name(call.tool_name, self.boundary.redactor),
@@ -456,7 +459,7 @@ class DiagnosisHarnessCore:
         return obs
 
     def _invalid_input(self, call: ToolCall) -> Observation:
-        assert call.id is not None
+        assert call.id is not None  # noqa: S101 - invariant for the type checker
         self._protocol(ProtocolCode.INVALID_INPUT, call.id, {})
         obs = self._unexecuted[call.id] = Observation(
             tool_call_id=call.id,

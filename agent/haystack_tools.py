@@ -22,7 +22,7 @@ def _never_runs(**_: Any) -> str:
 @functools.cache
 def frozen_tools() -> tuple[Any, ...]:
     """Built once per process: the definitions are frozen, and Tool() validates each JSON schema (slow)."""
-    from haystack.tools import Tool
+    from haystack.tools.tool import Tool
 
     return tuple(
         Tool(

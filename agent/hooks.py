@@ -17,7 +17,8 @@ HARNESS_KEY = "harness"
 
 
 def _core(state: State) -> DiagnosisHarnessCore:
-    return state.data["hook_context"][HARNESS_KEY]
+    core: DiagnosisHarnessCore = state.data["hook_context"][HARNESS_KEY]
+    return core
 
 
 class _AsyncOnlyHook:

@@ -120,7 +120,7 @@ def parse_yaml_mapping(
     import yaml  # only the commands that read such files pay for the import
 
     try:
-        raw = yaml.load(text, Loader=alias_free_loader())  # a SafeLoader, aliases refused
+        raw = yaml.load(text, Loader=alias_free_loader())  # noqa: S506 - a SafeLoader, aliases refused
     except AliasRefused as refused:
         raise InputFileError(
             f"{source}: YAML aliases are not allowed in a {what} (line {refused.line}): write the value out"

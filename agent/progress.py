@@ -80,7 +80,7 @@ class ProgressLedger:
 
     # --- protocol counters -----------------------------------------------------------------
     def consume_evaluation(self, evaluation: Evaluation) -> None:
-        assert self.pending is not None
+        assert self.pending is not None  # noqa: S101 - invariant for the type checker
         self.pending.evaluation = evaluation
         self.pending = None
         if evaluation == Evaluation.GAINED:

@@ -96,7 +96,7 @@ class RoundShaper:
 def narrowed_tools(pending: str | None, max_tokens: int, strict: bool) -> tuple[Any, ...]:
     """The frozen three with this round's parameters: the same names, descriptions and (never run)
     functions. Built once per pending ID and limit, so a round that repeats them sends the same objects."""
-    from haystack.tools import Tool
+    from haystack.tools.tool import Tool
 
     return tuple(
         Tool(

@@ -31,7 +31,6 @@ from typing import (
     Literal,
     NotRequired,  # pydantic validates only this TypedDict on Python 3.11
     TypeAlias,
-    cast,
 )
 
 from typing_extensions import TypedDict
@@ -101,6 +100,41 @@ class TokenGauge(Gauge):
 class DeadlineGauge(TypedDict):
     elapsed_s: float | None
     limit_s: float | None
+
+
+class BudgetGauges(TypedDict):
+    """Every budget against its limit: the body of a `budget_changed` event, and what the console's
+    budget gauge draws."""
+
+    model_calls: Gauge
+    tokens: TokenGauge
+    run_bytes: Gauge
+    deadline: DeadlineGauge
+
+
+def budget_gauges(
+    limits: RunLimits | None,
+    *,
+    model_calls: int | None = None,
+    tokens: int | None = None,
+    tokens_estimated: bool | None = None,
+    run_bytes: int | None = None,
+    elapsed_s: float | None = None,
+) -> BudgetGauges:
+    """The one way to build the gauges: each budget's figure against the run's limit. `limits` None:
+    not recorded; a figure left out is unknown (None); `tokens.estimated` is there only when given."""
+    tokens_gauge: TokenGauge = {
+        "used": tokens,
+        "limit": None if limits is None else limits["max_total_tokens"],
+    }
+    if tokens_estimated is not None:
+        tokens_gauge["estimated"] = tokens_estimated
+    return {
+        "model_calls": {"used": model_calls, "limit": None if limits is None else limits["max_model_calls"]},
+        "tokens": tokens_gauge,
+        "run_bytes": {"used": run_bytes, "limit": None if limits is None else limits["max_run_bytes"]},
+        "deadline": {"elapsed_s": elapsed_s, "limit_s": None if limits is None else limits["deadline_s"]},
+    }
 
 
 # --- the events -----------------------------------------------------------------------------------------
@@ -353,7 +387,7 @@ def known_type(data: RunEvent | Mapping[str, Any]) -> EventType | None:
 def parse_event(data: RunEvent | Mapping[str, Any]) -> RunEvent:
     """Validate one event's JSON object (types, required fields, known values) into its class."""
     if isinstance(data, RunEventBase):
-        return cast(RunEvent, data)  # already an event of this protocol
+        return data  # already an event of this protocol
     from pydantic import ValidationError
 
     obj = dict(data)

@@ -23,7 +23,8 @@ import re
 from urllib.parse import unquote, urlsplit
 
 from agent.settings import ConfigError, LogsSettings, Settings
-from tools.redaction import Redactor, names_secret
+from tools.redaction import Redactor
+from tools.secret_names import names_secret
 
 
 def configured_secrets(settings: Settings) -> list[str]:

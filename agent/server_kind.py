@@ -62,7 +62,7 @@ async def _probe(settings: ModelSettings) -> ShapingMode | None:
 
     from tools.outbound_http import HttpBounds, bounded_client
 
-    assert settings.base_url is not None
+    assert settings.base_url is not None  # noqa: S101 - invariant for the type checker
     base = settings.base_url.rstrip("/")
     key = os.environ.get(settings.api_key_env)
     headers = {"Authorization": f"Bearer {key}"} if key else {}

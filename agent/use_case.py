@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from agent.blank_text import is_blank
-from agent.budget import RunBudget, utf8_len
+from agent.budget import RunBudget, limits_of, utf8_len
 from agent.contracts import (
     AgentInput,
     DiagnosisDraft,
@@ -29,7 +29,7 @@ from agent.draft_parser import DraftRejected, parse_draft
 from agent.draft_rules import DraftBounds, run_bounds
 from agent.events import RequiredSinkFailed, RunEventEmitter
 from agent.harness import DiagnosisHarnessCore
-from agent.haystack_tools import frozen_tools
+from agent.haystack_tools import frozen_tools as frozen_tools  # the harness benchmark swaps it
 from agent.hooks import HARNESS_KEY, harness_hooks
 from agent.input_files import OversizedInput
 from agent.model_call import GuardedChatGenerator, ModelCallError
@@ -54,6 +54,7 @@ from tools.redaction import NOOP, Redactor
 from tools.unicode_text import holds_unencodable, is_encodable
 
 if TYPE_CHECKING:
+    from haystack.dataclasses import ChatMessage
     from haystack.hooks import Hook, HookPoint
 
 log = logging.getLogger(__name__)
@@ -179,13 +180,7 @@ class DiagnosisUseCase:
 
     # ------------------------------------------------------------------ internals
     def _limits(self) -> RunLimits:
-        budget = self.settings.budget
-        return RunLimits(
-            max_model_calls=budget.max_model_calls,
-            max_total_tokens=budget.max_total_tokens,
-            deadline_s=budget.deadline_s,
-            max_run_bytes=budget.max_run_bytes,
-        )
+        return limits_of(self.settings.budget)
 
     def _thresholds(self) -> ProtocolThresholds:
         protocol = self.settings.protocol
@@ -431,7 +426,7 @@ def bounded_query(query: Any, max_bytes: int) -> str | None:
     return data[:max_bytes].decode("utf-8", errors="ignore") + "…"
 
 
-def _final_assistant_text(messages: list[Any]) -> str | None:
+def _final_assistant_text(messages: list[ChatMessage]) -> str | None:
     for message in reversed(messages):
         if message.role.value == "assistant":
             return message.text

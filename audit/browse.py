@@ -13,11 +13,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast
 
 from agent.vocabulary import INTERRUPTED_RUN
 from audit.common import RUN_LISTED_AT, PruneReport, audit_timestamp
 from audit.port import AuditBackend
+from audit.rows import InvocationRow, ModelRoundRow, ProtocolEventRow, RunRow
 
 INVOCATION_ORDER = "started_at DESC, run_id DESC, tool_call_id DESC"
 RUN_ORDER = f"{RUN_LISTED_AT} DESC, run_id DESC"
@@ -46,22 +47,43 @@ class InvocationFilter:
     text: str | None = None
 
 
+Row = TypeVar("Row", RunRow, InvocationRow)
+
+
 @dataclass(frozen=True)
-class Page:
-    rows: list[dict[str, Any]]
+class Page(Generic[Row]):
+    rows: list[Row]
     next_cursor: str | None  # opaque; None on the last page
 
 
 @dataclass(frozen=True)
-class TimelineEntry:
-    kind: Literal["model_round", "invocation", "protocol_event"]
+class ModelRoundEntry:
+    kind: Literal["model_round"]
     at: str
-    data: dict[str, Any]
+    data: ModelRoundRow
+
+
+@dataclass(frozen=True)
+class InvocationEntry:
+    kind: Literal["invocation"]
+    at: str
+    data: InvocationRow
+
+
+@dataclass(frozen=True)
+class ProtocolEventEntry:
+    kind: Literal["protocol_event"]
+    at: str
+    data: ProtocolEventRow
+
+
+# One entry of a run's timeline: `kind` says which table its row (`data`) comes from.
+TimelineEntry: TypeAlias = ModelRoundEntry | InvocationEntry | ProtocolEventEntry
 
 
 @dataclass(frozen=True)
 class RunTimeline:
-    run: dict[str, Any]
+    run: RunRow
     entries: list[TimelineEntry]  # ordered as they happened
 
 
@@ -122,7 +144,8 @@ class _Where:
 
 
 class AuditBrowser:
-    """Read-only queries over one `AuditBackend`. Rows are the tables' rows as dicts (JSON left as text).
+    """Read-only queries over one `AuditBackend`. Rows are the tables' rows as dicts (JSON left as text),
+    typed per table (`audit.rows`).
 
     Text search: a term must occur as a substring (ASCII case-insensitive). For a term of 3+
     characters (most of 2 on a server audit) two exact plans exist. Walking the page order and
@@ -215,7 +238,7 @@ class AuditBrowser:
 
     def invocations(
         self, flt: InvocationFilter = InvocationFilter(), *, limit: int = 50, cursor: str | None = None
-    ) -> Page:
+    ) -> Page[InvocationRow]:
         """Newest first: (started_at, run_id, tool_call_id) descending."""
         _check_limit(limit)
         where = self._invocation_where(flt)
@@ -229,7 +252,7 @@ class AuditBrowser:
                 run_id,
                 tool_call_id,
             )
-        rows = self._select("invocations", INVOCATION_ORDER, where, limit + 1)
+        rows = cast(list[InvocationRow], self._select("invocations", INVOCATION_ORDER, where, limit + 1))
         next_cursor = None
         if len(rows) > limit:
             rows = rows[:limit]
@@ -260,7 +283,7 @@ class AuditBrowser:
         session_id: str | None = None,
         outcome: str | None = None,
         text: str | None = None,
-    ) -> Page:
+    ) -> Page[RunRow]:
         """Newest first by start (by finish for a run recorded only by its finish, e.g. rejected input).
 
         `outcome` is an Outcome, or INTERRUPTED_RUN ("INTERRUPTED") for runs closed by crash recovery
@@ -280,7 +303,7 @@ class AuditBrowser:
             where.add(
                 f"{RUN_LISTED_AT} <= ? AND ({RUN_LISTED_AT} < ? OR run_id < ?)", listed_at, listed_at, run_id
             )
-        rows = self._select("runs", RUN_ORDER, where, limit + 1)
+        rows = cast(list[RunRow], self._select("runs", RUN_ORDER, where, limit + 1))
         next_cursor = None
         if len(rows) > limit:
             rows = rows[:limit]
@@ -311,22 +334,31 @@ class AuditBrowser:
         """The run and its model rounds, invocations and protocol events in the order they happened:
         by event seq (exact), or for rows written before seq was recorded, by time."""
         with self._store.read():
-            runs = self._store.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
+            runs = cast(list[RunRow], self._store.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))
             if not runs:
                 return None
-            rounds = self._store.query("SELECT * FROM model_rounds WHERE run_id = ? ORDER BY round", [run_id])
-            invocations = self._store.query(
-                "SELECT * FROM invocations WHERE run_id = ? ORDER BY started_at, tool_call_id", [run_id]
+            rounds = cast(
+                list[ModelRoundRow],
+                self._store.query("SELECT * FROM model_rounds WHERE run_id = ? ORDER BY round", [run_id]),
             )
-            events = self._store.query("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", [run_id])
-        entries = [
-            *(TimelineEntry("model_round", r["started_at"] or r["finished_at"] or "", r) for r in rounds),
-            *(TimelineEntry("invocation", i["started_at"], i) for i in invocations),
-            *(TimelineEntry("protocol_event", e["at"], e) for e in events),
+            invocations = cast(
+                list[InvocationRow],
+                self._store.query(
+                    "SELECT * FROM invocations WHERE run_id = ? ORDER BY started_at, tool_call_id", [run_id]
+                ),
+            )
+            events = cast(
+                list[ProtocolEventRow],
+                self._store.query("SELECT * FROM protocol_events WHERE run_id = ? ORDER BY id", [run_id]),
+            )
+        entries: list[TimelineEntry] = [
+            *(ModelRoundEntry("model_round", r["started_at"] or r["finished_at"] or "", r) for r in rounds),
+            *(InvocationEntry("invocation", i["started_at"], i) for i in invocations),
+            *(ProtocolEventEntry("protocol_event", e["at"], e) for e in events),
         ]
         rank = {"model_round": 0, "invocation": 1, "protocol_event": 2}
-        if all(entry.data.get("seq") is not None for entry in entries):
-            entries.sort(key=lambda entry: int(entry.data["seq"]))
+        if all(entry.data["seq"] is not None for entry in entries):
+            entries.sort(key=lambda entry: int(entry.data["seq"] or 0))  # every seq is set here
         else:
             entries.sort(key=lambda entry: (entry.at, rank[entry.kind]))  # stable: keeps query order in ties
         return RunTimeline(runs[0], entries)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from audit.common import RUN_SETUP_COLUMNS
 from audit.port import AuditBackend
+from audit.rows import RunRow
 
 COPY_PAGE_SIZE = 200
 
-# The columns both stores hold (docs/contracts.md, "Audit"); protocol_events' `id` is the target's.
+# The columns both stores hold (docs/contracts.md, "Audit"; `audit.rows`): all but the store's own,
+# the text index's `runs.fts_pending` and protocol_events' `id`.
 COPIED_COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": (
         "run_id",
@@ -108,8 +110,11 @@ def copy_audit(source: AuditBackend, target: AuditBackend, progress: Progress | 
     total = count_runs(source)
     after = ""
     while True:
-        page = source.query(
-            "SELECT * FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?", (after, COPY_PAGE_SIZE)
+        page = cast(
+            list[RunRow],
+            source.query(
+                "SELECT * FROM runs WHERE run_id > ? ORDER BY run_id LIMIT ?", (after, COPY_PAGE_SIZE)
+            ),
         )
         if not page:
             return report
@@ -133,15 +138,16 @@ def _present(target: AuditBackend, run_ids: list[str]) -> set[str]:
     return {str(row["run_id"]) for row in rows}
 
 
-def _copy_run(source: AuditBackend, target: AuditBackend, run: dict[str, Any]) -> None:
+def _copy_run(source: AuditBackend, target: AuditBackend, run: RunRow) -> None:
     run_id = run["run_id"]
     with source.read():
         children = {
             table: source.query(f"SELECT * FROM {table} WHERE run_id = ? ORDER BY {order}", (run_id,))
             for table, order in _CHILD_ORDER.items()
         }
+    tables: list[tuple[str, list[dict[str, Any]]]] = [("runs", [dict(run)]), *children.items()]
     with target.write() as scope:
-        for table, rows in (("runs", [run]), *children.items()):
+        for table, rows in tables:
             statement = _insert(table)
             for row in rows:
                 scope.conn.execute(statement, tuple(row.get(column) for column in COPIED_COLUMNS[table]))

@@ -7,10 +7,11 @@ audit's size, and runs written while it exports neither repeat nor hide older ro
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, Protocol
 
 from audit.browse import AuditBrowser, InvocationFilter, RunTimeline
+from audit.rows import InvocationRow, RunRow
 
 # Columns stored as JSON text, and the key their decoded value gets in JSON output.
 _JSON_COLUMNS = {
@@ -30,7 +31,7 @@ class TextSink(Protocol):
     def write(self, text: str, /) -> object: ...
 
 
-def row_for_json(row: dict[str, Any]) -> dict[str, Any]:
+def row_for_json(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row with its JSON-text columns decoded (`input_json` -> `input`), so output is not JSON in JSON."""
     out: dict[str, Any] = {}
     for key, value in row.items():
@@ -57,7 +58,7 @@ def timeline_for_json(timeline: RunTimeline) -> dict[str, Any]:
 
 def iter_invocations(
     browser: AuditBrowser, flt: InvocationFilter | None = None, page_size: int = EXPORT_PAGE_SIZE
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[InvocationRow]:
     cursor: str | None = None
     while True:
         page = browser.invocations(flt or InvocationFilter(), limit=page_size, cursor=cursor)
@@ -67,7 +68,7 @@ def iter_invocations(
         cursor = page.next_cursor
 
 
-def iter_runs(browser: AuditBrowser, page_size: int = EXPORT_PAGE_SIZE) -> Iterator[dict[str, Any]]:
+def iter_runs(browser: AuditBrowser, page_size: int = EXPORT_PAGE_SIZE) -> Iterator[RunRow]:
     cursor: str | None = None
     while True:
         page = browser.runs(limit=page_size, cursor=cursor)

@@ -17,7 +17,9 @@ from typing import TextIO
 
 from tools.file_trust import CLOEXEC as _CLOEXEC
 from tools.file_trust import NOFOLLOW as _NOFOLLOW
-from tools.file_trust import PRIVATE_DIR, PRIVATE_FILE, UnsafeFileError, is_mine
+from tools.file_trust import PRIVATE_DIR, is_mine
+from tools.file_trust import PRIVATE_FILE as PRIVATE_FILE  # the mode our callers' files are made with
+from tools.file_trust import UnsafeFileError as UnsafeFileError  # what this module raises
 
 
 class MissingFolderError(FileNotFoundError):

@@ -14,6 +14,7 @@ Keeping the lease costs about 1 ms per tool round on a local MariaDB
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -117,10 +118,8 @@ class Heartbeat:
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):
                 conn.close()
-            except Exception:
-                pass
 
     def close(self) -> None:
         self._stop.set()

@@ -83,7 +83,7 @@ def parse_audit_url(
     *,
     password_env: str | None = None,
     what: str = "[audit] url",
-    password_hint: str = "password_env",
+    password_hint: str = "password_env",  # noqa: S107 - names the setting, holds no password
 ) -> AuditLocation:
     """`sqlite:///path` or `mysql://user@host:port/database`; anything else is an `AuditLocationError`.
 
@@ -125,7 +125,11 @@ _URL_SHAPED = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]*:/|(?:sqlite|mysql|mariadb)
 
 
 def parse_audit_argument(
-    value: str, *, password_env: str | None = None, what: str, password_hint: str = "[audit] password_env"
+    value: str,
+    *,
+    password_env: str | None = None,
+    what: str,
+    password_hint: str = "[audit] password_env",  # noqa: S107 - names the setting, holds no password
 ) -> AuditLocation:
     """An audit named on the command line (`--audit-db`, `audit copy --from/--to`): a file path, or a
     URL accepted exactly as `[audit] url` is (same parsing, same refusals, never repeated)."""

@@ -29,6 +29,7 @@ Synchronous PyMySQL, like the sink's synchronous calls. The guarantees are the f
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -85,7 +86,7 @@ _SAME_SERVER_S = 2.0
 _UNKNOWN_VARIABLE = 1193
 _REAP_POLL_S = 0.01
 # Write tokens only need to outlive the retries of their transaction.
-_TOKEN_RETENTION = "INTERVAL 1 DAY"
+_TOKEN_RETENTION = "INTERVAL 1 DAY"  # noqa: S105 - an SQL interval, not a token
 _SESSION_SETUP = (
     # SQLite's string literals: a backslash is a character (audit.mysql_dialect).
     "SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES')",
@@ -96,7 +97,7 @@ _SESSION_SETUP = (
 
 def _failure_kind(exc: BaseException) -> str | None:
     """ "conflict", "connection", or None for an error a retry would only repeat."""
-    if isinstance(exc, pymysql.err.InterfaceError) or isinstance(exc, OSError):
+    if isinstance(exc, (pymysql.err.InterfaceError, OSError)):
         return "connection"
     if isinstance(exc, pymysql.err.MySQLError) and exc.args and isinstance(exc.args[0], int):
         errno = exc.args[0]
@@ -295,10 +296,8 @@ class MysqlAuditStore(AuditStoreBase):
         if orphaned and thread is not None:
             self._orphan = thread
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):
                 conn.close()
-            except Exception:
-                pass
 
     def _reap(self, conn: Any, orphan: _ServerThread, current: _ServerThread) -> None:
         """KILL this store's previous connection, by its thread id, and wait until the server has let
@@ -575,10 +574,9 @@ class MysqlAuditStore(AuditStoreBase):
         """Before queued rows are written: the lease of each leased run they belong to. A run that lost
         it has its rows dropped (it is closed); the rows of the others are still written."""
         for run_id in sorted({q.run_id for q in pending if q.run_id and self._heartbeat.holds(q.run_id)}):
-            try:
+            # A lost lease: the run's own next write (a tool's start, its finish) raises it to the run.
+            with contextlib.suppress(AuditLeaseLost):
                 self.keep_lease(run_id)
-            except AuditLeaseLost:
-                pass  # the run's own next write (a tool's start, its finish) raises it to the run
 
     def _lease_params(self, run_id: str) -> tuple[Any, ...]:
         return (self._heartbeat.lease_us, run_id, self._heartbeat.holder)

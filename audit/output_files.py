@@ -16,6 +16,7 @@ created here, by one rule: never destroy what the program did not create.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import secrets
@@ -140,10 +141,8 @@ class OutputFile:
         if not self._open:
             return
         self._open = False
-        try:
+        with contextlib.suppress(OSError):  # what could not be flushed is being thrown away anyway
             self.stream.close()
-        except OSError:
-            pass  # what could not be flushed is being thrown away anyway
         self._remove_ours()
 
     def _remove_ours(self) -> None:

@@ -27,12 +27,16 @@ from agent.run_events import (
     RunStarted,
     ToolFinished,
     ToolStarted,
+    budget_gauges,
 )
 from agent.vocabulary import InvocationStatus, Outcome, ProtocolCode, StopReason
 from tools.vocabulary import ErrorCode, Evaluation
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from audit.browse import RunTimeline
+    from audit.rows import InvocationRow, ModelRoundRow, ProtocolEventRow, RunRow
 
 W = TypeVar("W", bound=StrEnum)
 
@@ -42,7 +46,7 @@ def stored_number(value: Any) -> Any:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def run_limits(run: dict[str, Any]) -> RunLimits | None:
+def run_limits(run: RunRow) -> RunLimits | None:
     """The limits the run started with (schema v4); None for runs recorded before they were kept."""
     values = {key: stored_number(run.get(key)) for key in RunLimits.__annotations__}
     if all(value is None for value in values.values()):
@@ -85,108 +89,117 @@ def _text_or_none(value: Any) -> str | None:
 def timeline_events(timeline: RunTimeline) -> list[RunEvent]:
     """The run events an audited run would have produced, as far as the audit recorded them."""
     run = timeline.run
-    ids = (str(run["run_id"]), str(run.get("session_id")))
+    ids = (str(run["run_id"]), str(run["session_id"]))
     seq = itertools.count(1)
     events: list[RunEvent] = []
     limits = run_limits(run)
-    if run.get("started_at"):
+    if run["started_at"]:
         events.append(
             RunStarted(
                 *ids,
                 next(seq),
                 run["started_at"],
-                query=run.get("query") or "",
+                query=run["query"] or "",
                 previous_turn=None,
-                model=_text_or_none(run.get("model")),
+                model=_text_or_none(run["model"]),
                 limits=limits,
             )
         )
     for entry in timeline.entries:
-        row = entry.data
         if entry.kind == "model_round":
-            if row.get("started_at"):
-                events.append(ModelRoundStarted(*ids, next(seq), row["started_at"], round=row["round"]))
-            if row.get("finished_at"):
-                events.append(
-                    ModelRoundFinished(
-                        *ids,
-                        next(seq),
-                        row["finished_at"],
-                        round=row["round"],
-                        duration_ms=row.get("duration_ms"),
-                        prompt_tokens=row.get("prompt_tokens"),
-                        completion_tokens=row.get("completion_tokens"),
-                        usage_estimated=bool(row.get("usage_estimated")),
-                        tool_call_ids=_parsed(row.get("tool_call_ids")) or [],
-                        has_text=bool(row.get("has_text")),
-                    )
-                )
+            events += _round_events(ids, seq, entry.data)
         elif entry.kind == "invocation":
-            call = {"round": row.get("round"), "tool_call_id": row["tool_call_id"], "tool": row["tool"]}
-            business = _parsed(row.get("input_json"))
-            events.append(ToolStarted(*ids, next(seq), row["started_at"], **call, input=business))
-            if row.get("status") != InvocationStatus.STARTED:
-                events.append(
-                    ToolFinished(
-                        *ids,
-                        next(seq),
-                        row.get("finished_at") or "",
-                        **call,
-                        status=_word(InvocationStatus, row.get("status")),
-                        error_code=_maybe(ErrorCode, row.get("error_code")),
-                        reason=row.get("reason"),
-                        projection=_parsed(row.get("projection_json")),
-                        duration_ms=row.get("duration_ms"),
-                        observation=None,  # the audit keeps the projection, not what the model saw
-                        evaluation=_maybe(Evaluation, row.get("evaluation")),
-                    )
-                )
+            events += _invocation_events(ids, seq, entry.data)
         else:
-            events.append(
-                ProtocolChanged(
-                    *ids,
-                    next(seq),
-                    row.get("at") or "",
-                    code=_word(ProtocolCode, row["code"]),
-                    tool_call_id=row.get("tool_call_id"),
-                    detail=_parsed(row.get("detail_json")) or {},
-                )
-            )
-    if run.get("finished_at") or run.get("outcome"):
-        events.append(
-            BudgetChanged(
-                *ids,
-                next(seq),
-                run.get("finished_at") or "",
-                model_calls={"used": run.get("model_calls"), "limit": limits and limits["max_model_calls"]},
-                tokens={
-                    "used": run.get("total_tokens"),
-                    "limit": limits and limits["max_total_tokens"],
-                    "estimated": any(
-                        e.kind == "model_round" and e.data.get("usage_estimated") for e in timeline.entries
-                    ),
-                },
-                run_bytes={"used": None, "limit": limits and limits["max_run_bytes"]},
-                deadline={
-                    "elapsed_s": _elapsed_s(run.get("started_at"), run.get("finished_at")),
-                    "limit_s": limits and limits["deadline_s"],
-                },
-                exhausted=None,
-            )
+            events.append(_protocol_event(ids, seq, entry.data))
+    if run["finished_at"] or run["outcome"]:
+        estimated = any(e.kind == "model_round" and e.data["usage_estimated"] for e in timeline.entries)
+        gauges = budget_gauges(
+            limits,
+            model_calls=run["model_calls"],
+            tokens=run["total_tokens"],
+            tokens_estimated=estimated,
+            elapsed_s=_elapsed_s(run["started_at"], run["finished_at"]),
         )
-    if run.get("outcome"):
-        result = _parsed(run.get("result_json")) or {
-            "run_id": run["run_id"],
-            "session_id": run.get("session_id"),
-        }
+        events.append(BudgetChanged(*ids, next(seq), run["finished_at"] or "", **gauges, exhausted=None))
+    if run["outcome"]:
+        result = _parsed(run["result_json"]) or {"run_id": run["run_id"], "session_id": run["session_id"]}
         events.append(
             RunFinished(
                 *ids,
                 next(seq),
-                run.get("finished_at") or "",
+                run["finished_at"] or "",
                 outcome=_word(Outcome, run["outcome"]),
-                stop_reason=_word(StopReason, run.get("stop_reason")),
+                stop_reason=_word(StopReason, run["stop_reason"]),
                 result=result,
             )
         )
     return events
+
+
+def _round_events(ids: tuple[str, str], seq: Iterator[int], row: ModelRoundRow) -> list[RunEvent]:
+    events: list[RunEvent] = []
+    if row["started_at"]:
+        events.append(ModelRoundStarted(*ids, next(seq), row["started_at"], round=row["round"]))
+    if row["finished_at"]:
+        events.append(
+            ModelRoundFinished(
+                *ids,
+                next(seq),
+                row["finished_at"],
+                round=row["round"],
+                duration_ms=row["duration_ms"],
+                prompt_tokens=row["prompt_tokens"],
+                completion_tokens=row["completion_tokens"],
+                usage_estimated=bool(row["usage_estimated"]),
+                tool_call_ids=_parsed(row["tool_call_ids"]) or [],
+                has_text=bool(row["has_text"]),
+            )
+        )
+    return events
+
+
+def _invocation_events(ids: tuple[str, str], seq: Iterator[int], row: InvocationRow) -> list[RunEvent]:
+    call_round, tool_call_id, tool = row["round"], row["tool_call_id"], row["tool"]
+    business = _parsed(row["input_json"])
+    events: list[RunEvent] = [
+        ToolStarted(
+            *ids,
+            next(seq),
+            row["started_at"],
+            round=call_round,
+            tool_call_id=tool_call_id,
+            tool=tool,
+            input=business,
+        )
+    ]
+    if row["status"] != InvocationStatus.STARTED:
+        events.append(
+            ToolFinished(
+                *ids,
+                next(seq),
+                row["finished_at"] or "",
+                round=call_round,
+                tool_call_id=tool_call_id,
+                tool=tool,
+                status=_word(InvocationStatus, row["status"]),
+                error_code=_maybe(ErrorCode, row["error_code"]),
+                reason=row["reason"],
+                projection=_parsed(row["projection_json"]),
+                duration_ms=row["duration_ms"],
+                observation=None,  # the audit keeps the projection, not what the model saw
+                evaluation=_maybe(Evaluation, row["evaluation"]),
+            )
+        )
+    return events
+
+
+def _protocol_event(ids: tuple[str, str], seq: Iterator[int], row: ProtocolEventRow) -> ProtocolChanged:
+    return ProtocolChanged(
+        *ids,
+        next(seq),
+        row["at"] or "",
+        code=_word(ProtocolCode, row["code"]),
+        tool_call_id=row["tool_call_id"],
+        detail=_parsed(row["detail_json"]) or {},
+    )

@@ -48,5 +48,5 @@ def retry_with_backoff(
                 raise
             if stop is not None:
                 raise stop from exc
-        time.sleep(delay * random.uniform(0.5, 1.0))
+        time.sleep(delay * random.uniform(0.5, 1.0))  # noqa: S311 - retry jitter, not a secret
         delay = min(delay * 2, max_delay_s)

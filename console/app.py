@@ -44,6 +44,7 @@ from console.widgets.result import ResultView
 from console.widgets.timeline import Timeline
 
 if TYPE_CHECKING:
+    from agent.run_events import BudgetGauges
     from console.screens.help import KeySections
     from console.screens.scenarios import ScenarioChoice
     from console.wiring import RunEnvironment
@@ -57,17 +58,15 @@ def maximisable_panels() -> tuple[type[Widget], ...]:
     return (Timeline, DetailPanel, ResultView, BudgetGauge, ProtocolPanel, TextArea, DataTable)
 
 
-def budget_limits(env: Any) -> dict[str, Any] | None:
+def budget_limits(env: Any) -> BudgetGauges | None:
     """The next run's limits, in the budget gauge's shape (used: unknown until the run starts)."""
     budget = getattr(getattr(env, "settings", None), "budget", None)
     if budget is None:
         return None
-    return {
-        "model_calls": {"used": None, "limit": budget.max_model_calls},
-        "tokens": {"used": None, "limit": budget.max_total_tokens},
-        "deadline": {"elapsed_s": None, "limit_s": budget.deadline_s},
-        "run_bytes": {"used": None, "limit": budget.max_run_bytes},
-    }
+    from agent.budget import limits_of  # loaded with the engine, which is open by now
+    from agent.run_events import budget_gauges
+
+    return budget_gauges(limits_of(budget))
 
 
 EnvFactory = Callable[[str | None], "RunEnvironment"]
@@ -190,7 +189,7 @@ class DiagnoseApp(ConsoleHost):
     @property
     def investigate(self) -> InvestigateScreen:
         screen = self.screen_stack[0]
-        assert isinstance(screen, InvestigateScreen)
+        assert isinstance(screen, InvestigateScreen)  # noqa: S101 - invariant for the type checker
         return screen
 
     def on_mount(self) -> None:

@@ -11,6 +11,7 @@ terminal nor confirmed by `--yes`), 3 the audit or the configuration cannot be u
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -29,10 +30,11 @@ from console.safe_text import neutralize
 from tools.vocabulary import ErrorCode
 
 if TYPE_CHECKING:  # `diagnose` builds this parser on every start: sqlite-utils loads only for `audit`
-    from audit.browse import AuditBrowser, Page, RunTimeline
+    from audit.browse import AuditBrowser, Page, Row, RunTimeline
     from audit.common import PruneReport
     from audit.location import AuditLocation
     from audit.port import AuditBackend
+    from audit.rows import InvocationRow, ModelRoundRow, ProtocolEventRow, RunRow
 
 
 _AGE = re.compile(r"^\s*(\d{1,12})\s*([a-z]+)\s*$", re.IGNORECASE)
@@ -282,10 +284,9 @@ def run_audit_command(args: argparse.Namespace, out: TextIO | None = None) -> in
         _error(str(exc))
         return USAGE_ERROR
     except BrokenPipeError:  # `diagnose audit export | head`: the reader has seen enough
-        try:  # keep the interpreter's final flush from failing on the closed pipe
+        # Keeps the interpreter's final flush from failing on the closed pipe.
+        with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
         return 0
 
 
@@ -316,14 +317,14 @@ def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBacke
 
     command = args.audit_command
     if command == "runs":
-        page = browser.runs(
+        runs = browser.runs(
             limit=args.limit,
             cursor=args.cursor,
             session_id=args.session,
             outcome=args.outcome,
             text=args.search,
         )
-        _print_page(page, args.json, _RUN_HEADER, _run_line, out)
+        _print_page(runs, args.json, _RUN_HEADER, _run_line, out)
     elif command == "invocations":
         flt = InvocationFilter(
             run_id=args.run,
@@ -335,8 +336,8 @@ def _dispatch(args: argparse.Namespace, browser: AuditBrowser, store: AuditBacke
             until=args.until,
             text=args.search,
         )
-        page = browser.invocations(flt, limit=args.limit, cursor=args.cursor)
-        _print_page(page, args.json, _INVOCATION_HEADER, _invocation_line, out)
+        invocations = browser.invocations(flt, limit=args.limit, cursor=args.cursor)
+        _print_page(invocations, args.json, _INVOCATION_HEADER, _invocation_line, out)
     elif command == "show":
         timeline = browser.timeline(args.run_id)
         if timeline is None:
@@ -476,31 +477,31 @@ def _preview(value: Any, width: int = _PREVIEW) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _run_state(run: dict[str, Any]) -> str:
-    if run.get("interrupted"):
+def _run_state(run: RunRow) -> str:
+    if run["interrupted"]:
         return f"{INTERRUPTED_RUN} (closed by crash recovery)"
-    if run.get("finished_at") is None:
+    if run["finished_at"] is None:
         return "RUNNING"
-    return f"{_clean(run.get('outcome'))} / {_clean(run.get('stop_reason'))}"
+    return f"{_clean(run['outcome'])} / {_clean(run['stop_reason'])}"
 
 
-def _run_line(run: dict[str, Any]) -> str:
-    when = run.get("started_at") or run.get("finished_at") or ""
+def _run_line(run: RunRow) -> str:
+    when = run["started_at"] or run["finished_at"] or ""
     return (
-        f"{_preview(when, 27):<27}  {_clean(run.get('run_id')):<18} {_preview(_run_state(run), 44):<44} "
-        f"{_preview(run.get('model_calls'), 5):>5} {_preview(run.get('total_tokens'), 7):>7}  "
-        f"{_preview(run.get('query'), 60)}"
+        f"{_preview(when, 27):<27}  {_clean(run['run_id']):<18} {_preview(_run_state(run), 44):<44} "
+        f"{_preview(run['model_calls'], 5):>5} {_preview(run['total_tokens'], 7):>7}  "
+        f"{_preview(run['query'], 60)}"
     )
 
 
-def _invocation_line(row: dict[str, Any]) -> str:
-    duration = "-" if row.get("duration_ms") is None else f"{_clean(row['duration_ms'])}ms"
+def _invocation_line(row: InvocationRow) -> str:
+    duration = "-" if row["duration_ms"] is None else f"{_clean(row['duration_ms'])}ms"
     return (
-        f"{_preview(row.get('started_at'), 27):<27}  {_clean(row.get('run_id')):<18} "
-        f"{_preview(row.get('tool_call_id'), 10):<10} {_preview(row.get('tool'), 16):<16} "
-        f"{_preview(row.get('status'), 11):<11} {_preview(row.get('error_code') or '-', 16):<16} "
-        f"{_preview(row.get('evaluation') or '-', 8):<8} {_preview(duration, 8):>8}  "
-        f"{_preview(row.get('input_json'), 60)}"
+        f"{_preview(row['started_at'], 27):<27}  {_clean(row['run_id']):<18} "
+        f"{_preview(row['tool_call_id'], 10):<10} {_preview(row['tool'], 16):<16} "
+        f"{_preview(row['status'], 11):<11} {_preview(row['error_code'] or '-', 16):<16} "
+        f"{_preview(row['evaluation'] or '-', 8):<8} {_preview(duration, 8):>8}  "
+        f"{_preview(row['input_json'], 60)}"
     )
 
 
@@ -511,9 +512,7 @@ _INVOCATION_HEADER = (
 )
 
 
-def _print_page(
-    page: Page, as_json: bool, header: str, line: Callable[[dict[str, Any]], str], out: TextIO
-) -> None:
+def _print_page(page: Page[Row], as_json: bool, header: str, line: Callable[[Row], str], out: TextIO) -> None:
     if as_json:
         from audit.export import row_for_json
 
@@ -558,20 +557,21 @@ def _call_ids(stored: Any) -> str:
     return ", ".join(_clean(item) for item in ids) if isinstance(ids, list) else _clean(stored)
 
 
-def _result_lines(run: dict[str, Any]) -> list[str]:
+def _result_lines(run: RunRow) -> list[str]:
     """The run's Draft (or why there is none), from the result the audit stored: what `diagnose run`
     printed, in the same words. The stored JSON may have been edited: any shape is shown, never
     trusted, and every value passes the neutraliser (a newline in a value cannot forge a line)."""
     from console.render_text import draft_lines, failure_lines
 
     try:
-        result = json.loads(run["result_json"]) if isinstance(run.get("result_json"), str) else None
+        stored = run["result_json"]
+        result = json.loads(stored) if isinstance(stored, str) else None
     except (ValueError, RecursionError):
         result = None
     if not isinstance(result, dict):
-        if run.get("interrupted"):
+        if run["interrupted"]:
             return ["Draft: none (the run was interrupted)"]
-        if run.get("finished_at") is None:
+        if run["finished_at"] is None:
             return ["Draft: none yet (the run is still going)"]
         return ["Draft: not recorded"]
     draft = result.get("draft")
@@ -589,23 +589,23 @@ def _result_lines(run: dict[str, Any]) -> list[str]:
 def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
     run = timeline.run
     usage = ""
-    if run.get("model_calls") is not None:
+    if run["model_calls"] is not None:
         usage = (
             f"{counted(_clean(run['model_calls']), 'model call')}, "
-            f"{counted(_clean(run.get('total_tokens')), 'token')} "
-            f"({_clean(run.get('prompt_tokens'))} prompt + {_clean(run.get('completion_tokens'))} completion)"
+            f"{counted(_clean(run['total_tokens']), 'token')} "
+            f"({_clean(run['prompt_tokens'])} prompt + {_clean(run['completion_tokens'])} completion)"
         )
     from console.run_setup import run_setup_text
 
     model, limits = run_setup_text(run)
     header = [
-        ("run", f"{_clean(run.get('run_id'))}   session {_clean(run.get('session_id'))}"),
-        ("query", _clean(run.get("query") or "")),
+        ("run", f"{_clean(run['run_id'])}   session {_clean(run['session_id'])}"),
+        ("query", _clean(run["query"] or "")),
         ("model", model),
         ("limits", limits),
         ("result", _run_state(run)),
-        ("started", _clean(run.get("started_at"))),
-        ("finished", _clean(run.get("finished_at"))),
+        ("started", _clean(run["started_at"])),
+        ("finished", _clean(run["finished_at"])),
         ("usage", usage or "-"),
     ]
     for label, value in header:
@@ -617,35 +617,46 @@ def _print_timeline(timeline: RunTimeline, out: TextIO) -> None:
     if not timeline.entries:
         out.write("(no model rounds, invocations or protocol events)\n")
     for entry in timeline.entries:
-        data = entry.data
         stamp = _clean(entry.at)
         at = stamp[11:23] if len(stamp) >= 23 else stamp
         if entry.kind == "model_round":
-            ids = _call_ids(data.get("tool_call_ids")) if data.get("tool_call_ids") else ""
-            parts = [
-                f"{'~' if data.get('usage_estimated') else ''}"
-                f"{_clean(data.get('prompt_tokens') or 0)}+{_clean(data.get('completion_tokens') or 0)}"
-                " tokens",
-                f"{_clean(data['duration_ms'])} ms" if data.get("duration_ms") is not None else "",
-                f"calls {ids}" if ids else "",
-                "text" if data.get("has_text") else "",
-            ]
-            out.write(f"{at}  round {_clean(data.get('round')):<6} {'  '.join(p for p in parts if p)}\n")
+            _print_round(at, entry.data, out)
         elif entry.kind == "invocation":
-            error = f" {_clean(data['error_code'])}" if data.get("error_code") else ""
-            reason = f" ({_clean(data['reason'])})" if data.get("reason") else ""
-            duration = f"  {_clean(data['duration_ms'])} ms" if data.get("duration_ms") is not None else ""
-            evaluation = f"  evaluation {_clean(data['evaluation'])}" if data.get("evaluation") else ""
-            call = _preview(data.get("tool_call_id"), 12)
-            out.write(
-                f"{at}  {call:<12} {_clean(data.get('tool'))} {_clean(data.get('status'))}"
-                f"{error}{reason}{duration}{evaluation}\n"
-            )
-            out.write(f"{'':14}input      {_preview(data.get('input_json'), 200)}\n")
-            if data.get("projection_json"):
-                out.write(f"{'':14}projection {_preview(data['projection_json'], 200)}\n")
+            _print_invocation(at, entry.data, out)
         else:
-            call = f" {_clean(data['tool_call_id'])}" if data.get("tool_call_id") else ""
-            detail = data.get("detail_json")
-            detail_text = f"  {_preview(detail, 160)}" if detail and detail != "{}" else ""
-            out.write(f"{at}  protocol     {_clean(data.get('code'))}{call}{detail_text}\n")
+            _print_protocol_event(at, entry.data, out)
+
+
+def _print_round(at: str, data: ModelRoundRow, out: TextIO) -> None:
+    ids = _call_ids(data["tool_call_ids"]) if data["tool_call_ids"] else ""
+    parts = [
+        f"{'~' if data['usage_estimated'] else ''}"
+        f"{_clean(data['prompt_tokens'] or 0)}+{_clean(data['completion_tokens'] or 0)}"
+        " tokens",
+        f"{_clean(data['duration_ms'])} ms" if data["duration_ms"] is not None else "",
+        f"calls {ids}" if ids else "",
+        "text" if data["has_text"] else "",
+    ]
+    out.write(f"{at}  round {_clean(data['round']):<6} {'  '.join(p for p in parts if p)}\n")
+
+
+def _print_invocation(at: str, data: InvocationRow, out: TextIO) -> None:
+    error = f" {_clean(data['error_code'])}" if data["error_code"] else ""
+    reason = f" ({_clean(data['reason'])})" if data["reason"] else ""
+    duration = f"  {_clean(data['duration_ms'])} ms" if data["duration_ms"] is not None else ""
+    evaluation = f"  evaluation {_clean(data['evaluation'])}" if data["evaluation"] else ""
+    call = _preview(data["tool_call_id"], 12)
+    out.write(
+        f"{at}  {call:<12} {_clean(data['tool'])} {_clean(data['status'])}"
+        f"{error}{reason}{duration}{evaluation}\n"
+    )
+    out.write(f"{'':14}input      {_preview(data['input_json'], 200)}\n")
+    if data["projection_json"]:
+        out.write(f"{'':14}projection {_preview(data['projection_json'], 200)}\n")
+
+
+def _print_protocol_event(at: str, data: ProtocolEventRow, out: TextIO) -> None:
+    call = f" {_clean(data['tool_call_id'])}" if data["tool_call_id"] else ""
+    detail = data["detail_json"]
+    detail_text = f"  {_preview(detail, 160)}" if detail and detail != "{}" else ""
+    out.write(f"{at}  protocol     {_clean(data['code'])}{call}{detail_text}\n")

@@ -45,6 +45,7 @@ from console.standard_streams import GuardedStdout, OutputFailed, occupy_closed_
 from console.version import package_version
 
 if TYPE_CHECKING:
+    from agent.contracts import ExecutionResult
     from agent.run_events import EventSink, RunEvent
     from agent.use_case import DiagnosisUseCase
     from audit.output_files import OutputFile
@@ -578,6 +579,41 @@ async def _run(args: argparse.Namespace, interrupts: Interrupts) -> int:
         env.close_traces()
 
 
+def _open_events(
+    env: RunEnvironment, args: argparse.Namespace, cancel_soon: Callable[[], None]
+) -> _NdjsonSink | None:
+    """The `--events` sink: stdout (`-`) or a file of its own; the audit is closed when the file cannot be."""
+    if not args.events:
+        return None
+    if args.events == "-":
+        return _NdjsonSink(sys.stdout, on_failure=cancel_soon)
+    try:
+        return _events_file(Path(args.events), force=args.force, protected=env.audit_files)
+    except SetupError:
+        env.audit.close()
+        raise
+
+
+def _result_text(env: RunEnvironment, args: argparse.Namespace, result: ExecutionResult) -> str:
+    """The result as printed: JSON (`--json`) or text. Redacted like the events, with the tool call IDs
+    (citations, checks) exact."""
+    from agent.event_redaction import redact_result
+
+    if args.json:
+        return neutralize(
+            json.dumps(redact_result(env.redactor, result.to_json_dict()), ensure_ascii=False, indent=2),
+            form="json",
+        )
+    from console.render_text import render_result
+
+    return render_result(
+        result,
+        model_label=env.model_label,
+        redact=env.redactor.text,
+        model_timeout_s=env.settings.model.timeout_s,
+    )
+
+
 async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Interrupts) -> int:
     from agent.secrets import redact_logs
 
@@ -603,18 +639,8 @@ async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Int
         if use_case is not None:
             loop.call_soon_threadsafe(use_case.cancel)
 
-    events: _NdjsonSink | None = None
-    sinks: list[EventSink] = []
-    if args.events:
-        if args.events == "-":
-            events = _NdjsonSink(sys.stdout, on_failure=cancel_soon)
-        else:
-            try:
-                events = _events_file(Path(args.events), force=args.force, protected=env.audit_files)
-            except SetupError:
-                env.audit.close()
-                raise
-        sinks.append(events)
+    events = _open_events(env, args, cancel_soon)
+    sinks: list[EventSink] = [events] if events is not None else []
 
     wait_line = _model_wait_line(env)
     if wait_line is not None:
@@ -638,23 +664,14 @@ async def _run_in(env: RunEnvironment, args: argparse.Namespace, interrupts: Int
         if events is not None:
             events.close()
 
-    # Redacted like the events, with the tool call IDs (citations, checks) exact.
-    from agent.event_redaction import redact_result
+    return _report(env, args, result, events)
 
-    if args.json:
-        text = neutralize(
-            json.dumps(redact_result(env.redactor, result.to_json_dict()), ensure_ascii=False, indent=2),
-            form="json",
-        )
-    else:
-        from console.render_text import render_result
 
-        text = render_result(
-            result,
-            model_label=env.model_label,
-            redact=env.redactor.text,
-            model_timeout_s=env.settings.model.timeout_s,
-        )
+def _report(
+    env: RunEnvironment, args: argparse.Namespace, result: ExecutionResult, events: _NdjsonSink | None
+) -> int:
+    """Print the finished run's result (stderr when stdout carries the events) and give the exit code."""
+    text = _result_text(env, args, result)
     if result.failure is not None and result.failure.cause == RunFailureCause.AUDIT_WRITE_FAILED:
         # The result says FAILED; the operator also learns why in the words every audit error uses.
         error(f"the audit could not be written, so the run was stopped: {result.failure.detail}")

@@ -4,7 +4,7 @@ The only write path of the package, for demos and trainers; the model can never 
 (CREATE DATABASE, CREATE TABLE, INSERT), so it connects with an account given for that alone,
 `--admin-dsn` (its password in the variable `--admin-password-env` names, never on the command line,
 which other local users can read). The `[mysql]` account is the evidence account, read-only by
-design (README, "Production evidence sources"): it is never used here, and an `--admin-dsn` naming it
+design (docs/query-mysql.md): it is never used here, and an `--admin-dsn` naming it
 is refused. The database loaded is `--database`, else the admin DSN's, else `[mysql] dsn`'s, the one
 the evidence account reads; system schemas are refused.
 

@@ -7,6 +7,7 @@ loads it.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from agent.errors import DiagnoseError
@@ -26,10 +27,8 @@ def error(message: str, *, command: str = "diagnose") -> None:
 
     if sys.stderr is None:
         return  # stderr was closed at start: the exit code is all that is left
-    try:
+    with contextlib.suppress(OSError):  # stderr is gone too: the exit code is all that is left
         print(f"{command}: {neutralize(NOOP.text(message), newlines=False)}", file=sys.stderr)
-    except OSError:
-        pass  # stderr is gone too: the exit code is all that is left
 
 
 def warning(message: str) -> None:

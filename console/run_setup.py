@@ -7,16 +7,19 @@ neutralised before it is shown.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from audit.replay import run_limits, stored_number
 from console.presentation import counted
 from console.safe_text import neutralize
 
+if TYPE_CHECKING:
+    from audit.rows import RunRow
 
-def run_setup_text(run: dict[str, Any]) -> tuple[str, str]:
+
+def run_setup_text(run: RunRow) -> tuple[str, str]:
     """The model label and the limits a run used, in words, as the audit recorded them."""
-    model = neutralize(str(run["model"]), newlines=False) if run.get("model") is not None else "not recorded"
+    model = neutralize(str(run["model"]), newlines=False) if run["model"] is not None else "not recorded"
     limits = run_limits(run)
     if limits is None:
         return model, "not recorded"
@@ -31,7 +34,7 @@ def run_setup_text(run: dict[str, Any]) -> tuple[str, str]:
         f"{shown['deadline_s']} s",
         counted(shown["max_run_bytes"], "run byte"),
     ]
-    protocol = [stored_number(run.get(key)) for key in ("max_consecutive_no_gain", "max_protocol_violations")]
+    protocol = [stored_number(run["max_consecutive_no_gain"]), stored_number(run["max_protocol_violations"])]
     if any(value is not None for value in protocol):
         no_gain, violations = ("—" if v is None else str(v) for v in protocol)
         words.append(

@@ -34,6 +34,7 @@ It binds to 127.0.0.1 unless told otherwise; behind a proxy,
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import html
 import ipaddress
@@ -51,7 +52,7 @@ from console.presentation import counted
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-TOKEN_PARAM = "token"
+TOKEN_PARAM = "token"  # noqa: S105 - the query parameter's name
 PAGE_FOLDER = Path(__file__).with_name("serve_page")  # the page template (textual-serve's, made local)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -311,8 +312,7 @@ def serve(
     server = GuardedServer(
         console_command(config), host=host, port=port, max_consoles=max_consoles, public_url=public_url
     )
-    try:
+    # Ctrl+C before the server listened: nothing to clean up but the loop.
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.run())
-    except KeyboardInterrupt:  # Ctrl+C before the server listened: nothing to clean up but the loop
-        pass
     return 0

@@ -39,7 +39,7 @@ def occupy_closed_descriptors() -> frozenset[int]:
                 os.close(null)
             closed.add(fd)
     if 2 in closed and sys.stderr is None:
-        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # lives as long as the process
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     return frozenset(closed)
 
 

@@ -72,6 +72,6 @@ def canonical_sql(sql: str) -> str:
         statements = [s for s in sqlglot.parse(sql, read="mysql") if s is not None]
         if len(statements) == 1 and isinstance(statements[0], exp.Query):
             return statements[0].sql(dialect="mysql", identify=True)
-    except Exception:  # sqlglot's parse and generate errors, RecursionError: not a statement it can judge
-        pass
+    except Exception:  # noqa: S110 - sqlglot's parse and generate errors, RecursionError:
+        pass  # not a statement it can judge
     return sql.strip()

@@ -38,8 +38,8 @@ DESCRIPTIONS: dict[ToolName, str] = {
     ToolName.LOOKUP_KNOWLEDGE: "检索运维知识库（runbook、故障手册）。",
     ToolName.QUERY_LOGS: "按服务、时间窗口、级别和关键字查询应用日志。",
     ToolName.QUERY_MYSQL: (
-        "对 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）：业务表，或会话、事务、锁等待、"
-        "语句摘要、状态与复制的诊断视图；其他会话的 SQL 以摘要返回。"
+        "对 MySQL 执行一条只读 SQL（SELECT/SHOW/DESCRIBE/EXPLAIN）："
+        "业务表，或会话、锁、语句、状态、复制的诊断视图。"
     ),
 }
 

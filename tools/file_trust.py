@@ -21,6 +21,7 @@ folder all follow it:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -83,10 +84,8 @@ def private_folder(path: Path) -> Path:
     refused when it is a link, not a folder, or another user's."""
     for folder in reversed([path, *path.parents]):
         if not os.path.lexists(folder):
-            try:
+            with contextlib.suppress(FileExistsError):
                 folder.mkdir(mode=PRIVATE_DIR)
-            except FileExistsError:
-                pass
     _check_own(path, os.lstat(path), folder=True)
     return path
 
@@ -266,13 +265,24 @@ def walk_folder(
                 elif real not in visited:
                     visited.add(real)
                     pending.append((real, f"{source}/"))
-            elif not is_wanted:
-                continue
-            elif not (trusted_owner(info, folder_owner) and trusted_owner(link_info, folder_owner)):
-                yield SkippedFile(source, "OWNED_BY_OTHER")
-            elif not stat.S_ISREG(info.st_mode):
-                yield SkippedFile(source, "NOT_A_FILE")
-            elif info.st_size > max_file_bytes:
-                yield SkippedFile(source, "TOO_LARGE")
-            else:
-                yield TrustedFile(source, real, info)
+            elif is_wanted:
+                yield _wanted_file(source, real, info, link_info, folder_owner, max_file_bytes)
+
+
+def _wanted_file(
+    source: str,
+    real: str,
+    info: os.stat_result,
+    link_info: os.stat_result,
+    folder_owner: int,
+    max_file_bytes: int,
+) -> TrustedFile | SkippedFile:
+    """A wanted name's entry (`info`; `link_info` the link reaching it, or its own again): a
+    `TrustedFile` when both have a trusted owner and it is a regular file within the size cap."""
+    if not (trusted_owner(info, folder_owner) and trusted_owner(link_info, folder_owner)):
+        return SkippedFile(source, "OWNED_BY_OTHER")
+    if not stat.S_ISREG(info.st_mode):
+        return SkippedFile(source, "NOT_A_FILE")
+    if info.st_size > max_file_bytes:
+        return SkippedFile(source, "TOO_LARGE")
+    return TrustedFile(source, real, info)

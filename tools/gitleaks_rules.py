@@ -48,13 +48,13 @@ _POSIX_CLASSES = {
     "[:word:]": r"\w",
 }
 _FLAG_GROUP = re.compile(r"\(\?([a-zA-Z]+)\)")
-_TOKEN_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+_TOKEN_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""  # noqa: S105 - a regex fragment, not a secret
 _WORD_START = re.compile(r"^((?:\(\?i\))?)\\b")
 # After a JSON-escaped newline, return or tab, as after a space.
-TOKEN_START = r"(?:(?<=\\[nrt])|\b)"
+TOKEN_START = r"(?:(?<=\\[nrt])|\b)"  # noqa: S105 - a regex fragment, not a secret
 _GLOBAL_FLAGS = re.compile(r"^\(\?[a-zA-Z]+\)")
 _TAIL = "rest_of_token"
-_TOKEN_CHAR = "[A-Za-z0-9+/=_-]"
+_TOKEN_CHAR = "[A-Za-z0-9+/=_-]"  # noqa: S105 - a regex fragment, not a secret
 
 
 @dataclass(frozen=True)

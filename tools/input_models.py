@@ -7,6 +7,7 @@ imports and schema construction, which the console's first frame must not pay.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -61,7 +62,7 @@ def _rfc3339(value: str) -> str:
     return value
 
 
-def _within_bytes(limit: int):
+def _within_bytes(limit: int) -> Callable[[str], str]:
     def check(value: str) -> str:
         if len(value.encode("utf-8")) > limit:
             raise ValueError(f"must be at most {limit} UTF-8 bytes")

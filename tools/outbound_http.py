@@ -195,7 +195,7 @@ class BoundedTransport(httpx.AsyncBaseTransport, httpx.BaseTransport):
             headers = httpx.Headers(
                 [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DECODED_AWAY]
             )
-        assert isinstance(response.stream, httpx.AsyncByteStream)
+        assert isinstance(response.stream, httpx.AsyncByteStream)  # noqa: S101 - invariant for the type checker
         body = _BoundedBody(response.stream, inflater, self._bounds.max_body_bytes, deadline)
         return httpx.Response(
             response.status_code,

@@ -208,7 +208,7 @@ class _MaintainedRule:
         return match.string[match.start() : start] + REDACTED + match.string[end : match.end()]
 
 
-_TOKEN_CHARS = r"A-Za-z0-9_-"
+_TOKEN_CHARS = r"A-Za-z0-9_-"  # noqa: S105 - a character class, not a secret
 # A token starts after anything but a token character, and right after a JSON-escaped \n, \r or \t.
 _TOKEN_START = rf"(?:(?<=\\[nrt])|(?<![{_TOKEN_CHARS}]))"
 # The words a secret's key ends with, and the qualifiers that keep it one (`password_hash`,
@@ -224,7 +224,7 @@ _UNQUOTED_VALUE = rf"(?:{_UNQUOTED}++|[&,]++(?![\w.-]{{1,60}}+[:=])(?={_UNQUOTED
 # and issuers gitleaks has no rule for (Stripe/Svix webhook secrets, short Vault tokens); the length
 # after the prefix keeps ordinary words and IDs that share a prefix out.
 _ISSUED_TOKEN = (
-    r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"
+    r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"  # noqa: S105 - a regex of token shapes, not a secret
     r"|gh[pousr]_[A-Za-z0-9]{36,}+|github_pat_[A-Za-z0-9_]{22,}+"
     r"|glpat-[A-Za-z0-9_-]{20,}+|gl(?:dt|rt|ptt|ft|imt|oas|cbt|soat|agent)-[A-Za-z0-9_-]{20,}+"
     r"|GR1348941[A-Za-z0-9_-]{20,}+"

@@ -29,7 +29,8 @@ def alias_free_loader() -> type:
     class AliasFreeLoader(yaml.SafeLoader):
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.AliasEvent):
-                raise AliasRefused(self.peek_event().start_mark.line + 1)
+                # types-PyYAML leaves Parser.peek_event unannotated
+                raise AliasRefused(self.peek_event().start_mark.line + 1)  # type: ignore[no-untyped-call]
             return super().compose_node(parent, index)
 
     return AliasFreeLoader

@@ -9,10 +9,10 @@ widgets as a live run.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from rich.text import Text
 from textual import events, getters, on, work
@@ -44,6 +44,7 @@ from tools.vocabulary import ErrorCode
 
 if TYPE_CHECKING:
     from audit.browse import AuditBrowser
+    from audit.rows import InvocationRow, RunRow
 
 PAGE_SIZE = 50
 PREFETCH_ROWS = 10  # fetch the next page when the cursor is this close to the last loaded row
@@ -70,6 +71,8 @@ INVOCATION_COLUMNS = (
     Column("input", 0),
 )
 OUTCOMES: tuple[str, ...] = (*Outcome, INTERRUPTED_RUN)  # what the outcome filter offers
+# The audit row a table shows, one per line: a run (`audit.rows.RunRow`) or an invocation.
+Record = TypeVar("Record", bound=Mapping[str, Any])
 
 
 def when(stamp: Any) -> str:
@@ -86,12 +89,12 @@ def _value(select: Select[str]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class PagedTable(DataTable[Any]):
+class PagedTable(DataTable[Any], Generic[Record]):
     """A DataTable that remembers the keyset cursor of the next page, and shows the columns its width
     allows (`console.widgets.table_columns`)."""
 
     def __init__(
-        self, columns: tuple[Column, ...], cells: Callable[[dict[str, Any]], list[Text]], *, id: str
+        self, columns: tuple[Column, ...], cells: Callable[[Record], list[Text]], *, id: str
     ) -> None:
         """`cells`: a record's cells, one per column of `columns` (shown or not)."""
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
@@ -101,11 +104,11 @@ class PagedTable(DataTable[Any]):
         self.next_cursor: str | None = None
         self.loading_page = False
         self.keys: list[Any] = []
-        self.records: list[dict[str, Any]] = []  # the loaded rows as read, for the full-text line
+        self.records: list[Record] = []  # the loaded rows as read, for the full-text line
         self.flexible: ColumnKey | None = None  # the column sized to the window
         self.generation = 0  # bumped on every restart: pages fetched for an older one are dropped
 
-    def add_record(self, key: Any, record: dict[str, Any]) -> None:
+    def add_record(self, key: Any, record: Record) -> None:
         self.keys.append(key)
         self.records.append(record)
         cells = self.cells_of(record)
@@ -131,7 +134,7 @@ class PagedTable(DataTable[Any]):
                 self.move_cursor(row=min(max(cursor, 0), len(self.records) - 1))
         self.fit_flexible_column(width)
 
-    def left_out(self, record: dict[str, Any], named: set[str]) -> Text:
+    def left_out(self, record: Record, named: set[str]) -> Text:
         """The record's cells of the columns not shown (but those in `named`), as `label value` pairs."""
         cells = self.cells_of(record)
         text = Text()
@@ -174,7 +177,7 @@ class PagedTable(DataTable[Any]):
         )
 
 
-class AuditPane(TabPane):
+class AuditPane(TabPane, Generic[Record]):
     """One tab of the audit: its filters, its keyset-paged table, and the pages it fetches."""
 
     app = getters.app(ConsoleHost)
@@ -195,7 +198,7 @@ class AuditPane(TabPane):
         self._debounce: Timer | None = None
 
     @property
-    def table(self) -> PagedTable:
+    def table(self) -> PagedTable[Record]:
         return self.query_one(f"#{self.TABLE_ID}", PagedTable)
 
     def compose(self) -> ComposeResult:
@@ -260,12 +263,12 @@ class AuditPane(TabPane):
 
     def fetch_page(
         self, browser: AuditBrowser, cursor: str | None, filters: dict[str, Any], first: bool
-    ) -> tuple[list[dict[str, Any]], str | None, int | None]:
+    ) -> tuple[list[Record], str | None, int | None]:
         """(rows, next page's cursor, how many match or None) for one page. Runs in a thread."""
         raise NotImplementedError
 
     def _add_page(
-        self, generation: int, rows: list[dict[str, Any]], next_cursor: str | None, matching: int | None
+        self, generation: int, rows: list[Record], next_cursor: str | None, matching: int | None
     ) -> None:
         table = self.table
         if generation != table.generation:
@@ -278,17 +281,17 @@ class AuditPane(TabPane):
             self.matching = matching
         self.post_message(self.PageLoaded())
 
-    def key(self, row: dict[str, Any]) -> Any:
+    def key(self, row: Record) -> Any:
         raise NotImplementedError
 
-    def cells(self, row: dict[str, Any]) -> list[Text]:
+    def cells(self, row: Record) -> list[Text]:
         raise NotImplementedError
 
-    def full_text(self, row: dict[str, Any]) -> Text:
+    def full_text(self, row: Record) -> Text:
         """The highlighted row's clipped cells, whole (the line under the table)."""
         raise NotImplementedError
 
-    def row_text(self, row: dict[str, Any]) -> Text:
+    def row_text(self, row: Record) -> Text:
         """The line under the table: the highlighted row's left-out cells, then its clipped ones whole."""
         return self.table.left_out(row, self.WHOLE) + self.full_text(row)
 
@@ -312,7 +315,7 @@ class AuditPane(TabPane):
         raise NotImplementedError
 
 
-class RunsPane(AuditPane):
+class RunsPane(AuditPane["RunRow"]):
     NOUN = "run"
     COLUMNS = RUN_COLUMNS
     WHOLE: ClassVar[set[str]] = {"stop reason", "query"}
@@ -333,27 +336,27 @@ class RunsPane(AuditPane):
 
     def fetch_page(
         self, browser: AuditBrowser, cursor: str | None, filters: dict[str, Any], first: bool
-    ) -> tuple[list[dict[str, Any]], str | None, int | None]:
+    ) -> tuple[list[RunRow], str | None, int | None]:
         page = browser.runs(limit=PAGE_SIZE, cursor=cursor, outcome=filters["outcome"], text=filters["text"])
         return page.rows, page.next_cursor, None
 
-    def key(self, row: dict[str, Any]) -> Any:
+    def key(self, row: RunRow) -> Any:
         return row["run_id"]
 
-    def cells(self, row: dict[str, Any]) -> list[Text]:
+    def cells(self, row: RunRow) -> list[Text]:
         return run_cells(row)
 
     def replay_of(self, row_index: int) -> ReplayScreen | None:
         return ReplayScreen(self.table.keys[row_index])
 
-    def full_text(self, row: dict[str, Any]) -> Text:
-        text = Text.assemble(("stop reason ", "dim"), neutralize(str(row.get("stop_reason") or "—")))
+    def full_text(self, row: RunRow) -> Text:
+        text = Text.assemble(("stop reason ", "dim"), neutralize(str(row["stop_reason"] or "—")))
         text.append("  query ", style="dim")
-        text.append(neutralize(str(row.get("query") or "—")))
+        text.append(neutralize(str(row["query"] or "—")))
         return text
 
 
-class InvocationsPane(AuditPane):
+class InvocationsPane(AuditPane["InvocationRow"]):
     NOUN = "invocation"
     COLUMNS = INVOCATION_COLUMNS
     WHOLE: ClassVar[set[str]] = {"input"}
@@ -378,7 +381,7 @@ class InvocationsPane(AuditPane):
 
     def fetch_page(
         self, browser: AuditBrowser, cursor: str | None, filters: dict[str, Any], first: bool
-    ) -> tuple[list[dict[str, Any]], str | None, int | None]:
+    ) -> tuple[list[InvocationRow], str | None, int | None]:
         from audit.browse import InvocationFilter
 
         flt = InvocationFilter(
@@ -390,19 +393,19 @@ class InvocationsPane(AuditPane):
         page = browser.invocations(flt, limit=PAGE_SIZE, cursor=cursor)
         return page.rows, page.next_cursor, browser.count_invocations(flt) if first else None
 
-    def key(self, row: dict[str, Any]) -> Any:
+    def key(self, row: InvocationRow) -> Any:
         return (row["run_id"], row["tool_call_id"])
 
-    def cells(self, row: dict[str, Any]) -> list[Text]:
+    def cells(self, row: InvocationRow) -> list[Text]:
         return invocation_cells(row)
 
     def replay_of(self, row_index: int) -> ReplayScreen | None:
         run_id, tool_call_id = self.table.keys[row_index]
         return ReplayScreen(run_id, focus_call=tool_call_id)
 
-    def full_text(self, row: dict[str, Any]) -> Text:
-        text = Text.assemble(("input ", "dim"), neutralize(str(row.get("input_json") or "—"), form="json"))
-        if row.get("reason"):
+    def full_text(self, row: InvocationRow) -> Text:
+        text = Text.assemble(("input ", "dim"), neutralize(str(row["input_json"] or "—"), form="json"))
+        if row["reason"]:
             text.append("  reason ", style="dim")
             text.append(neutralize(str(row["reason"])))
         return text
@@ -445,11 +448,11 @@ class AuditScreen(Screen[None]):
             pane.query_one(f"#{pane.SEARCH_ID}", Input).placeholder = pane.SEARCH_HINTS[narrow]
 
     @property
-    def panes(self) -> tuple[AuditPane, ...]:
+    def panes(self) -> tuple[AuditPane[Any], ...]:
         return tuple(self.query(AuditPane))
 
     @property
-    def active_pane(self) -> AuditPane:
+    def active_pane(self) -> AuditPane[Any]:
         return self.query_one(f"#{self.query_one(TabbedContent).active}", AuditPane)
 
     def on_mount(self) -> None:
@@ -522,32 +525,32 @@ def cell(value: Any, style: str = "", justify: Any = None) -> Text:
     )
 
 
-def run_cells(row: dict[str, Any]) -> list[Text]:
-    outcome = row.get("outcome") or (INTERRUPTED_RUN if row.get("interrupted") else "—")
+def run_cells(row: RunRow) -> list[Text]:
+    outcome = row["outcome"] or (INTERRUPTED_RUN if row["interrupted"] else "—")
     return [
-        cell(when(row.get("started_at") or row.get("finished_at"))),
-        cell(row.get("run_id")),
+        cell(when(row["started_at"] or row["finished_at"])),
+        cell(row["run_id"]),
         cell(outcome, style=OUTCOME_STYLE.get(outcome, "")),
-        cell(row.get("stop_reason")),
-        cell(row.get("model_calls"), justify="right"),
-        cell(row.get("total_tokens"), justify="right"),
-        Text(clip(str(row.get("query") or ""), 400), no_wrap=True, overflow="ellipsis"),
+        cell(row["stop_reason"]),
+        cell(row["model_calls"], justify="right"),
+        cell(row["total_tokens"], justify="right"),
+        Text(clip(str(row["query"] or ""), 400), no_wrap=True, overflow="ellipsis"),
     ]
 
 
-def invocation_cells(row: dict[str, Any]) -> list[Text]:
-    status = str(row.get("status"))
+def invocation_cells(row: InvocationRow) -> list[Text]:
+    status = str(row["status"])
     try:
-        business = json.loads(row.get("input_json") or "null")
+        business = json.loads(row["input_json"] or "null")
     except ValueError:
         business = None
     return [
-        cell(when(row.get("started_at"))),
-        cell(row.get("run_id")),
-        cell(row.get("tool_call_id")),
-        cell(row.get("tool"), style="cyan"),
+        cell(when(row["started_at"])),
+        cell(row["run_id"]),
+        cell(row["tool_call_id"]),
+        cell(row["tool"], style="cyan"),
         cell(status, style=STATUS_STYLE.get(status, "")),
-        cell(row.get("error_code")),
-        cell(row.get("evaluation")),
-        Text(input_summary(row.get("tool"), business, 400), style="dim", no_wrap=True, overflow="ellipsis"),
+        cell(row["error_code"]),
+        cell(row["evaluation"]),
+        Text(input_summary(row["tool"], business, 400), style="dim", no_wrap=True, overflow="ellipsis"),
     ]

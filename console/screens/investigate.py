@@ -47,7 +47,7 @@ from console.widgets.status_bar import StatusBar
 from console.widgets.too_small import TooSmall, fit_screen
 
 if TYPE_CHECKING:
-    from agent.run_events import RunEvent
+    from agent.run_events import BudgetGauges, RunEvent
     from console.export import RunRecord
     from console.screens.export_dialog import ExportTarget
 
@@ -467,7 +467,7 @@ class InvestigateScreen(Screen[None]):
             self._set_activity("failed")
 
     # ------------------------------------------------------------------ engine changes
-    def engine_ready(self, limits: dict[str, Any] | None) -> None:
+    def engine_ready(self, limits: BudgetGauges | None) -> None:
         """The (re)opened engine is ready: show its limits, then start a run queued while it loaded.
         The queued run sends what the query box holds now (a scenario's query fills it on load)."""
         if limits is not None:

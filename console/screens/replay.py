@@ -85,7 +85,7 @@ class ReplayScreen(Screen[None]):
         view = self.query_one(RunView)
         view.reset(state)
         view.sync()
-        query.update(Text.assemble(("query ", "bold"), neutralize(str(timeline.run.get("query") or "—"))))
+        query.update(Text.assemble(("query ", "bold"), neutralize(str(timeline.run["query"] or "—"))))
         model, limits = run_setup_text(timeline.run)
         status = self.query_one(StatusBar)
         status.model = model if model != "not recorded" else MODEL_NOT_RECORDED

@@ -83,7 +83,7 @@ class AuditedRunTraces:
                 report.missing.append(run_id)
                 continue
             run = timeline.run
-            if run.get("finished_at") is None and not run.get("interrupted"):
+            if run["finished_at"] is None and not run["interrupted"]:
                 report.running.append(run_id)
                 continue
             for event in timeline_events(timeline):

@@ -93,7 +93,7 @@ class OtlpHttpExporter(SpanExporter):
                         return False
                 if self._shutdown.is_set():
                     return False
-                await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
+                await asyncio.sleep(backoff * random.uniform(0.8, 1.2))  # noqa: S311 - retry jitter, not a secret
                 backoff *= 2
 
     def shutdown(self) -> None:

@@ -6,6 +6,7 @@ budget that ended the run is named, so an operator sees at a glance why a run st
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -63,13 +64,14 @@ class BudgetGauge(Widget):
     def __init__(self, *, show_timings: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
         self.show_timings = show_timings
-        self.budget: dict[str, Any] | None = None
+        self.budget: Mapping[str, Any] | None = None
         self.ending: str | None = None
         # The console's own count of a running run's seconds: run events come only at round and tool
         # boundaries, so while a model round waits the deadline would stand still without it.
         self.running_s: float | None = None
 
-    def update_budget(self, budget: dict[str, Any] | None, ending: str | None) -> None:
+    def update_budget(self, budget: Mapping[str, Any] | None, ending: str | None) -> None:
+        """`budget`: the gauges (`agent.run_events.BudgetGauges`), and `exhausted` once a run reports it."""
         self.budget = budget
         self.ending = ending
         self.refresh()

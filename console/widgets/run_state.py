@@ -126,10 +126,6 @@ class Changes:
         )
 
 
-def _gauge(used: Any, limit: Any) -> dict[str, Any]:
-    return {"used": used, "limit": limit}
-
-
 class RunState:
     """Everything the console knows about one run, built only from its events."""
 
@@ -241,14 +237,10 @@ class RunState:
     def _limits(self, event: RunStarted) -> None:
         """Gauges and counters start from the run's limits. An audit replay has the limits (schema v4)
         but not the counters, so it starts the gauges and leaves the protocol panel unrecorded."""
-        limits: Mapping[str, Any] = event.limits or {}
-        self.budget = {
-            "model_calls": _gauge(0, limits.get("max_model_calls")),
-            "tokens": _gauge(0, limits.get("max_total_tokens")),
-            "deadline": {"elapsed_s": 0.0, "limit_s": limits.get("deadline_s")},
-            "run_bytes": _gauge(0, limits.get("max_run_bytes")),
-            "exhausted": None,
-        }
+        from agent.run_events import budget_gauges  # loaded with the event being folded
+
+        gauges = budget_gauges(event.limits, model_calls=0, tokens=0, run_bytes=0, elapsed_s=0.0)
+        self.budget = {**gauges, "exhausted": None}
         if event.protocol is None:
             self._changes.header = self._changes.budget = True
             return  # thresholds without counters would read as a clean protocol record

@@ -10,7 +10,7 @@ and a finished run brings its Result tab forward.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual import events
 from textual.app import ComposeResult
@@ -24,6 +24,9 @@ from console.widgets.protocol import ProtocolPanel
 from console.widgets.result import ResultView
 from console.widgets.run_state import Changes, RunState
 from console.widgets.timeline import Timeline, TimelineKey
+
+if TYPE_CHECKING:
+    from agent.run_events import BudgetGauges
 
 NARROW_BELOW = 120  # columns: below this the panels are tabs
 PANELS = ("timeline", "detail", "result")
@@ -108,7 +111,7 @@ class RunView(Vertical):
                     self.show_panel(name)
                 return
 
-    def show_limits(self, limits: dict[str, Any] | None) -> None:
+    def show_limits(self, limits: BudgetGauges | None) -> None:
         """Before the first run, the budget gauge shows the limits the next run will have."""
         if self.state.budget is None:
             self.query_one(BudgetGauge).update_budget(limits, None)

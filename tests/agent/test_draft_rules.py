@@ -59,7 +59,7 @@ def accepts(draft: Any, evidence: RunEvidence, max_bytes: int) -> bool:
 
 
 def admits(schema: dict[str, Any], draft: Any) -> bool:
-    return jsonschema.Draft202012Validator(schema).is_valid(draft)
+    return bool(jsonschema.Draft202012Validator(schema).is_valid(draft))
 
 
 # ------------------------------------------------------------------ runs

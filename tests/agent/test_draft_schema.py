@@ -26,7 +26,7 @@ RECORDED = json.loads((Path(__file__).parents[1] / "data" / "recorded_final_roun
 
 
 def valid(schema: dict[str, Any], instance: Any) -> bool:
-    return jsonschema.Draft202012Validator(schema).is_valid(instance)
+    return bool(jsonschema.Draft202012Validator(schema).is_valid(instance))
 
 
 def parses(text: str, statuses: dict[str, str], max_bytes: int = 16_384) -> bool:
@@ -37,7 +37,9 @@ def parses(text: str, statuses: dict[str, str], max_bytes: int = 16_384) -> bool
     return True
 
 
-def draft(conclusion: str | None, analysis: list[dict[str, Any]], missing: list[str] | None = None) -> dict:
+def draft(
+    conclusion: str | None, analysis: list[dict[str, Any]], missing: list[str] | None = None
+) -> dict[str, Any]:
     return {
         "conclusion": conclusion,
         "analysis": analysis,

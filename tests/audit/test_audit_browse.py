@@ -342,7 +342,7 @@ def test_timeline_is_in_event_order(audit_store: AuditStore) -> None:
     assert timeline is not None
     assert timeline.run["outcome"] == "CONTROLLED_STOP"
     label = {"model_round": "round", "invocation": "tool_call_id", "protocol_event": "code"}
-    assert [(e.kind, e.data[label[e.kind]]) for e in timeline.entries] == [
+    assert [(e.kind, dict(e.data)[label[e.kind]]) for e in timeline.entries] == [
         ("model_round", 1),
         ("invocation", "call-2"),
         ("protocol_event", "INVALID_PROGRESS_PROTOCOL"),

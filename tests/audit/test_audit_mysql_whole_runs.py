@@ -16,6 +16,7 @@ test has a database of its own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -420,10 +421,8 @@ def test_a_thread_id_from_an_earlier_server_run_is_never_killed(migrated: AuditT
         processes = "SELECT count(*) FROM information_schema.PROCESSLIST WHERE ID = %s"
         assert _admin(migrated, processes, (bystander.thread_id(),)) == [(0,)]
     finally:
-        try:
+        with contextlib.suppress(pymysql.err.Error):  # killed: already closed
             bystander.close()
-        except pymysql.err.Error:
-            pass  # killed: already closed
 
 
 def test_the_read_timeout_is_shorter_than_the_retry_deadline() -> None:

@@ -23,6 +23,7 @@ from console.cli import main
 from tests.support import harness
 from tests.support.audit_events import Events
 from tests.support.audit_reader import AuditReader
+from tests.support.audit_rows import run_row
 from tools.redaction import Redactor
 
 
@@ -178,7 +179,7 @@ def test_audit_show_names_what_a_rejected_run_was_given(
 def test_large_limits_are_shown_in_full() -> None:
     from console.run_setup import run_setup_text
 
-    run = {"model": "m", "max_model_calls": 8, "max_total_tokens": 1_000_000, "deadline_s": 2.5}
+    run = run_row(model="m", max_model_calls=8, max_total_tokens=1_000_000, deadline_s=2.5)
     run |= {"max_run_bytes": 1_048_576, "max_consecutive_no_gain": 3, "max_protocol_violations": 3}
     model, limits = run_setup_text(run)
     assert model == "m"

@@ -58,7 +58,9 @@ def main() -> int:
     try:
         with root_connection() as conn, conn.cursor() as cursor:
             cursor.execute("SELECT VERSION()")
-            (version,) = cursor.fetchone()
+            row = cursor.fetchone()
+            assert row is not None
+            (version,) = row
         with MysqlAuditStore(MysqlLocation(MYSQL_HOST, MYSQL_PORT, ROOT_USER, database)) as store:
             variants = {"shipped": AuditSink(store), "without the check": _WithoutLeaseCheck(store)}
             seconds: dict[str, list[float]] = {name: [] for name in variants}

@@ -126,7 +126,10 @@ def measure(name: str, store: AuditBackend, run: Callable[..., Any], mark: str, 
         b, r = _time_pair(browser_call, raw_call, repeats)
         print(f"{label:<38} {b:>11.3f} {r:>8.3f} {b / r if r else float('inf'):>6.2f}")
     for term in SEARCHES:
-        call = lambda term=term: browser.invocations(InvocationFilter(text=term))  # noqa: E731
+
+        def call(term: str = term) -> object:
+            return browser.invocations(InvocationFilter(text=term))
+
         t0 = time.perf_counter()
         try:
             call()
@@ -155,7 +158,9 @@ def _loaded_count(database: str) -> int:
         if cursor.fetchone() is None:
             return 0
         cursor.execute(f"SELECT COUNT(*) FROM `{database}`.invocations")
-        return int(cursor.fetchone()[0])
+        row = cursor.fetchone()
+        assert row is not None
+        return int(row[0])
 
 
 def _file_count(path: Path) -> int:
@@ -179,7 +184,9 @@ def _time_stores(path: Path, location: MysqlLocation, repeats: int) -> None:
 
         with conn.cursor() as cursor:
             cursor.execute("SELECT VERSION()")
-            version = cursor.fetchone()[0]
+            row = cursor.fetchone()
+            assert row is not None
+            version = row[0]
         measure(f"MariaDB {version}", server_store, server_sql, "%s", repeats)
 
 

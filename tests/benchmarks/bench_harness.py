@@ -160,7 +160,7 @@ class HarnessSide:
 
 class BareSide:
     def __init__(self, tool_rounds: int) -> None:
-        from haystack.tools import Tool
+        from haystack.tools.tool import Tool
 
         self.rounds = knowledge_rounds(tool_rounds)
         self.max_steps = tool_rounds + 4

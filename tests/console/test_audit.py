@@ -33,7 +33,7 @@ async def until(pilot: Any, predicate: Any, timeout_s: float = 10.0) -> None:
     await pilot.pause()
 
 
-def loaded(table: PagedTable) -> bool:
+def loaded(table: PagedTable[Any]) -> bool:
     return table.row_count > 0 and not table.loading_page
 
 

@@ -26,6 +26,7 @@ from console.cli import CommandLineParser
 from console.safe_text import neutralize
 from tests.support.audit_data import populate_audit
 from tests.support.audit_events import KNOWLEDGE_INPUT, LOGS_INPUT, Events
+from tests.support.audit_rows import run_row
 
 
 def parser() -> argparse.ArgumentParser:
@@ -251,7 +252,7 @@ def test_an_edited_stored_result_is_shown_without_failing_or_driving_the_termina
     """The audit file may have been edited by anyone able to write it: any JSON, any text in it."""
     from console.audit_cli import _result_lines
 
-    lines = _result_lines({"result_json": json.dumps(result), "finished_at": "2026-11-30T03:00:00Z"})
+    lines = _result_lines(run_row(result_json=json.dumps(result), finished_at="2026-11-30T03:00:00Z"))
     for line in lines:
         assert neutralize(line, newlines=False) == line  # no control, bidi or line-breaking character
 

@@ -1,7 +1,7 @@
 """`diagnose` when what surrounds it fails: Ctrl-C at any moment, a full or closed standard output, a
 closed standard input, a command line that does not parse, a reader of the events that leaves. Each
 ends with a documented exit code and at most one line on stderr, never a traceback.
-(docs/contracts.md, "CLI"; README, "Headless use")
+(docs/contracts.md, "CLI"; docs/command-line.md, "Headless use: `diagnose run`")
 
 Every test runs a real process: signals, descriptors and the interpreter's last flush only exist there.
 """
@@ -33,12 +33,17 @@ SLOW_DRAFT = (
 )
 
 
-def child(*argv: str | Path, prelude: str = "", **popen: object) -> subprocess.Popen[str]:
+def child(*argv: str | Path, prelude: str = "", stdin: int | None = None) -> subprocess.Popen[str]:
     """`diagnose ...` in its own process, `prelude` first (it marks the moment a test waits for)."""
     code = f"import sys\n{prelude}\nfrom console.cli import main\nsys.exit(main(sys.argv[1:]))"
-    options: dict[str, object] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    options.update(popen)
-    return subprocess.Popen([sys.executable, "-c", code, *map(str, argv)], cwd=REPO, **options)  # type: ignore[call-overload]
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *map(str, argv)],
+        cwd=REPO,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for(marker: Path, proc: subprocess.Popen[str], timeout_s: float = 60) -> None:
@@ -272,7 +277,7 @@ def documented_codes(text: str) -> set[int]:
     return {int(code) for code in re.findall(r"^\s*\|?\s*(\d+)\s", text, flags=re.MULTILINE)}
 
 
-def test_run_help_and_the_readme_list_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_help_and_the_command_line_page_list_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     every = {*EXIT_CODE_OF.values(), SETUP_ERROR, USAGE_ERROR, OUTPUT_ERROR}
     with pytest.raises(SystemExit) as exited:
         main(["run", "--help"])
@@ -280,8 +285,8 @@ def test_run_help_and_the_readme_list_every_exit_code(capsys: pytest.CaptureFixt
     help_text = capsys.readouterr().out
     listed = help_text[help_text.index("exit codes:") :]
     assert documented_codes(listed) == every
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| exit | outcome |") :]
+    page = (REPO / "docs" / "command-line.md").read_text(encoding="utf-8")
+    table = page[page.index("| exit | outcome |") :]
     table = table[: table.index("\n\n")]
     assert documented_codes(table) == every
 

@@ -7,6 +7,7 @@ team-audit account that may not create the tables. Each is a real `diagnose` pro
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
@@ -159,7 +160,7 @@ def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_c
     plain_file = tmp_path / "notes.txt"
     plain_file.write_text("mine\n", encoding="utf-8")
     audit = ["--audit-db", str(tmp_path / "audit.db")]
-    commands = {
+    commands: dict[str, Callable[[Path], list[str]]] = {
         "events": lambda path: [
             "run",
             "--scenario",
@@ -190,7 +191,7 @@ def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_c
 def test_the_eval_table_fits_80_columns_and_wide_keeps_one_line_per_case(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """README, "Evaluate a model": off a terminal the table folds into bands within `COLUMNS`
+    """docs/eval.md: off a terminal the table folds into bands within `COLUMNS`
     (80 here); each band repeats the case column. `--wide` is the whole table on one line per case."""
     cases = ("--case", "payment-timeout", "--case", "vague-query")
     env = cli_env(tmp_path) | {"COLUMNS": "80"}

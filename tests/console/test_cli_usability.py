@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from agent.run_events import EventType
 from agent.scenarios import builtin_scenarios
-from agent.vocabulary import USAGE_ERROR
+from agent.vocabulary import USAGE_ERROR, EventType
 from console import cli
 from console.app import DiagnoseApp
 from console.audit_cli import add_audit_parser, run_audit_command
@@ -220,9 +219,9 @@ def test_markdown_export_says_yes_or_no_not_python_booleans(tmp_path: Path) -> N
         assert re.search(r"stop_required: (yes|no)\b", markdown), scenario
 
 
-def test_the_readme_scenario_table_lists_every_builtin() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Built-in scenarios", 1)[1].split("\n### ", 1)[0]
+def test_the_scenario_table_lists_every_builtin() -> None:
+    page = (REPO / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    section = page.split("## Built-in scenarios", 1)[1].split("\n### ", 1)[0]
     listed = re.findall(r"^\| `([a-z0-9-]+)` \|", section, flags=re.MULTILINE)
     assert sorted(listed) == sorted(s.name for s in builtin_scenarios())
 

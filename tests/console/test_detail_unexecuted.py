@@ -118,7 +118,7 @@ def model_received(app: DiagnoseApp, tool_call_id: str) -> str:
     raise AssertionError(f"the model never received an answer for {tool_call_id}")
 
 
-CASES = {
+CASES: dict[str, tuple[Callable[[Path], str], str, str, dict[str, Any]]] = {
     "duplicate": (
         lambda folder: scenario_file(
             folder,

@@ -62,8 +62,8 @@ async def export_into(pilot: Any, folder: Path | str) -> str:
 async def test_an_export_into_a_new_folder_creates_it_and_other_paths_say_what_is_wrong(
     tmp_path: Path,
 ) -> None:
-    """README, "Files the tool writes": one new folder at most; a file in the way and a missing folder
-    above are told apart."""
+    """docs/command-line.md, "Files the tool writes": one new folder at most; a file in the way and a
+    missing folder above are told apart."""
     app = make_app(tmp_path, "evidence-backed-diagnosis")
     async with app.run_test(size=SMALL) as pilot:
         await run_to_end(pilot)

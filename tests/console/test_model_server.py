@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import signal
 import socket
 import stat
@@ -55,7 +56,7 @@ def test_the_template_shows_tools_and_writes_calls_between_the_markers_the_shapi
     turns: TurnTokens,
 ) -> None:
     # `tojson` as chat templates define it (llama.cpp, transformers): plain JSON, keys in order.
-    env = jinja2.Environment()
+    env = jinja2.Environment()  # noqa: S701 - a chat template renders text, not HTML
     env.filters["tojson"] = lambda value: json.dumps(value, ensure_ascii=False)
     template = env.from_string(chat_template(turns))
     call = {"id": "c1", "type": "function", "function": {"name": "query_logs", "arguments": {"service": "a"}}}
@@ -365,7 +366,7 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     assert tomllib.loads(out)["budget"]["max_model_calls"] == 3
     template = (tmp_path / "cache" / "templates" / "tiny.jinja").read_text()
     assert template == chat_template(CHATML)
-    # README, "Security": the cache keeps what a local user must not read or swap, owner-only.
+    # docs/local-model.md: the cache keeps what a local user must not read or swap, owner-only.
     for kept in ("templates/tiny.jinja", f"logs/llama-server-{port}.log", "models/tiny.gguf"):
         assert stat.S_IMODE((tmp_path / "cache" / kept).stat().st_mode) == 0o600, kept
     for folder in ("templates", "logs", "models"):
@@ -426,5 +427,5 @@ def test_the_server_leaves_a_core_to_the_rest_of_the_machine(monkeypatch: pytest
     from console.model_server import command
 
     for cores, threads in ((1, 1), (2, 1), (8, 7)):
-        monkeypatch.setattr(command.os, "cpu_count", lambda cores=cores: cores)
+        monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)
         assert command.default_threads() == threads

@@ -1,6 +1,6 @@
-"""At start the console says which MySQL diagnostic views its account can read (README, "The monitoring
-account"): a missing grant is a message the operator sees, not a silent EMPTY in the middle of an
-incident. The question runs after the engine is ready, beside the console, and is logged too."""
+"""At start the console says which MySQL diagnostic views its account can read (docs/query-mysql.md,
+"The monitoring account"): a missing grant is a message the operator sees, not a silent EMPTY in the
+middle of an incident. The question runs after the engine is ready, beside the console, and is logged too."""
 
 from __future__ import annotations
 

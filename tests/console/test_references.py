@@ -13,7 +13,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 SCANNED = ("agent", "tools", "audit", "console", "tests", "docs", ".ci")
-TOP_LEVEL = ("README.md", "pyproject.toml")
+TOP_LEVEL = ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "pyproject.toml")
 SUFFIXES = {".py", ".md", ".toml", ".tcss", ".yaml", ".yml", ".json", ".txt", ""}
 
 # Documents that are not in the repository: a design document numbered like "DESIGN 3.5", a

@@ -16,7 +16,7 @@ def test_serve_defaults_to_loopback() -> None:
     assert is_loopback("127.0.0.1")
     assert is_loopback("::1")
     assert is_loopback("localhost")
-    assert not is_loopback("0.0.0.0")
+    assert not is_loopback("0.0.0.0")  # noqa: S104 - a string the test checks is not loopback
     assert not is_loopback("example.org")
 
 

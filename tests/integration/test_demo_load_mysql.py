@@ -1,6 +1,6 @@
 """`diagnose demo load-mysql` writes only through an admin account of its own, never through the
 read-only `[mysql]` evidence account, on the real MariaDB with the README's grants.
-(README, "Production evidence sources")
+(docs/query-mysql.md, "The demo database")
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def test_load_mysql_writes_through_its_admin_account_never_the_evidence_one(
     demo = f"{mysql_env.prefix}_demo"
     mysql_env.extra_databases.append(demo)
     mysql_env.admin(f"CREATE DATABASE `{demo}` CHARACTER SET utf8mb4")
-    # The README's accounts: the evidence account reads, the demo admin may create the tables.
+    # The accounts of docs/query-mysql.md: the evidence account reads, the demo admin may create the tables.
     reader_password, admin_password = secrets.token_hex(8), secrets.token_hex(8)
     reader = mysql_env.create_user(reader_password, [f"GRANT SELECT, SHOW VIEW ON `{demo}`.* TO {{user}}"])
     admin = mysql_env.create_user(

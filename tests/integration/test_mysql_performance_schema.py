@@ -2,8 +2,8 @@
 
 One server for the module (tests/support/private_mariadb.py): performance_schema with the statement
 consumers on, the slow log in `mysql.slow_log` for every statement, a binary log, and an `ssl_key` path
-holding a canary (a secret-looking variable). The adapter connects as the monitoring account README
-documents (README, "The monitoring account"), during the lock-wait incident of
+holding a canary (a secret-looking variable). The adapter connects as the monitoring account of
+docs/query-mysql.md ("The monitoring account"), during the lock-wait incident of
 tests/support/mysql_incident.py and after a real deadlock, and never shows a canary.
 """
 
@@ -38,7 +38,7 @@ MONITOR = "diag_monitor"
 MONITOR_PASSWORD = "monitor-" + secrets.token_hex(4)
 KEY_CANARY = f"KEYCANARY{secrets.token_hex(4)}"
 ROOT = Path(__file__).resolve().parents[2]
-# The grants README documents for MariaDB (README, "The monitoring account"), read from README itself.
+# The grants docs/query-mysql.md documents for MariaDB ("The monitoring account"), read from that page itself.
 GRANT_BLOCK = re.compile(r"```sql\n-- MariaDB monitoring account\n(.*?)```", re.DOTALL)
 
 
@@ -60,9 +60,9 @@ ON_MARIADB = [sql for sql, server, answered in DOCUMENTED if answered and server
 
 
 def documented_grants() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "query-mysql.md").read_text(encoding="utf-8")
     match = GRANT_BLOCK.search(text)
-    assert match is not None, "README shows the MariaDB monitoring grants"
+    assert match is not None, "docs/query-mysql.md shows the MariaDB monitoring grants"
     return [line.strip().rstrip(";") for line in match[1].splitlines() if line.strip().startswith("GRANT")]
 
 

@@ -212,7 +212,7 @@ def _server_rows(target: AuditTarget) -> str:
 def test_an_account_without_ddl_grants_runs_browses_and_prunes_once_the_schema_is_in_place(
     diagnose: Diagnose, mariadb_audit: AuditTarget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """README, "Grants": CREATE, ALTER and INDEX may be revoked after the first start."""
+    """docs/audit.md, "Grants": CREATE, ALTER and INDEX may be revoked after the first start."""
     mariadb_audit.open().close()  # the first start, by an administrator: the schema is in place
     with audit_account(mariadb_audit, AUDIT_PASSWORD) as user:
         monkeypatch.setenv("TEAM_AUDIT_PASSWORD", AUDIT_PASSWORD)

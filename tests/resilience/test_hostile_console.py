@@ -82,7 +82,8 @@ ROUNDS: list[dict[str, Any]] = [
 
 def screen_strips(app: Any) -> list[Strip]:
     """Every line the compositor paints for the current screen (what reaches the terminal)."""
-    return app.screen._compositor.render_strips()
+    strips: list[Strip] = app.screen._compositor.render_strips()
+    return strips
 
 
 def screen_text(app: Any) -> str:

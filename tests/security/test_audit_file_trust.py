@@ -140,7 +140,7 @@ def test_a_too_open_audit_file_and_its_wal_are_tightened(audit_db: Path) -> None
     os.chmod(audit_db, 0o644)
     wal = Path(f"{audit_db}-wal")
     wal.write_bytes(b"")
-    os.chmod(wal, 0o666)
+    os.chmod(wal, 0o666)  # noqa: S103 - the loose mode the program must tighten
     with AuditStore(audit_db) as store:
         store.recover()
         assert mode(audit_db) == 0o600
@@ -177,7 +177,7 @@ def test_an_existing_too_open_log_is_tightened(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     state = tmp_path / "state" / "diagnosis-console"
     state.mkdir(parents=True, mode=0o755)
-    os.chmod(state, 0o755)
+    os.chmod(state, 0o755)  # noqa: S103 - the loose mode the program must tighten
     (state / "diagnose.log").write_text("old line\n")
     os.chmod(state / "diagnose.log", 0o644)
     run_cli(capsys, "scenarios")

@@ -91,7 +91,7 @@ def test_an_audit_database_holding_what_the_tool_did_not_create_is_refused(
 def test_the_check_runs_for_an_account_without_ddl_grants(
     migrated: MysqlLocation, mariadb_audit: AuditTarget
 ) -> None:
-    """The fixed-schema account (README, "Grants") still sees a foreign table on its database."""
+    """The fixed-schema account (docs/audit.md, "Grants") still sees a foreign table on its database."""
     _server(migrated.database, "CREATE TABLE orders (id INT PRIMARY KEY) ENGINE=InnoDB")
     with audit_account(mariadb_audit, "Trust-Check-Pw-71") as user, pytest.MonkeyPatch.context() as env:
         env.setenv("TRUST_CHECK_PW", "Trust-Check-Pw-71")
@@ -120,7 +120,7 @@ def test_an_unset_password_variable_is_named_before_any_connection(monkeypatch: 
         MysqlAuditStore(location)
 
 
-# README, "Grants", without the EVENT line: the server lists this account no event of its database.
+# docs/audit.md, "Grants", without the EVENT line: the server lists this account no event of its database.
 WITHOUT_EVENT = "SELECT, INSERT, UPDATE, DELETE"
 EVENT_PLANTED = "CREATE EVENT wipe_audit ON SCHEDULE EVERY 1 DAY DISABLE DO DELETE FROM runs"
 
@@ -170,8 +170,8 @@ def test_events_the_account_cannot_see_are_reported_on_open_not_passed_over(
 def test_with_the_event_grant_the_audit_account_sees_a_planted_event_and_refuses_it(
     migrated: MysqlLocation, mariadb_audit: AuditTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """README's grants (EVENT included): the check sees what root planted, and opening says nothing
-    about events when there are none."""
+    """The grants of docs/audit.md (EVENT included): the check sees what root planted, and opening says
+    nothing about events when there are none."""
     with audit_account(mariadb_audit, "Trust-Check-Pw-73") as user:
         monkeypatch.setenv("TRUST_CHECK_PW", "Trust-Check-Pw-73")
         account = _account_location(migrated, user, "TRUST_CHECK_PW")

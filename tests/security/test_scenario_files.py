@@ -81,7 +81,7 @@ def test_a_scenario_cannot_send_the_password_to_its_author(
 @pytest.mark.parametrize(
     ("settings", "named"),
     [
-        ({"audit": {"path": "/tmp/elsewhere.db"}}, "settings.audit"),
+        ({"audit": {"path": "/tmp/elsewhere.db"}}, "settings.audit"),  # noqa: S108 - a setting a scenario must not carry, never opened
         ({"knowledge": {"path": "/etc"}}, "settings.knowledge"),
         ({"mysql": {"dsn": "mysql://root@evil:3306/x"}}, "settings.mysql"),
         ({"budget": {"max_model_calls": 2, "api_key_env": "X"}}, "settings.budget.api_key_env"),

@@ -224,6 +224,7 @@ def evaluate(mysql_env: MysqlTestEnv) -> Iterator[Callable[[str], tuple[int, int
         with conn.cursor() as cur:
             cur.execute(guarded.sql)
             row = cur.fetchone()
+        assert row is not None
         out, total = row
         return int(out or 0), int(total or 0)
 

@@ -47,7 +47,7 @@ from tools.mysql.adapter import MysqlAdapter
 from tools.mysql.guard import GuardedStatement, SqlPolicyError, guard_sql
 from tools.mysql.json_members import hide_secret_members
 from tools.mysql.secret_reads import identifier_names_secret, secret_read
-from tools.redaction import names_secret
+from tools.secret_names import names_secret
 
 SECRET_COLUMN = "SECRET_COLUMN"
 

@@ -75,7 +75,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:Use
 
 def _draft_with(field: str, s: str) -> dict[str, Any]:
     """The null Draft with `s` in one of its text fields (a citation counts as one)."""
-    draft = json.loads(json.dumps(NULL_DRAFT))
+    draft: dict[str, Any] = json.loads(json.dumps(NULL_DRAFT))
     item = draft["analysis"][0]
     match field:
         case "conclusion":

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from haystack.components.agents import Agent
-from haystack.tools import Tool
+from haystack.tools.tool import Tool
 
 from audit import AuditSink, AuditStore
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model

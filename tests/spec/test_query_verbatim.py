@@ -61,7 +61,7 @@ def _started_query(tmp_path: Path) -> str:
     events = [
         json.loads(line) for line in (tmp_path / "events.ndjson").read_text(encoding="utf-8").split("\n")[:-1]
     ]
-    return next(e["query"] for e in events if e["type"] == "run_started")
+    return str(next(e["query"] for e in events if e["type"] == "run_started"))
 
 
 @pytest.mark.parametrize("query", QUERIES)

@@ -61,7 +61,7 @@ class ProviderUsage:
         self.usage = usage
 
     async def run_async(self, messages: Any, tools: Any = None, **kwargs: Any) -> dict[str, Any]:
-        result = await self.inner.run_async(messages=messages, tools=tools, **kwargs)
+        result: dict[str, Any] = await self.inner.run_async(messages=messages, tools=tools, **kwargs)
         for reply in result["replies"]:
             reply.meta.pop("usage", None)
             if self.usage != "absent":

@@ -68,7 +68,7 @@ def mariadb_target() -> Iterator[AuditTarget]:
             cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
 
 
-# What README's "Grants" leaves an audit account once the schema is in place and the DDL grants are
+# What docs/audit.md's "Grants" leaves an audit account once the schema is in place and the DDL grants are
 # revoked ("a fixed schema"): it writes runs, browses and prunes, but creates and alters nothing.
 # EVENT lets the check at open see events in the database (else it says they could not be checked).
 FIXED_SCHEMA_GRANTS = "SELECT, INSERT, UPDATE, DELETE, EVENT"

@@ -57,7 +57,9 @@ def require_server() -> str:
     try:
         with root_connection() as conn, conn.cursor() as cur:
             cur.execute("SELECT VERSION()")
-            (version,) = cur.fetchone()
+            row = cur.fetchone()
+            assert row is not None
+            (version,) = row
     except (pymysql.err.MySQLError, OSError) as exc:
         reason = f"MariaDB not reachable on {MYSQL_HOST}:{MYSQL_PORT}: {exc}"
         if os.environ.get(REQUIRE_ENV) == "1":

@@ -82,7 +82,9 @@ def _wait_for_the_lock_wait(connect: Connect, waiter: int) -> None:
                 "WHERE trx_mysql_thread_id = %s AND trx_state = 'LOCK WAIT'",
                 (waiter,),
             )
-            if cur.fetchone()[0]:
+            row = cur.fetchone()
+            assert row is not None  # COUNT(*) answers one row
+            if row[0]:
                 time.sleep(1.1)  # so the holder's transaction is over a second old (TIME, trx age)
                 return
             time.sleep(0.05)

@@ -119,7 +119,8 @@ class CliRun:
 
     @property
     def result(self) -> dict[str, Any]:
-        return json.loads(self.out)
+        result: dict[str, Any] = json.loads(self.out)
+        return result
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str | Path) -> CliRun:

@@ -9,6 +9,7 @@ sends the connections opened afterwards to another server: a fail-over behind th
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from types import TracebackType
@@ -62,10 +63,8 @@ class TcpProxy:
         if cut.is_set():
             return  # a cut flow does not even say goodbye: `stop()` closes its sockets
         for end in (source, sink):
-            try:
+            with contextlib.suppress(OSError):
                 end.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def retarget(self, host: str, port: int) -> None:
         self._target = (host, port)
@@ -82,10 +81,8 @@ class TcpProxy:
             sockets, self._sockets = self._sockets, []
         self._listener.close()
         for sock in sockets:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             sock.close()
 
     def __enter__(self) -> TcpProxy:

@@ -7,6 +7,7 @@ and collects everything written to the pty until the process ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
@@ -68,10 +69,8 @@ def in_terminal(
                 break
             now = time.monotonic()
             if keys and now >= next_key and proc.poll() is None:
-                try:
+                with contextlib.suppress(OSError):
                     os.write(master, keys)
-                except OSError:
-                    pass
                 next_key = now + key_every_s
             if now > deadline:
                 proc.kill()

@@ -2,7 +2,7 @@
 are in time order) answers exactly as the same file gzip-ed (which cannot be bisected and is read
 whole), for windows anywhere and records out of order by less than the slack; a file whose parts are
 out of order by hours (two logs concatenated) is noticed and read whole. What bisection cannot see
-is a single record hours out of place away from its window (README, "Logs you already have").
+is a single record hours out of place away from its window (docs/logs.md, "Log files").
 """
 
 from __future__ import annotations

@@ -409,15 +409,17 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _READ_STARTS = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXPLAIN"})
 # Words that never appear unquoted in an accepted statement: statements that change something,
 # clauses that write or lock, and functions that wait, lock, read files or reveal the account.
-_FORBIDDEN_WORDS = frozenset(
-    """INSERT UPDATE DELETE MERGE DROP TRUNCATE ALTER RENAME CREATE GRANT REVOKE LOAD CALL HANDLER
-    LOCK UNLOCK DO KILL FLUSH PREPARE EXECUTE DEALLOCATE XA START BEGIN COMMIT ROLLBACK SAVEPOINT INTO
-    OUTFILE DUMPFILE ANALYZE OPTIMIZE REPAIR INSTALL UNINSTALL SHUTDOWN RESET PURGE CHANGE USE SHARE
-    PROCESSLIST GRANTS VARIABLES STATUS DATABASES SLEEP BENCHMARK LOAD_FILE GET_LOCK RELEASE_LOCK
-    RELEASE_ALL_LOCKS IS_FREE_LOCK IS_USED_LOCK MASTER_POS_WAIT SOURCE_POS_WAIT MASTER_GTID_WAIT
-    WAIT_FOR_EXECUTED_GTID_SET WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS SYS_EVAL SYS_EXEC USER CURRENT_USER
-    SESSION_USER SYSTEM_USER CONNECTION_ID NEXTVAL SETVAL LASTVAL""".split()
-)
+_FORBIDDEN_WORDS = frozenset({
+    "INSERT", "UPDATE", "DELETE", "MERGE", "DROP", "TRUNCATE", "ALTER", "RENAME", "CREATE", "GRANT",
+    "REVOKE", "LOAD", "CALL", "HANDLER", "LOCK", "UNLOCK", "DO", "KILL", "FLUSH", "PREPARE", "EXECUTE",
+    "DEALLOCATE", "XA", "START", "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "INTO", "OUTFILE", "DUMPFILE",
+    "ANALYZE", "OPTIMIZE", "REPAIR", "INSTALL", "UNINSTALL", "SHUTDOWN", "RESET", "PURGE", "CHANGE", "USE",
+    "SHARE", "PROCESSLIST", "GRANTS", "VARIABLES", "STATUS", "DATABASES", "SLEEP", "BENCHMARK", "LOAD_FILE",
+    "GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "IS_FREE_LOCK", "IS_USED_LOCK", "MASTER_POS_WAIT",
+    "SOURCE_POS_WAIT", "MASTER_GTID_WAIT", "WAIT_FOR_EXECUTED_GTID_SET", "WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS",
+    "SYS_EVAL", "SYS_EXEC", "USER", "CURRENT_USER", "SESSION_USER", "SYSTEM_USER", "CONNECTION_ID",
+    "NEXTVAL", "SETVAL", "LASTVAL",
+})  # fmt: skip
 _TABLE_REFERENCE = re.compile(r"\b(?:FROM|JOIN)\s+\(*\s*`((?:[^`]|``)+)`\.`((?:[^`]|``)+)`", re.IGNORECASE)
 _SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 # System tables that hold credentials, other sessions' variables or every statement ever run: whatever
@@ -433,11 +435,11 @@ _NEVER_READ = frozenset(
 )  # fmt: skip
 # Columns holding another session's SQL or a server message: an accepted statement only shows them
 # (`SELECT ..., x, ...` or `x AS y`) or tests them for NULL; comparing them is an oracle on their text.
-_OTHER_SESSIONS_TEXT = frozenset(
-    """info info_binary trx_query lock_data processlist_info sql_text query_sample_text
-    waiting_query blocking_query current_statement last_statement query message_text last_error_message
-    trx_last_foreign_key_error""".split()
-)
+_OTHER_SESSIONS_TEXT = frozenset({
+    "info", "info_binary", "trx_query", "lock_data", "processlist_info", "sql_text", "query_sample_text",
+    "waiting_query", "blocking_query", "current_statement", "last_statement", "query", "message_text",
+    "last_error_message", "trx_last_foreign_key_error",
+})  # fmt: skip
 _TEXT_REFERENCE = re.compile(r"(?:`[^`]+`\.)*`([^`]+)`")
 _SHOWN_BEFORE = ("SELECT ", "SELECT DISTINCT ", ", ", " AS ")  # " AS `info`": a result name
 _SHOWN_AFTER = (", ", " AS `", " FROM ")

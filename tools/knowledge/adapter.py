@@ -89,12 +89,12 @@ class KnowledgeAdapter:
 
     async def execute(self, request: ToolRequest) -> AdapterResult:
         params = request.input
-        assert isinstance(params, LookupKnowledgeInput)
+        assert isinstance(params, LookupKnowledgeInput)  # noqa: S101 - invariant for the type checker
         if params.source is not None:
             if not self._was_given(request.run_id, params.source):
                 raise ToolError(ErrorCode.INVALID_INPUT)
             return await asyncio.to_thread(self._read, params.source, params.part)
-        assert params.query is not None
+        assert params.query is not None  # noqa: S101 - invariant for the type checker
         documents = await asyncio.to_thread(self._search, params.query, params.top_k)
         if not documents:
             return AdapterResult(EvidenceStatus.EMPTY, {"documents": [], "returned": 0})

@@ -163,7 +163,7 @@ class RunbookIndex:
         ranked: list[tuple[float, str]] = []
         for slot, score in scores.items():
             source = self._sources[slot]
-            assert source is not None
+            assert source is not None  # noqa: S101 - invariant for the type checker
             if self._lists_others(self._entries[source]):
                 score *= LISTING_PAGE_FACTOR
             ranked.append((score, source))

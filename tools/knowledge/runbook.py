@@ -100,7 +100,7 @@ def _load_yaml(block: str) -> dict[str, Any] | None:
     # libyaml is ~15x faster; a block without `*` cannot hold an alias, so it is safe to use there.
     loader = yaml.CSafeLoader if "*" not in block and yaml.__with_libyaml__ else alias_free_loader()
     try:
-        loaded = yaml.load(block, Loader=loader)
+        loaded = yaml.load(block, Loader=loader)  # noqa: S506 - CSafeLoader or a SafeLoader that refuses aliases
     except (yaml.YAMLError, AliasRefused, RecursionError, ValueError, OverflowError):
         return None
     if loaded is None:

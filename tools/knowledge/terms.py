@@ -30,11 +30,12 @@ _SEPARATORS = re.compile(r"[._\-]")
 _CAMEL_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
 _IS_CJK = re.compile(rf"[{CJK_RANGES}]")
 # Words that carry no meaning in a runbook search; "not", "no", "up", "down" and "off" do, so they stay.
-STOP_WORDS = frozenset(
-    "a an and are as at be been but by for from has have i if in into is it its me my of on or our "
-    "so than that the their then there these this those to was we were what when which while who "
-    "will with you your".split()
-)
+STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "for", "from", "has", "have", "i", "if",
+    "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "so", "than", "that", "the",
+    "their", "then", "there", "these", "this", "those", "to", "was", "we", "were", "what", "when", "which",
+    "while", "who", "will", "with", "you", "your",
+})  # fmt: skip
 _MAX_STEM_CACHE = 200_000
 
 
@@ -56,7 +57,7 @@ class _Stemmer:
         if not word.isascii() or not word.isalpha():
             return word  # numbers, versions, non-English words: as written
         with self._lock:
-            stemmed = self._stemmer.stemWord(word)
+            stemmed = str(self._stemmer.stemWord(word))
             if len(self._cache) < _MAX_STEM_CACHE:
                 self._cache[word] = stemmed
         return stemmed

@@ -171,7 +171,7 @@ class ElasticsearchLogAdapter:
 
     async def execute(self, request: ToolRequest) -> AdapterResult:
         params = request.input
-        assert isinstance(params, QueryLogsInput)
+        assert isinstance(params, QueryLogsInput)  # noqa: S101 - invariant for the type checker
         window = Window.asked(params.start, params.end, self._max_window_ns)
         limit = min(params.limit, self._max_lines)
         level = None if params.level is None else Severity[params.level]

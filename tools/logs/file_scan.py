@@ -489,7 +489,7 @@ class FileScan:
         """Add a line to the open JSON object; False when the line is no part of it (it starts a
         record of its own: the open object never closed and is counted as unreadable)."""
         opened = self._open
-        assert opened is not None
+        assert opened is not None  # noqa: S101 - invariant for the type checker
         fallback = self._fallback
         if self._head(line) is not None or (fallback is not None and fallback.head(line, self._clock)):
             self._abandon_open()  # a record of its own: never swallowed by a broken one
@@ -572,12 +572,17 @@ class FileScan:
                 return
             if head.severity < query.level:
                 return
+        self._offer(pending, instant, service)
+
+    def _offer(self, pending: _Pending, instant: int, service: str) -> None:
+        """A record the query matches, ranked among those of its microsecond, to the newest kept."""
+        head = pending.head
         if instant == self._rank_instant:
             self._rank += 1
         else:
             self._rank_instant, self._rank = instant, 0
         instant += self._rank * US
-        if not window.holds(instant):
+        if not self._query.window.holds(instant):
             return
         newest = self._found.newest
         key = (instant, self._number, pending.offset)

@@ -162,7 +162,7 @@ class LogFileAdapter:
         the files on its behalf.
         """
         params = request.input
-        assert isinstance(params, QueryLogsInput)
+        assert isinstance(params, QueryLogsInput)  # noqa: S101 - invariant for the type checker
         stop = threading.Event()
         scan = asyncio.ensure_future(asyncio.to_thread(self._query, params, stop))
         try:

@@ -131,7 +131,7 @@ class JournaldLogAdapter:
 
     async def execute(self, request: ToolRequest) -> AdapterResult:
         params = request.input
-        assert isinstance(params, QueryLogsInput)
+        assert isinstance(params, QueryLogsInput)  # noqa: S101 - invariant for the type checker
         window = Window.asked(params.start, params.end, self._max_window_ns)
         limit = min(params.limit, self._max_lines)
         level = None if params.level is None else Severity[params.level]
@@ -228,7 +228,7 @@ class JournaldLogAdapter:
         except OSError as exc:  # journalctl removed or not executable since the configuration was read
             raise ToolError(ErrorCode.UNAVAILABLE) from exc
         reading = _Reading()
-        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout is not None and process.stderr is not None  # noqa: S101 - invariant for the type checker
         stderr = asyncio.ensure_future(_kept_text(process.stderr))
         try:
             position = 0
@@ -401,7 +401,7 @@ async def _end(process: asyncio.subprocess.Process, stderr: asyncio.Future[str])
     if process.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
-    assert process.stdout is not None
+    assert process.stdout is not None  # noqa: S101 - invariant for the type checker
     try:
         async with asyncio.timeout(_KILL_WAIT_S):
             while await process.stdout.read(_READ_CHUNK):

@@ -115,7 +115,7 @@ class LokiLogAdapter:
     async def execute(self, request: ToolRequest) -> AdapterResult:
         """Cancellation propagates untouched: leaving the stream context closes the connection."""
         params = request.input
-        assert isinstance(params, QueryLogsInput)
+        assert isinstance(params, QueryLogsInput)  # noqa: S101 - invariant for the type checker
         query = build_logql(
             self._service_matchers, params.service, params.level, params.contains, self._level_label
         )

@@ -101,7 +101,7 @@ def severity_of_letter(letter: str) -> Severity | None:
 def severity_of_number(number: int) -> Severity | None:
     if 0 <= number < len(_SYSLOG_PRIORITY):
         return _SYSLOG_PRIORITY[number]
-    if 10 <= number:
+    if number >= 10:
         return _BUNYAN[min(number // 10, len(_BUNYAN)) - 1]
     return None
 

@@ -4,8 +4,8 @@ A missing grant does not fail loudly where it matters: without PROCESS, informat
 quietly shows only the account's own sessions and INNODB_TRX refuses; with performance_schema off its
 tables exist and are empty. During an incident that reads as "nothing is wrong". So the console asks
 the server once, with one cheap statement per family (mostly `LIMIT 0`: privileges are checked, no
-row is read), and says which families it can read and which grant each missing one needs (README, "The
-monitoring account").
+row is read), and says which families it can read and which grant each missing one needs
+(docs/query-mysql.md, "The monitoring account").
 """
 
 from __future__ import annotations

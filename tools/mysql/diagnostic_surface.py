@@ -43,7 +43,7 @@ BOTH = frozenset(Flavor)
 MYSQL_ONLY = frozenset({Flavor.MYSQL})
 MARIADB_ONLY = frozenset({Flavor.MARIADB})
 
-# The privilege each family of views needs (README, "The monitoring account").
+# The privilege each family of views needs (docs/query-mysql.md, "The monitoring account").
 PROCESS = "PROCESS"
 PERFORMANCE_SCHEMA = "SELECT on performance_schema"
 SYS = "SELECT, EXECUTE on sys (and PROCESS, SELECT on performance_schema)"

@@ -34,9 +34,8 @@ from enum import StrEnum
 from typing import Literal
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import Token, TokenType, exp
 from sqlglot.dialects.mysql import MySQL
-from sqlglot.tokens import Token, TokenType
 
 from tools.mysql.diagnostic_surface import (
     BOTH,
@@ -50,7 +49,8 @@ from tools.mysql.diagnostic_surface import (
     diagnostic_view,
 )
 from tools.mysql.secret_reads import has_positional_reference, renames_columns, secret_read
-from tools.redaction import REDACTED, names_secret
+from tools.redaction import REDACTED
+from tools.secret_names import names_secret
 
 
 class PolicyReason(StrEnum):
@@ -71,7 +71,7 @@ class PolicyReason(StrEnum):
     NO_DATABASE = "NO_DATABASE"
     SYSTEM_SCHEMA = "SYSTEM_SCHEMA"
     SCHEMA_NOT_ALLOWED = "SCHEMA_NOT_ALLOWED"
-    SECRET_COLUMN = "SECRET_COLUMN"
+    SECRET_COLUMN = "SECRET_COLUMN"  # noqa: S105 - a refusal reason's name
     STATEMENT_TEXT = "STATEMENT_TEXT"
 
 
@@ -650,6 +650,21 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[tuple[str, ...], tuple
     """Apply every rule to every node, rule by rule, so the reported reason does not depend on
     where in the statement the first violation happens to sit."""
     nodes = list(root.walk())
+    _refuse_forbidden_nodes(nodes)
+    _refuse_unlisted_nodes(nodes)
+    schemas, views = _tables_read(nodes, policy)
+    # Last, so a statement that breaks another rule too keeps that rule's reason (`mysql.user` reads are
+    # SYSTEM_SCHEMA whatever they select).
+    if (secret := secret_read(root)) is not None:
+        raise SqlPolicyError(PolicyReason.SECRET_COLUMN, secret)
+    read = tuple(views[name] for name in sorted(views))
+    if (problem := _statement_text_problem(root, read)) is not None:
+        raise SqlPolicyError(PolicyReason.STATEMENT_TEXT, problem)
+    return tuple(sorted(schemas)), read
+
+
+def _refuse_forbidden_nodes(nodes: list[exp.Expr]) -> None:
+    """Writes, commands, INTO, locking reads, variables and comments, in that order of reasons."""
     for node in nodes:
         if isinstance(node, _WRITE_NODES):
             raise SqlPolicyError(PolicyReason.WRITE_STATEMENT, type(node).__name__)
@@ -668,6 +683,11 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[tuple[str, ...], tuple
     for node in nodes:
         if isinstance(node, exp.Hint) or node.comments:
             raise SqlPolicyError(PolicyReason.COMMENT)
+
+
+def _refuse_unlisted_nodes(nodes: list[exp.Expr]) -> None:
+    """Functions off the allow-list, then any other node kind the guard does not know, then the cost
+    rules (`_check_cost`)."""
     others = [node for node in nodes if type(node) not in _ALLOWED_NODES]  # And/Or/Xor are Funcs too
     for node in others:
         if isinstance(node, exp.Func) and _function_name(node) not in ALLOWED_FUNCTIONS:
@@ -679,6 +699,11 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[tuple[str, ...], tuple
             raise SqlPolicyError(PolicyReason.UNSUPPORTED_STATEMENT, type(node).__name__)
     for node in nodes:
         _check_cost(node)
+
+
+def _tables_read(nodes: list[exp.Expr], policy: _Policy) -> tuple[set[str], dict[str, DiagnosticView]]:
+    """The schemas the statement reads and the diagnostic views among its tables (by qualified name);
+    refuses catalog-qualified names and table references that are not plain names."""
     schemas: set[str] = set()
     views: dict[str, DiagnosticView] = {}
     for node in nodes:
@@ -698,14 +723,7 @@ def _check_tree(root: exp.Expr, policy: _Policy) -> tuple[tuple[str, ...], tuple
                 schemas.add(view.schema)
             else:
                 schemas.add(policy.schema(schema).lower())
-    # Last, so a statement that breaks another rule too keeps that rule's reason (`mysql.user` reads are
-    # SYSTEM_SCHEMA whatever they select).
-    if (secret := secret_read(root)) is not None:
-        raise SqlPolicyError(PolicyReason.SECRET_COLUMN, secret)
-    read = tuple(views[name] for name in sorted(views))
-    if (problem := _statement_text_problem(root, read)) is not None:
-        raise SqlPolicyError(PolicyReason.STATEMENT_TEXT, problem)
-    return tuple(sorted(schemas)), read
+    return schemas, views
 
 
 def _statement_text_problem(root: exp.Expr, views: Sequence[DiagnosticView]) -> str | None:
@@ -730,9 +748,12 @@ def _statement_text_problem(root: exp.Expr, views: Sequence[DiagnosticView]) -> 
             return "USING over statement text"
         if isinstance(node, exp.Column) and node.name.lower() in names and not _shown_or_null_tested(node):
             return f"{node.name} used beyond showing it"
-        if isinstance(node, exp.Select) and has_positional_reference(node):
-            if any(column.name.lower() in names for column in node.find_all(exp.Column)):
-                return "ORDER BY or GROUP BY a position beside statement text"
+        if (
+            isinstance(node, exp.Select)
+            and has_positional_reference(node)
+            and any(column.name.lower() in names for column in node.find_all(exp.Column))
+        ):
+            return "ORDER BY or GROUP BY a position beside statement text"
     return None
 
 
@@ -845,9 +866,12 @@ def _is_cte_reference(table: exp.Table) -> bool:
                 return True
         else:
             with_ = node.args.get("with_")
-            if isinstance(with_, exp.With) and with_ is not child:
-                if any(cte.alias == name for cte in with_.expressions):
-                    return True
+            if (
+                isinstance(with_, exp.With)
+                and with_ is not child
+                and any(cte.alias == name for cte in with_.expressions)
+            ):
+                return True
         child, node = node, node.parent
     return False
 
@@ -910,9 +934,8 @@ def _variables_view(view: DiagnosticView) -> exp.Expr:
     secret = " OR ".join(f"LOWER(`{name}`) LIKE '{pattern}'" for pattern in SECRET_VARIABLE_PATTERNS)
     kept = ", ".join(f"`{column}`" for column in others)
     source = f"`{view.schema}`.`{view.name}`"
-    return sqlglot.parse_one(
-        f"SELECT {kept}, IF({secret}, '{REDACTED}', `{value}`) AS `{value}` FROM {source}", read="mysql"
-    )
+    sql = f"SELECT {kept}, IF({secret}, '{REDACTED}', `{value}`) AS `{value}` FROM {source}"  # noqa: S608 - the diagnostic surface's fixed names
+    return sqlglot.parse_one(sql, read="mysql")
 
 
 def _is_variables_view(table: exp.Table, view: DiagnosticView) -> bool:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from sqlglot import Token, TokenType
 from sqlglot.dialects.mysql import MySQL
-from sqlglot.tokens import Token, TokenType
 
 WITHHELD = "[statement withheld: not a readable SQL text]"
 
