@@ -19,6 +19,11 @@ DIAGNOSE_TEST_REQUIRE_MYSQL=1, as in CI.
 
 Parallel runs (pytest-xdist, `--dist loadgroup`): every test that talks to MariaDB runs in one group
 on one worker, because some inspect the server's process list and some stop and restart the server.
+
+Hypothesis profiles: `default` (Hypothesis' own) for every run, and `long` for a fuzzing session,
+`pytest --hypothesis-profile long`: the properties with a costly budget run the larger one they name
+(tests/support/hypothesis_budget.py), the others 1,000 examples instead of 100. Health checks and
+deadlines are the default run's job: a long session spends its time on examples.
 """
 
 from __future__ import annotations
@@ -31,15 +36,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import console  # noqa: F401  (switches library telemetry off before any test imports Haystack)
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
 from audit.sqlite.store import SqliteAuditStore
 from tests.support.audit_backends import AuditTarget, mariadb_target, sqlite_target
+from tests.support.hypothesis_budget import LONG
 from tests.support.mysql import MysqlTestEnv, create_env, drop_env, require_server
 
 _MARIADB_FIXTURES = frozenset({"mysql_server", "mysql_env", "mariadb_audit"})
+
+settings.register_profile(LONG, max_examples=1_000, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _foreign(name: str) -> bool:

@@ -121,7 +121,8 @@ VALID = json.dumps(draft(), ensure_ascii=False)
 )
 def test_each_kind_of_refusal_says_where_and_why(text: str, violation: str, detail: str) -> None:
     assert refused(text) == (violation, detail)
-    assert "SECRET-TEXT" not in detail and "连接池" not in detail
+    assert "SECRET-TEXT" not in detail
+    assert "连接池" not in detail
 
 
 @pytest.mark.parametrize(
@@ -149,7 +150,8 @@ def test_a_detail_is_one_bounded_line_of_printable_text() -> None:
     many = [finding("call-1", "call-1", "call-1", "c" * 64)] * 3
     _, detail = refused(json.dumps(draft(None, many)))
     assert detail == f"analysis[0] cites {'c' * 64}, which is not a tool call of this run"
-    assert len(detail) <= MAX_DETAIL_CHARS and detail.isprintable()
+    assert len(detail) <= MAX_DETAIL_CHARS
+    assert detail.isprintable()
 
 
 def test_headless_run_prints_why_and_the_json_carries_it(

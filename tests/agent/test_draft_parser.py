@@ -81,7 +81,8 @@ def test_no_conclusion_without_any_evidence_is_valid() -> None:
     limitations = {"checked_scope": [], "missing_info": ["时间范围"]}
     parsed = parse_draft(text(draft(analysis=[NO_EVIDENCE], limitations=limitations)), LIMIT, EVIDENCE)
 
-    assert parsed.conclusion is None and parsed.cited_ids() == []
+    assert parsed.conclusion is None
+    assert parsed.cited_ids() == []
 
 
 @pytest.mark.parametrize("raw", [None, "", " ", "\n\t  \n", "\u200b", "\ufeff\u2060 "])
@@ -267,7 +268,8 @@ def test_violation_carries_no_model_text() -> None:
     error = rejected(text({**draft(), "secret": "LEAKED-MARKER"}))
 
     assert error.violation == "SCHEMA_MISMATCH"
-    assert "LEAKED-MARKER" not in str(error) and error.__cause__ is None
+    assert "LEAKED-MARKER" not in str(error)
+    assert error.__cause__ is None
 
 
 def test_deeply_nested_json_is_rejected() -> None:

@@ -36,8 +36,9 @@ from agent.draft.rules import (
 from agent.draft.schema import run_draft_schema
 from agent.prompt import system_prompt
 from tests.support.draft_rules import without_size_bounds
+from tests.support.hypothesis_budget import examples
 
-EXAMPLES = 250  # the `long` variant runs 5,000
+EXAMPLES = examples(250, long=5_000)
 BLANKS = [chr(lo) for lo, _ in BLANK_RANGES if 0x1F < lo <= 0xFFFF] + ["\t", "\n", "\r", " "]
 # Any character of the BMP but lone surrogates and the C0 controls JSON writes as 6-byte escapes
 # (the characters over 3 bytes are pinned below).
@@ -240,7 +241,9 @@ def check_parser_accepts_what_meets_the_rules_within_the_bytes(case: tuple[Any, 
     fits = len(canonical_text(draft).encode("utf-8")) <= max_bytes
     event(f"{'mutated' if changed else 'from the schema'}, {'admitted' if admitted else 'refused'}")
     if not changed:
-        assert admitted and fits  # the generator is honest about the schema, which fits the bytes
+        # The generator is honest about the schema, which fits the bytes.
+        assert admitted
+        assert fits
     accepted = accepts(draft, evidence, max_bytes)
     assert accepted == (meets_rules and fits)
     if admitted:
@@ -255,15 +258,6 @@ def test_the_parser_accepts_exactly_the_drafts_that_meet_the_rules_within_the_by
     check_parser_accepts_what_meets_the_rules_within_the_bytes(case)
 
 
-@pytest.mark.long
-@settings(max_examples=5_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases())
-def test_the_parser_accepts_exactly_the_drafts_that_meet_the_rules_within_the_bytes_long(
-    case: tuple[Any, ...],
-) -> None:
-    check_parser_accepts_what_meets_the_rules_within_the_bytes(case)
-
-
 @settings(max_examples=100, deadline=None)
 @given(runs(), st.integers(min_value=16, max_value=4096))
 def test_the_schema_sent_to_a_server_is_narrowed_to_its_token_limit_never_widened(
@@ -271,8 +265,10 @@ def test_the_schema_sent_to_a_server_is_narrowed_to_its_token_limit_never_widene
 ) -> None:
     evidence, max_bytes = run
     wide, narrow = run_bounds(max_bytes, evidence), run_bounds(max_bytes, evidence, max_tokens)
-    assert narrow.max_text_chars <= wide.max_text_chars and narrow.max_analysis <= wide.max_analysis
-    assert narrow.max_list_items <= wide.max_list_items and narrow.max_cited <= wide.max_cited
+    assert narrow.max_text_chars <= wide.max_text_chars
+    assert narrow.max_analysis <= wide.max_analysis
+    assert narrow.max_list_items <= wide.max_list_items
+    assert narrow.max_cited <= wide.max_cited
 
 
 @pytest.mark.parametrize("max_bytes", [2_048, 4_096, 16_384])
@@ -304,13 +300,15 @@ def test_pinned_exception_characters_over_3_bytes_pass_the_bounds_and_fail_the_b
 
     schema = run_draft_schema(evidence, max_bytes)
     over, cjk = largest(wide), largest("诊")
-    assert admits(schema, over) and admits(schema, cjk)
+    assert admits(schema, over)
+    assert admits(schema, cjk)
     if len(canonical_text(over).encode("utf-8")) > max_bytes:  # what the bounds cannot promise
         with pytest.raises(DraftRejected) as caught:
             parse_draft(canonical_text(over), max_bytes, evidence)
         assert caught.value.violation == "DRAFT_TOO_LARGE"
     else:  # a small Draft's margin may still hold it
-        assert wide == "\U0001f525" and max_bytes == 2_048
+        assert wide == "\U0001f525"
+        assert max_bytes == 2_048
         assert parse_draft(canonical_text(over), max_bytes, evidence).analysis
     assert parse_draft(canonical_text(cjk), max_bytes, evidence).analysis
 

@@ -208,7 +208,7 @@ def _pattern_strings(node: Any) -> list[dict[str, Any]]:
     return found
 
 
-@pytest.mark.parametrize("max_draft_bytes, max_tokens", [(2048, 384), (16_384, 4096), (16_384, 512)])
+@pytest.mark.parametrize(("max_draft_bytes", "max_tokens"), [(2048, 384), (16_384, 4096), (16_384, 512)])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_schema_sent_to_a_server_bounds_every_pattern_string_itself(

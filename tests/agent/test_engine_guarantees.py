@@ -10,6 +10,7 @@ from typing import Any
 from audit import AuditSink, SqliteAuditStore
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
 from tests.support.audit_reader import AuditReader
+from tests.support.waiting import wait_until
 from tools.adapter import AdapterResult
 from tools.vocabulary import EvidenceStatus
 
@@ -81,14 +82,12 @@ async def test_cancel_during_slow_tool_leaves_no_task_and_audits_cancelled(
     )
     before = asyncio.all_tasks()
     task = asyncio.create_task(h.run())
-    for _ in range(200):
-        if slow.requests:
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: slow.requests, "the slow tool call to start")
     h.use_case.cancel()
     result = await task
     assert (result.outcome, result.stop_reason) == ("CANCELLED", "CANCELLED")
-    assert result.progress is not None and result.draft is None
+    assert result.progress is not None
+    assert result.draft is None
     assert slow.cancelled == 1
     await asyncio.sleep(0)
     assert asyncio.all_tasks() - before - {asyncio.current_task()} == set()
@@ -107,10 +106,7 @@ async def test_cancelling_the_caller_task_propagates_and_is_audited(audit_store:
         sinks=[AuditSink(store)],
     )
     task = asyncio.create_task(h.run())
-    for _ in range(200):
-        if slow.requests:
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: slow.requests, "the slow tool call to start")
     task.cancel()
     try:
         await task

@@ -66,7 +66,8 @@ async def test_default_generation_settings_bound_every_request() -> None:
         result = await use_case(srv.url).execute("线上好像有点问题")
     assert result.outcome == "DRAFT"
     (body,) = srv.requests
-    assert body["max_tokens"] == 4096 and body["temperature"] == 0.0
+    assert body["max_tokens"] == 4096
+    assert body["temperature"] == 0.0
     assert "seed" not in body  # no seed unless configured
 
 
@@ -96,5 +97,6 @@ async def test_cut_tool_call_round_is_also_max_tokens() -> None:
         events: list[RunEvent] = []
         uc.sinks.append(events.append)
         result = await uc.execute("payment-service 超时")
-    assert result.failure is not None and result.failure.cause == "MAX_TOKENS"
+    assert result.failure is not None
+    assert result.failure.cause == "MAX_TOKENS"
     assert not [e for e in events if e["type"] == "tool_started"]  # a half tool call never runs

@@ -65,7 +65,8 @@ async def test_openai_round_trip_with_tool_call_and_strict_draft() -> None:
     ) as srv:
         result = await _use_case(srv.url).execute("ent-40215 SSO 登录失败")
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-    assert result.usage.model_calls == 2 and result.usage.total_tokens == 240
+    assert result.usage.model_calls == 2
+    assert result.usage.total_tokens == 240
     assert len(srv.requests) == 2
     first = srv.requests[0]
     assert [t["function"]["name"] for t in first["tools"]] == [
@@ -78,7 +79,8 @@ async def test_openai_round_trip_with_tool_call_and_strict_draft() -> None:
         "previous_turn": None,
     }
     tool_reply = srv.requests[1]["messages"][-1]
-    assert tool_reply["role"] == "tool" and tool_reply["tool_call_id"] == "srv-1"
+    assert tool_reply["role"] == "tool"
+    assert tool_reply["tool_call_id"] == "srv-1"
     assert json.loads(tool_reply["content"])["evidence_status"] == "EMPTY"
 
 
@@ -95,7 +97,8 @@ async def test_model_server_failure_is_model_error_without_retry(reply: tuple[in
         result = await _use_case(srv.url).execute("payment-service 超时")
     assert (result.outcome, result.stop_reason) == ("FAILED", "MODEL_ERROR")
     assert len(srv.requests) == 1  # max_retries=0: the second scripted reply is never asked for
-    assert result.failure is not None and "boom" not in json.dumps(result.to_json_dict())
+    assert result.failure is not None
+    assert "boom" not in json.dumps(result.to_json_dict())
 
 
 async def test_refused_connection_is_model_error() -> None:
@@ -131,6 +134,7 @@ async def test_malformed_tool_call_arguments_fail_closed_without_invocation() ->
         use_case.sinks.append(events.append)
         result = await use_case.execute("payment-service 超时")
     assert (result.outcome, result.stop_reason) == ("FAILED", "INVALID_DRAFT")
-    assert result.failure is not None and result.failure.violation == "EMPTY_OUTPUT"
+    assert result.failure is not None
+    assert result.failure.violation == "EMPTY_OUTPUT"
     assert len(srv.requests) == 1  # no second model call to "repair" the broken reply
     assert not [e for e in events if e["type"] == "tool_started"]

@@ -80,7 +80,8 @@ async def test_llama_cpp_shaping_asks_for_one_call_or_the_draft_then_the_draft(r
         result = await uc.execute(RECORDED[recording]["query"])
     tool_round, final = srv.requests
     # The tool round: one JSON value, a call of one of the three tools or the run's Draft.
-    assert tool_round["tool_choice"] == "none" and "stop" not in tool_round
+    assert tool_round["tool_choice"] == "none"
+    assert "stop" not in tool_round
     assert tool_round["messages"][-1]["role"] == "user"
     branches = tool_round["response_format"]["json_schema"]["schema"]["anyOf"]
     calls, draft = branches[:-1], branches[-1]
@@ -98,10 +99,12 @@ async def test_llama_cpp_shaping_asks_for_one_call_or_the_draft_then_the_draft(r
     started = [e for e in events if e["type"] == "tool_started"]
     assert len(started) == 1
     assert not [e for e in events if e["type"] == "protocol_changed" and e["code"] != "STOP_REQUIRED"]
-    assert final["tool_choice"] == "none" and final["response_format"]["type"] == "json_schema"
+    assert final["tool_choice"] == "none"
+    assert final["response_format"]["type"] == "json_schema"
     final_schema = final["response_format"]["json_schema"]["schema"]
     assert all("name" not in b["properties"] for b in final_schema.get("anyOf", [final_schema]))  # no call
-    assert "stop" not in final and "parallel_tool_calls" not in final
+    assert "stop" not in final
+    assert "parallel_tool_calls" not in final
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED_AFTER_STOP_REQUIRED")
 
 
@@ -113,7 +116,8 @@ async def test_a_pending_found_observation_narrows_the_next_call_to_its_evaluati
     first_call = next(e for e in events if e["type"] == "tool_finished")
     assert first_call["status"] == "FOUND"
     second = srv.requests[1]
-    assert second["tool_choice"] == "none" and "response_format" in second
+    assert second["tool_choice"] == "none"
+    assert "response_format" in second
     for tool, schema in parameters(second).items():
         previous = schema["properties"]["previous_observation"]
         assert "previous_observation" in schema["required"], tool
@@ -121,7 +125,8 @@ async def test_a_pending_found_observation_narrows_the_next_call_to_its_evaluati
         assert previous["properties"]["evaluation"]["enum"] == ["GAINED", "NO_GAIN"]
     # The server held the model to it: the evaluation was recorded, no protocol violation.
     codes = [e["code"] for e in events if e["type"] == "protocol_changed"]
-    assert "EVALUATION_RECORDED" in codes and "INVALID_PROGRESS_PROTOCOL" not in codes
+    assert "EVALUATION_RECORDED" in codes
+    assert "INVALID_PROGRESS_PROTOCOL" not in codes
 
 
 async def test_unshaped_the_same_server_writes_until_max_tokens() -> None:
@@ -131,10 +136,12 @@ async def test_unshaped_the_same_server_writes_until_max_tokens() -> None:
         uc, _ = use_case(srv.url, "off")
         result = await uc.execute(recording["query"])
     (request,) = srv.requests
-    assert "tool_choice" not in request and "stop" not in request
+    assert "tool_choice" not in request
+    assert "stop" not in request
     assert request["messages"][-1]["role"] == "user"
     assert parameters(request) == {name: tool.parameters for name, tool in FROZEN.items()}
-    assert result.failure is not None and result.failure.cause == "MAX_TOKENS"
+    assert result.failure is not None
+    assert result.failure.cause == "MAX_TOKENS"
 
 
 # ------------------------------------------------------------------------------------------- strict
@@ -164,7 +171,8 @@ async def test_strict_shaping_sends_strict_narrowed_functions_and_leaves_the_cho
         uc, events = use_case(srv.url, "strict")
         result = await uc.execute("payment-service 02:00-03:00Z 超时")
     tool_round, final = srv.requests
-    assert "tool_choice" not in tool_round and "stop" not in tool_round
+    assert "tool_choice" not in tool_round
+    assert "stop" not in tool_round
     assert tool_round["parallel_tool_calls"] is False
     assert tool_round["messages"][-1]["role"] == "user"  # no prefill
     for tool in tool_round["tools"]:
@@ -174,7 +182,8 @@ async def test_strict_shaping_sends_strict_narrowed_functions_and_leaves_the_cho
             assert set(shape["required"]) == set(shape["properties"])
     jsonschema.validate(call["arguments"], parameters(tool_round)["query_logs"])
     assert [e["status"] for e in events if e["type"] == "tool_finished"] == ["FOUND"]
-    assert final["tool_choice"] == "none" and all(t["function"]["strict"] is True for t in final["tools"])
+    assert final["tool_choice"] == "none"
+    assert all(t["function"]["strict"] is True for t in final["tools"])
     assert result.outcome == "DRAFT"
 
 
@@ -204,7 +213,8 @@ async def test_auto_asks_the_server_once_and_sends_what_it_honours(
             uc, _ = use_case(srv.url, "auto", max_model_calls=1)
             await uc.execute("payment-service 超时")
     asked = srv.gets
-    assert asked[0] == "/v1/models" and len(asked) == (2 if "/props" in routes else 1)  # once, not per run
+    assert asked[0] == "/v1/models"
+    assert len(asked) == (2 if "/props" in routes else 1)  # once, not per run
     request = srv.requests[0]
     if expected == "off":
         assert parameters(request) == {name: tool.parameters for name, tool in FROZEN.items()}
@@ -248,7 +258,8 @@ async def test_a_failure_computing_the_round_request_is_the_harness_s_not_the_mo
         uc, _ = use_case(srv.url, "llama.cpp")
         result = await uc.execute("payment-service 超时")
     assert srv.requests == []
-    assert result.failure is not None and result.failure.code == "AGENT_ERROR"
+    assert result.failure is not None
+    assert result.failure.code == "AGENT_ERROR"
 
 
 async def test_the_final_round_repeats_the_last_tool_rounds_schemas_to_keep_the_prompt_cache() -> None:

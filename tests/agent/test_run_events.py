@@ -265,7 +265,8 @@ async def test_trusted_producers_are_not_validated_again(monkeypatch: pytest.Mon
     h = harness(resolve_scenario("evidence-backed-diagnosis"))
     monkeypatch.setattr(run_events, "_adapter", counting)
     await h.run()
-    assert len(h.events) > 20 and parse_calls == []
+    assert len(h.events) > 20
+    assert parse_calls == []
 
 
 def test_fields_the_audit_does_not_keep_are_left_out_not_invented() -> None:
@@ -283,7 +284,8 @@ def test_fields_the_audit_does_not_keep_are_left_out_not_invented() -> None:
         duration_ms=None,
         observation=None,
     )
-    assert "evaluation" not in finished and "evaluation" not in finished.to_wire()
+    assert "evaluation" not in finished
+    assert "evaluation" not in finished.to_wire()
     replayed = ToolFinished(
         "r",
         "s",
@@ -298,18 +300,23 @@ def test_fields_the_audit_does_not_keep_are_left_out_not_invented() -> None:
         observation=None,
         evaluation=Evaluation.NO_GAIN,
     )
-    assert list(replayed)[-1] == "evaluation" and replayed["evaluation"] == "NO_GAIN"
+    assert list(replayed)[-1] == "evaluation"
+    assert replayed["evaluation"] == "NO_GAIN"
     note = ProtocolChanged("r", "s", 2, AT, code=ProtocolCode.SATURATED, tool_call_id=None, detail={})
-    assert "state" not in note.to_wire() and len(note) == 8
+    assert "state" not in note.to_wire()
+    assert len(note) == 8
     started = RunStarted("r", "s", 3, AT, query="q", previous_turn=None, model=None)
     assert list(started)[-3:] == ["query", "previous_turn", "model"]
 
 
 def test_an_event_reads_as_its_json_object() -> None:
     event = parse_event(json.loads(GOLDEN[4]))
-    assert event["type"] == "tool_started" and event.get("tool") == "query_logs" and event.get("nope") is None
-    assert dict(event) == json.loads(GOLDEN[4]) and event == json.loads(GOLDEN[4])
-    with pytest.raises(KeyError):
+    assert event["type"] == "tool_started"
+    assert event.get("tool") == "query_logs"
+    assert event.get("nope") is None
+    assert dict(event) == json.loads(GOLDEN[4])
+    assert event == json.loads(GOLDEN[4])
+    with pytest.raises(KeyError, match="evaluation"):
         event["evaluation"]
 
 
@@ -341,4 +348,6 @@ def test_an_absent_nullable_field_reads_as_null() -> None:
     for key in ("duration_ms", "prompt_tokens", "completion_tokens"):
         del data[key]
     event = parse_event(data)
-    assert isinstance(event, ModelRoundFinished) and event.duration_ms is None and event.prompt_tokens is None
+    assert isinstance(event, ModelRoundFinished)
+    assert event.duration_ms is None
+    assert event.prompt_tokens is None

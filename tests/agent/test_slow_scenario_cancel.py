@@ -60,7 +60,8 @@ def test_sigint_during_the_slow_scenario_is_an_audited_cancel(tmp_path: Path) ->
     audit = AuditReader(audit_db)
     run = audit.run(result["run_id"])
     rounds = [(r["round"], r["finished_at"] is None) for r in audit.model_rounds(result["run_id"])]
-    assert run is not None and run["finished_at"]
+    assert run is not None
+    assert run["finished_at"]
     assert (run["outcome"], run["stop_reason"], run["model"]) == (
         "CANCELLED",
         "CANCELLED",

@@ -68,11 +68,13 @@ async def test_final_round_carries_the_run_schema_and_earlier_rounds_do_not() ->
         result = await use_case(srv.url, max_model_calls=2).execute("payment-service 02:00-03:00Z 超时")
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED_AFTER_STOP_REQUIRED")
     first, final = srv.requests
-    assert "response_format" not in first and "tool_choice" not in first
+    assert "response_format" not in first
+    assert "tool_choice" not in first
     assert final["tool_choice"] == "none"
     assert [t["function"]["name"] for t in final["tools"]] == [t["function"]["name"] for t in first["tools"]]
     fmt = final["response_format"]
-    assert fmt["type"] == "json_schema" and fmt["json_schema"]["name"] == "DiagnosisDraft"
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["name"] == "DiagnosisDraft"
     schema = fmt["json_schema"]["schema"]
     # The FOUND call enables a conclusion, citing exactly that call.
     jsonschema.validate(concluded("srv-found"), schema)
@@ -159,8 +161,7 @@ async def test_strict_tools_send_every_property_required_and_the_call_still_vali
     logs = tools["query_logs"]
     assert logs["strict"] is True
     business = logs["parameters"]["properties"]["input"]
-    assert (
-        set(business["required"]) == set(business["properties"]) and business["additionalProperties"] is False
-    )
+    assert set(business["required"]) == set(business["properties"])
+    assert business["additionalProperties"] is False
     finished = [e for e in events if e["type"] == "tool_finished"]
     assert [e["status"] for e in finished] == ["FOUND"]  # explicit nulls are valid business input

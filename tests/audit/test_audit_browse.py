@@ -296,7 +296,8 @@ def test_cursor_and_limit_errors(audit_store: SqliteAuditStore) -> None:
         )
     invocation_cursor = browser.invocations(limit=1).next_cursor
     run_cursor = browser.runs(limit=1).next_cursor
-    assert invocation_cursor and run_cursor
+    assert invocation_cursor
+    assert run_cursor
     for bad in ("not-a-cursor", "", run_cursor):
         with pytest.raises(ValueError, match="invalid invocation cursor"):
             browser.invocations(cursor=bad)

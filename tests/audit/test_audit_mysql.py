@@ -276,7 +276,8 @@ def test_a_killed_writers_run_is_interrupted_after_its_lease_a_live_one_is_not(
                 closed = reader.recover()
             assert closed == ["doomed-held"]
             doomed_run, alive_run = rows.run("doomed-held"), rows.run("alive-held")
-            assert doomed_run is not None and alive_run is not None
+            assert doomed_run is not None
+            assert alive_run is not None
             assert (doomed_run["interrupted"], doomed_run["outcome"]) == (1, None)
             assert doomed_run["finished_at"] is not None
             assert [i["status"] for i in rows.invocations("doomed-held")] == ["INTERRUPTED"]

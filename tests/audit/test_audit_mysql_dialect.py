@@ -22,7 +22,8 @@ def test_sink_statements_keep_their_parameters_and_lose_sqlite_syntax(name: str)
     translated = to_mysql(sql)
     assert translated.count("%s") == sql.count("?")
     assert "?" not in translated
-    assert "ON CONFLICT" not in translated and "excluded." not in translated
+    assert "ON CONFLICT" not in translated
+    assert "excluded." not in translated
 
 
 def test_the_upsert_updates_the_same_columns() -> None:

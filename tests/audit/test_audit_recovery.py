@@ -1,5 +1,9 @@
 """Audit durability: crash recovery on open, liveness across pid reuse, migration of a version-1 file,
-private and refused files, retention (prune) that never touches a live run."""
+private and refused files, retention (prune) that never touches a live run.
+
+The SQLite store is what is under test (its open recovers, migrates and refuses), so these tests build
+it directly, not through audit.factory.
+"""
 
 from __future__ import annotations
 
@@ -116,7 +120,8 @@ def test_crashed_runs_are_interrupted_and_live_runs_untouched(db_path: Path) -> 
         assert state(db_path, "live") == (False, 0, None, "STARTED", False)
 
         # The live process never noticed: it finishes its run as usual.
-        assert live.stdin is not None and live.stdout is not None
+        assert live.stdin is not None
+        assert live.stdout is not None
         live.stdin.write("finish\n")
         live.stdin.flush()
         assert live.stdout.readline().strip() == "finished"
@@ -278,10 +283,13 @@ def test_a_version_1_file_is_migrated_in_place(db_path: Path) -> None:
         assert [e.kind for e in timeline.entries] == ["model_round", "invocation", "protocol_event"]
         # The crashed process of the old file is gone: its run was closed on open.
         crashed = AuditReader(store).run("old-crashed")
-        assert crashed is not None and crashed["interrupted"] == 1 and crashed["finished_at"]
+        assert crashed is not None
+        assert crashed["interrupted"] == 1
+        assert crashed["finished_at"]
         assert AuditReader(store).invocations("old-crashed")[0]["status"] == "INTERRUPTED"
         done = AuditReader(store).run("old-done")
-        assert done is not None and (done["interrupted"], done["outcome"]) == (0, "DRAFT")
+        assert done is not None
+        assert (done["interrupted"], done["outcome"]) == (0, "DRAFT")
         # And the new release writes to it as usual.
         ev, sink = Events("new-run"), AuditSink(store)
         sink(ev.run_started())
@@ -423,5 +431,5 @@ def test_prune_deletes_old_finished_runs_and_nothing_live(
     on_disk(db_path, "INSERT INTO invocations_fts(invocations_fts, rank) VALUES ('integrity-check', 1)")
     on_disk(db_path, "INSERT INTO runs_fts(runs_fts, rank) VALUES ('integrity-check', 1)")
     assert store.prune(timedelta(days=30)).runs == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="older_than must not be negative"):
         store.prune(timedelta(days=-1))

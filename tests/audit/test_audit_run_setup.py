@@ -1,5 +1,8 @@
 """Audit schema v4: a run records its model label and limits, and a rejected run keeps its query.
 (docs/contracts.md, "Audit")
+
+The migration tests build the SQLite store directly, not through audit.factory: the store's own
+migration is under test.
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ def test_an_older_file_migrates_in_place_and_reopening_changes_nothing(tmp_path:
     with SqliteAuditStore(path) as store:
         assert store.schema_version == len(store_module.MIGRATIONS)
         old = AuditReader(store).run("old")
-        assert old is not None and old["query"] == "gateway 504"
+        assert old is not None
+        assert old["query"] == "gateway 504"
         # Nobody knows what an old run used: NULL, not a guess.
         assert setup_of(old) == (None,) * len(RUN_SETUP_COLUMNS)
     with SqliteAuditStore(path) as again:
@@ -114,11 +118,13 @@ def test_a_rejected_run_keeps_its_redacted_bounded_query(
     stored = run["query"]
     assert run["outcome"] == "REJECTED"
     assert run["stop_reason"] == (stop_reason or "INPUT_TOO_LARGE")
-    assert run["model"] == "scripted: evidence-backed-diagnosis" and run["max_model_calls"] is not None
+    assert run["model"] == "scripted: evidence-backed-diagnosis"
+    assert run["max_model_calls"] is not None
     if kept is not None:
         assert stored == kept
     else:
-        assert stored.startswith("登录失败") and "hunter2-secret" not in stored
+        assert stored.startswith("登录失败")
+        assert "hunter2-secret" not in stored
 
 
 async def test_a_secret_across_the_cut_of_a_rejected_query_is_redacted_whole() -> None:
@@ -132,7 +138,8 @@ async def test_a_secret_across_the_cut_of_a_rejected_query_is_redacted_whole() -
     assert result.stop_reason == "QUERY_TOO_LARGE"
     (finished,) = [e for e in captured if e.type == "run_finished"]
     kept = finished.rejected_input["query"]
-    assert kept.startswith("x" * 100) and "Zq7" not in kept
+    assert kept.startswith("x" * 100)
+    assert "Zq7" not in kept
 
 
 def test_a_rejected_query_that_is_not_unicode_is_kept_readable(
@@ -162,7 +169,8 @@ def test_audit_show_names_what_a_rejected_run_was_given(
     run_id = json.loads(capsys.readouterr().out)["run_id"]
     assert main(["audit", "show", run_id, "--audit-db", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "\nquery     请诊断：payment-service" in out and "…\n" in out  # cut to the 64-byte limit
+    assert "\nquery     请诊断：payment-service" in out
+    assert "…\n" in out  # cut to the 64-byte limit
     assert "\nmodel     scripted: oversized-query-rejected\n" in out
     assert "\nlimits    8 model calls, 64000 tokens, 300 s" in out
     assert "REJECTED / QUERY_TOO_LARGE" in out

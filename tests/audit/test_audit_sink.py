@@ -1,4 +1,8 @@
-"""The audit write side: run events in, durable rows out (docs/contracts.md, "Audit", "Run events")."""
+"""The audit write side: run events in, durable rows out (docs/contracts.md, "Audit", "Run events").
+
+The tests of opening a file (its schema, migrations, refusals) build the SQLite store directly, not
+through audit.factory: the store itself is under test.
+"""
 
 from __future__ import annotations
 
@@ -276,7 +280,8 @@ def test_reopening_keeps_rows(db_path: Path) -> None:
         AuditSink(first)(Events().run_started())
     with SqliteAuditStore(db_path) as second:
         run = AuditReader(second).run(RUN)
-        assert run is not None and run["query"] == "订单服务 5xx 升高"
+        assert run is not None
+        assert run["query"] == "订单服务 5xx 升高"
         assert second.schema_version == len(store_module.MIGRATIONS)
 
 

@@ -3,7 +3,8 @@ it found when triggers indexed each write (docs/contracts.md, "Audit").
 
 Each search is asked through the FTS plan (the walk that could find a row by LIKE alone is switched
 off), and the index itself is read directly, to tell "found through the index" from "found as a row
-of a run still going".
+of a run still going". The SQLite store is what is under test, so these tests build it directly,
+not through audit.factory.
 """
 
 from __future__ import annotations
@@ -148,7 +149,9 @@ def test_a_crashed_run_closed_by_recovery_is_indexed(tmp_path: Path) -> None:
 
     with SqliteAuditStore(path) as reopened:
         run = AuditReader(reopened).run("crashed")
-        assert run is not None and run["interrupted"] == 1 and run["fts_pending"] is None
+        assert run is not None
+        assert run["interrupted"] == 1
+        assert run["fts_pending"] is None
         assert indexed_runs(path, "连接池耗尽") == {"crashed"}
         assert indexed_runs(path, "连接池 耗尽") == {"crashed"}  # the STARTED call's input too
         assert found_invocations(reopened, "连接池耗尽") == {("crashed", "call-1")}

@@ -48,7 +48,8 @@ NO_GLOSSARY = Glossary.parse("")
 def baseline_adapter(revision: str, folder: Path) -> Any:
     path = baseline_file(revision, "tools/knowledge.py", folder)
     spec = importlib.util.spec_from_file_location("bench_knowledge_baseline", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)

@@ -47,12 +47,15 @@ async def test_runs_are_keyset_paged_as_the_cursor_nears_the_end(tmp_path: Path,
         assert isinstance(screen, AuditScreen)
         runs = screen.query_one("#runs", PagedTable)
         await until(pilot, lambda: loaded(runs))
-        assert runs.row_count == PAGE_SIZE and runs.next_cursor is not None  # never everything at once
+        # Never everything at once.
+        assert runs.row_count == PAGE_SIZE
+        assert runs.next_cursor is not None
         assert runs.keys[0] == "run-0060"  # newest first
 
         runs.move_cursor(row=PAGE_SIZE - 5)
         await until(pilot, lambda: runs.row_count == 60)
-        assert runs.next_cursor is None and len(set(runs.keys)) == 60
+        assert runs.next_cursor is None
+        assert len(set(runs.keys)) == 60
 
 
 async def test_invocation_filters_and_text_search(tmp_path: Path, recorded_runs: Any) -> None:
@@ -95,12 +98,14 @@ async def test_enter_replays_a_run_in_the_run_widgets(tmp_path: Path, recorded_r
         view = app.screen.query_one(RunView)
         await until(pilot, lambda: view.state.result is not None)
         state = view.state
-        assert state.outcome == "DRAFT" and list(state.calls) == ["call-1", "call-2", "call-3"]
+        assert state.outcome == "DRAFT"
+        assert list(state.calls) == ["call-1", "call-2", "call-3"]
         # The audit (v4) recorded which model ran and within which limits: the replay says so.
         status = app.screen.query_one(StatusBar)
         assert status.model == state.model == "scripted: evidence-backed-diagnosis"
         assert "limits: 8 model calls, 64000 tokens, 300 s" in status.activity
-        assert state.budget is not None and state.budget["model_calls"] == {"used": 4, "limit": 8}
+        assert state.budget is not None
+        assert state.budget["model_calls"] == {"used": 4, "limit": 8}
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, AuditScreen)
@@ -123,7 +128,8 @@ def test_a_replayed_run_matches_the_live_run_except_what_the_audit_does_not_keep
         assert replay.result == live.result, name
         assert replay.model == live.model, name  # None only for a run rejected before it started
         for gauge in ("model_calls", "tokens", "run_bytes") if live.model is not None else ():
-            assert replay.budget is not None and live.budget is not None
+            assert replay.budget is not None
+            assert live.budget is not None
             assert replay.budget[gauge]["limit"] == live.budget[gauge]["limit"] is not None, name
         assert [e.kind for e in replay.entries] == [e.kind for e in live.entries], name
         assert replay.rounds.keys() == live.rounds.keys(), name

@@ -110,20 +110,23 @@ def test_runs_lists_newest_first_and_pages(cli: Cli) -> None:
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["STARTED", "RUN", "OUTCOME"]
     assert [line.split()[1] for line in lines[1:]] == ["run-new", "run-mid", "run-old"]
-    assert "DRAFT / COMPLETED" in lines[1] and "支付回调超时" in lines[1]
+    assert "DRAFT / COMPLETED" in lines[1]
+    assert "支付回调超时" in lines[1]
 
     first = cli.json("runs", "--limit", "2")
     assert [r["run_id"] for r in first["rows"]] == ["run-new", "run-mid"]
     assert first["rows"][0]["result"]["outcome"] == "DRAFT"  # JSON columns come decoded
     rest = cli.json("runs", "--limit", "2", "--cursor", first["next_cursor"])
-    assert [r["run_id"] for r in rest["rows"]] == ["run-old"] and rest["next_cursor"] is None
+    assert [r["run_id"] for r in rest["rows"]] == ["run-old"]
+    assert rest["next_cursor"] is None
     assert [r["run_id"] for r in cli.json("runs", "--session", "sess-b")["rows"]] == ["run-mid"]
     assert cli.json("runs", "--outcome", "FAILED")["rows"] == []
     assert [r["run_id"] for r in cli.json("runs", "--search", "run-mid:")["rows"]] == ["run-mid"]
 
     code, out, err = cli("runs", "--limit", "1")
     # The hint is for the reader, not a row: `| wc -l` counts the header and the one run.
-    assert len(out.splitlines()) == 2 and "-- more" not in out
+    assert len(out.splitlines()) == 2
+    assert "-- more" not in out
     assert err.startswith("-- more: --cursor ")
     rest = cli.json("runs", "--limit", "2", "--cursor", err.split()[-1])
     assert [r["run_id"] for r in rest["rows"]] == ["run-mid", "run-old"]
@@ -132,7 +135,9 @@ def test_runs_lists_newest_first_and_pages(cli: Cli) -> None:
 def test_show_renders_the_timeline(cli: Cli) -> None:
     code, out, _ = cli("show", "run-mid")
     assert code == 0
-    assert "run-mid" in out and "session sess-b" in out and "DRAFT / COMPLETED" in out
+    assert "run-mid" in out
+    assert "session sess-b" in out
+    assert "DRAFT / COMPLETED" in out
     assert "2 model calls, 1720 tokens (1600 prompt + 120 completion)" in out
     assert "\nmodel     scripted:demo\n" in out
     assert "\nlimits    6 model calls, 20000 tokens, 60 s, 1000 run bytes" in out
@@ -159,9 +164,8 @@ def test_show_renders_the_timeline(cli: Cli) -> None:
         "protocol_event",
     ]
     first_call = timeline["entries"][1]["data"]
-    assert first_call["input"] == KNOWLEDGE_INPUT and first_call["projection"] == {
-        "hits": [{"title": "连接池"}]
-    }
+    assert first_call["input"] == KNOWLEDGE_INPUT
+    assert first_call["projection"] == {"hits": [{"title": "连接池"}]}
     assert timeline["entries"][0]["data"]["tool_call_ids"] == ["call-1", "call-2"]
 
 
@@ -297,16 +301,20 @@ def test_invocations_filters(cli: Cli, flags: list[str], expected: list[str]) ->
 def test_invocations_table_and_limit(cli: Cli) -> None:
     code, out, err = cli("invocations", "--limit", "2", "--status", "ERROR")
     lines = out.splitlines()
-    assert code == 0 and lines[0].split()[:4] == ["STARTED", "RUN", "CALL", "TOOL"]
-    assert len(lines) == 3 and err.startswith("-- more: --cursor")
-    assert "POLICY_REJECTED" in lines[1] and "query_mysql" in lines[1]
+    assert code == 0
+    assert lines[0].split()[:4] == ["STARTED", "RUN", "CALL", "TOOL"]
+    assert len(lines) == 3
+    assert err.startswith("-- more: --cursor")
+    assert "POLICY_REJECTED" in lines[1]
+    assert "query_mysql" in lines[1]
     code, out, _ = cli("invocations", "--run", "no-such-run")  # a valid filter matching nothing
     assert (code, out) == (0, "(none)\n")
 
 
 def test_bad_arguments(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = cli("invocations", "--cursor", "garbage")
-    assert code == USAGE_ERROR and "invalid invocation cursor" in err
+    assert code == USAGE_ERROR
+    assert "invalid invocation cursor" in err
     for argv in (
         ["prune", "--older-than", "30 days"],
         ["invocations", "--since", "last week"],
@@ -321,8 +329,10 @@ def test_bad_arguments(cli: Cli, capsys: pytest.CaptureFixture[str]) -> None:
 def test_export_jsonl_per_invocation_and_per_run(cli: Cli, tmp_path: Path) -> None:
     code, out, _ = cli("export")
     lines = [json.loads(line) for line in out.splitlines()]
-    assert code == 0 and len(lines) == 9
-    assert lines[0]["run_id"] == "run-new" and lines[-1]["run_id"] == "run-old"
+    assert code == 0
+    assert len(lines) == 9
+    assert lines[0]["run_id"] == "run-new"
+    assert lines[-1]["run_id"] == "run-old"
     assert {"input", "projection", "status", "evaluation"} <= set(lines[0])
 
     target = tmp_path / "out" / "runs.jsonl"
@@ -385,7 +395,8 @@ def test_prune(cli: Cli) -> None:
     assert "(2 model rounds, 3 invocations, 2 protocol events)" in out
     assert [r["run_id"] for r in cli.json("runs")["rows"]] == ["run-new", "run-mid"]
     code, out, _ = cli("prune", "--older-than", "90min", "--vacuum", "--yes")
-    assert code == 0 and out.startswith("pruned 1 run ")
+    assert code == 0
+    assert out.startswith("pruned 1 run ")
     assert [r["run_id"] for r in cli.json("runs")["rows"]] == ["run-new"]
     assert [r["run_id"] for r in cli.json("invocations", "--search", "连接池")["rows"]] == ["run-new"]
 
@@ -435,5 +446,8 @@ def test_terminal_output_escapes_control_characters(
     cli = Cli(capsys, path)
     for argv in (["runs"], ["show", "run-esc"]):
         code, out, _ = cli(*argv)
-        assert code == 0 and "\x1b" not in out and "\x07" not in out
-        assert "\\x1b[2J" in out and "支付" in out
+        assert code == 0
+        assert "\x1b" not in out
+        assert "\x07" not in out
+        assert "\\x1b[2J" in out
+        assert "支付" in out

@@ -13,9 +13,8 @@ import pytest
 from audit.factory import open_audit_store
 from audit.location import SqliteLocation
 from audit.sink import AuditSink
-from audit.sqlite.store import SqliteAuditStore
 from console.commands.audit import add_audit_parser, run_audit_command
-from tests.support.audit_backends import AuditTarget
+from tests.support.audit_backends import AuditTarget, open_sqlite_audit
 from tests.support.audit_events import LOGS_INPUT, Events
 from tests.support.audit_reader import AuditReader
 from tests.support.audit_writer import record_run
@@ -132,7 +131,7 @@ def test_copied_runs_enter_the_target_files_text_index(source: Path, tmp_path: P
     or a search that asks the index would never find them."""
     target = tmp_path / "copy.db"
     assert audit("copy", "--from", str(source), "--to", str(target)) == 0
-    with SqliteAuditStore(target) as store:
+    with open_sqlite_audit(target) as store:
         assert store.has_fts
         pending = store.query("SELECT run_id FROM runs WHERE fts_pending IS NOT NULL")
         assert pending == []

@@ -3,23 +3,23 @@ whole, and an empty audit explained (issue 12, items 2 and 13)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 from console.app import DiagnoseApp
 from console.screens.audit import PagedTable
-from tests.support.console import engine_ready, make_app, painted_text
+from tests.support.console import engine_ready, make_app, painted_text, wait_until
 from tests.support.recorded import fill_audit
 
 
 async def open_audit(pilot: Any) -> None:
     await engine_ready(pilot)
     await pilot.press("f3")
-    for _ in range(500):
-        if all(not t.loading_page and t.generation for t in pilot.app.screen.query(PagedTable)):
-            break
-        await asyncio.sleep(0.02)
+    await wait_until(
+        lambda: all(not t.loading_page and t.generation for t in pilot.app.screen.query(PagedTable)),
+        pilot,
+        what="the audit tables' first pages",
+    )
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
 

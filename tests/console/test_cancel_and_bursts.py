@@ -52,11 +52,13 @@ async def test_escape_cancels_the_tool_in_flight(tmp_path: Path) -> None:
         await pilot.pause()
 
         assert adapter.cancelled == 1  # the adapter's await was cancelled, not left running
-        assert screen.state.outcome == "CANCELLED" and screen.state.calls["call-1"].status == "CANCELLED"
+        assert screen.state.outcome == "CANCELLED"
+        assert screen.state.calls["call-1"].status == "CANCELLED"
         assert has_row(timeline_labels(app), "call-1", "CANCELLED")
         banner = plain(screen.query_one(ResultView).query_one("#result-banner", Static).content)
         assert "CANCELLED / CANCELLED exit 12: the run was cancelled" in " ".join(banner.split())
-        assert screen.state.result is not None and screen.state.result["progress"] == {
+        assert screen.state.result is not None
+        assert screen.state.result["progress"] == {
             "checks": [],
             "stop_required": False,
             "saturation": None,
@@ -64,7 +66,8 @@ async def test_escape_cancels_the_tool_in_flight(tmp_path: Path) -> None:
         audit = AuditReader(tmp_path / "audit.db")
         run = audit.run("run-0001")
         invocations = audit.invocations("run-0001")
-        assert run is not None and (run["outcome"], run["stop_reason"]) == ("CANCELLED", "CANCELLED")
+        assert run is not None
+        assert (run["outcome"], run["stop_reason"]) == ("CANCELLED", "CANCELLED")
         assert [(i["status"], i["error_code"]) for i in invocations if i["tool_call_id"] == "call-1"] == [
             ("CANCELLED", "CANCELLED")
         ]
@@ -140,5 +143,6 @@ async def test_a_burst_of_events_is_drawn_in_a_few_batches_and_input_stays_live(
         assert len(screen.state.events) == len(burst)
         assert screen.run_view.batches <= 3  # one redraw per timer tick, not one per event
         labels = timeline_labels(app)
-        assert sum(label.startswith("round ") for label in labels) == 200 and len(labels) == 800
+        assert sum(label.startswith("round ") for label in labels) == 200
+        assert len(labels) == 800
         assert screen.query_one("#query", TextArea).text.endswith("typed during the burst")

@@ -47,9 +47,11 @@ def test_a_mistyped_option_shows_the_usage_of_the_command_typed_and_the_option_m
         "diagnose run: error: unrecognized arguments: --qeury payment timeouts (did you mean '--query'?)"
     )
     command = run_cli_process("rnu", "--query", "x", env=cli_env(tmp_path))
-    assert command.code == USAGE_ERROR and command.err.rstrip().endswith("(did you mean 'run'?)")
+    assert command.code == USAGE_ERROR
+    assert command.err.rstrip().endswith("(did you mean 'run'?)")
     nested = run_cli_process("audit", "runs", "--limt=3", env=cli_env(tmp_path))
-    assert nested.code == USAGE_ERROR and nested.err.startswith("usage: diagnose audit runs ")
+    assert nested.code == USAGE_ERROR
+    assert nested.err.startswith("usage: diagnose audit runs ")
     assert nested.err.splitlines()[-1].endswith("--limt=3 (did you mean '--limit'?)")
 
 
@@ -91,7 +93,8 @@ def test_the_next_page_hint_goes_to_stderr_and_stdout_holds_only_the_table(tmp_p
     done = run_cli_process("audit", "runs", "--limit", "2", "--audit-db", audit, env=cli_env(tmp_path))
     assert done.code == 0, done.err
     lines = done.out.splitlines()
-    assert len(lines) == 3 and lines[0].split()[:2] == ["STARTED", "RUN"]  # the header and two runs
+    assert len(lines) == 3  # the header and two runs
+    assert lines[0].split()[:2] == ["STARTED", "RUN"]
     assert done.err.startswith("-- more: --cursor ")
     cursor = done.err.split()[-1]
     more = run_cli_process(
@@ -119,9 +122,12 @@ def test_a_scenario_folder_with_a_broken_file_still_opens_the_console(tmp_path: 
     (folder / "broken.yaml").write_text("rounds: [", encoding="utf-8")
     done = run_cli_process("--scenario-dir", folder, env=cli_env(tmp_path))
     assert done.code == USAGE_ERROR, done.err
-    assert "the console needs a terminal" in done.err and "broken.yaml" not in done.err
+    assert "the console needs a terminal" in done.err
+    assert "broken.yaml" not in done.err
     named = run_cli_process("--scenario", "broken", "--scenario-dir", folder, env=cli_env(tmp_path))
-    assert named.code == SETUP_ERROR and "broken.yaml" in named.err  # asked for by name: refused
+    # Asked for by name: refused.
+    assert named.code == SETUP_ERROR
+    assert "broken.yaml" in named.err
 
 
 @pytest.mark.mysql
@@ -141,7 +147,8 @@ def test_a_team_audit_account_without_create_is_pointed_to_the_grants(
     line = done.err.strip()
     assert f"the account '{user}' may not create or migrate the audit's tables" in line
     assert "CREATE command denied" in line  # the server's own words say which statement
-    assert 'README "Grants"' in line and "First-Start-Pw-33" not in line
+    assert 'README "Grants"' in line
+    assert "First-Start-Pw-33" not in line
 
 
 def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_case(
@@ -168,7 +175,8 @@ def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_c
     for name, command in commands.items():
         new = tmp_path / f"new-{name}"
         assert main(command(new)) == 0, (name, capsys.readouterr().err)
-        assert new.is_dir() and any(new.iterdir()), name
+        assert new.is_dir(), name
+        assert any(new.iterdir()), name
         capsys.readouterr()
         assert main(command(plain_file / "x")) != 0
         said = capsys.readouterr().err
@@ -176,7 +184,8 @@ def test_every_file_the_tool_writes_follows_one_folder_rule_with_a_message_per_c
         assert main(command(tmp_path / "typo" / "x")) != 0
         said = capsys.readouterr().err
         assert f"folder {tmp_path / 'typo'} does not exist (only the last folder" in said, (name, said)
-    assert plain_file.read_text(encoding="utf-8") == "mine\n" and not (tmp_path / "typo").exists()
+    assert plain_file.read_text(encoding="utf-8") == "mine\n"
+    assert not (tmp_path / "typo").exists()
 
 
 def test_the_eval_table_fits_80_columns_and_wide_keeps_one_line_per_case(
@@ -191,22 +200,29 @@ def test_the_eval_table_fits_80_columns_and_wide_keeps_one_line_per_case(
     table = done.out.split("\n\nreports: ")[0].splitlines()
     assert max(len(line) for line in table) <= 80
     bands = [band.splitlines() for band in "\n".join(table).split("\n\n")][:-1]  # the last: the summary
-    assert len(bands) > 1 and all(band[0].startswith("case ") for band in bands)
+    assert len(bands) > 1
+    assert all(band[0].startswith("case ") for band in bands)
     assert [[line.split()[0] for line in band[1:]] for band in bands] == [
         ["payment-timeout", "vague-query", "ALL"]
     ] * len(bands)
     headers = " ".join(" ".join(band[0].split("  ")[1:]) for band in bands).split()
-    assert "fabricated" in headers and "tokens" in headers and headers.count("accepted") == 1
+    assert "fabricated" in headers
+    assert "tokens" in headers
+    assert headers.count("accepted") == 1
     # Counted by hand from the two scenarios: 4 rounds and 12,346 tokens; 1 round and 1,850 tokens.
     row = {line.split()[0]: line for band in bands for line in band[1:] if "12346" in line or "1850" in line}
     assert set(row) == {"payment-timeout", "vague-query"}
 
     assert main(["eval", *cases, "--out", str(tmp_path / "wide"), "--wide"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split("  ")[0] == "case" and lines[0].split()[-2:] == ["wall", "s"]
+    assert lines[0].split("  ")[0] == "case"
+    assert lines[0].split()[-2:] == ["wall", "s"]
     assert [line.split()[0] for line in lines[1:4]] == ["payment-timeout", "vague-query", "ALL"]
     payment = lines[1].split()
-    assert payment[1] == "1" and "12346" in payment and "4.0" in payment and len(lines[1]) > 80
+    assert payment[1] == "1"
+    assert "12346" in payment
+    assert "4.0" in payment
+    assert len(lines[1]) > 80
 
 
 def test_a_headless_run_of_ones_own_query_on_a_script_says_so_on_stderr(
@@ -221,4 +237,5 @@ def test_a_headless_run_of_ones_own_query_on_a_script_says_so_on_stderr(
     )
     out, err = capsys.readouterr()
     assert json.loads(out)["outcome"] == "DRAFT"
-    assert err.startswith(f"diagnose: warning: {SCRIPTED_NOTICE}: ") and "diagnose demo model-server" in err
+    assert err.startswith(f"diagnose: warning: {SCRIPTED_NOTICE}: ")
+    assert "diagnose demo model-server" in err

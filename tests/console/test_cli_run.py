@@ -29,7 +29,8 @@ def test_scenarios_command_lists_name_and_title(capsys: pytest.CaptureFixture[st
     assert main(["scenarios"]) == 0
     out = capsys.readouterr().out
     for scenario in builtin_scenarios():
-        assert scenario.name in out and scenario.title in out
+        assert scenario.name in out
+        assert scenario.title in out
 
 
 # slow-model-cancel waits 2.5-3 s per model round by design (~10 s a run): its whole run is a `long`
@@ -75,7 +76,8 @@ def test_builtin_scenario_run_json(name: str, tmp_path: Path, capsys: pytest.Cap
     assert ids == invoked
     assert open_rows == []
     if outcome == "DRAFT":
-        assert result["draft"] is not None and result["failure"] is None
+        assert result["draft"] is not None
+        assert result["failure"] is None
     else:
         assert result["draft"] is None
 
@@ -101,8 +103,10 @@ def test_query_flag_overrides_scenario_query_and_events_are_ndjson(
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     lines = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
-    assert lines[0]["type"] == "run_started" and lines[0]["query"] == "服务有点慢"
-    assert lines[-1]["type"] == "run_finished" and lines[-1]["result"] == result
+    assert lines[0]["type"] == "run_started"
+    assert lines[0]["query"] == "服务有点慢"
+    assert lines[-1]["type"] == "run_finished"
+    assert lines[-1]["result"] == result
     assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1))
     assert {e["run_id"] for e in lines} == {result["run_id"]}
 
@@ -140,7 +144,8 @@ def test_invalid_previous_turn_file_is_rejected(tmp_path: Path, capsys: pytest.C
 def test_unknown_scenario_is_a_setup_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--scenario", "no-such-scenario", "--audit-db", str(tmp_path / "a.db")]) == 3
     err = capsys.readouterr().err
-    assert "unknown scenario 'no-such-scenario'" in err and "evidence-backed-diagnosis" in err
+    assert "unknown scenario 'no-such-scenario'" in err
+    assert "evidence-backed-diagnosis" in err
 
 
 def test_corrupt_audit_file_refuses_to_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,4 +196,5 @@ def test_sigint_cancels_the_run_with_exit_12(tmp_path: Path) -> None:
     result = json.loads(out)
     assert (result["outcome"], result["stop_reason"]) == ("CANCELLED", "CANCELLED")
     run = AuditReader(audit_db).run(result["run_id"])
-    assert run is not None and run["outcome"] == "CANCELLED"
+    assert run is not None
+    assert run["outcome"] == "CANCELLED"

@@ -58,9 +58,11 @@ def test_events_to_stdout_leave_stdout_pure_ndjson(tmp_path: Path, as_json: bool
     assert done.returncode == 0, done.stderr
 
     events = [json.loads(line) for line in done.stdout.splitlines()]  # what `| jq` does to each line
-    assert events and all(e["type"] in set(EventType) for e in events)
+    assert events
+    assert all(e["type"] in set(EventType) for e in events)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+    assert events[0]["type"] == "run_started"
+    assert events[-1]["type"] == "run_finished"
     if as_json:
         assert json.loads(done.stderr) == events[-1]["result"]
     else:

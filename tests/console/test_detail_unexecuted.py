@@ -66,7 +66,9 @@ def answered(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     def recording(*args: Any, **kwargs: Any) -> ChatMessage:
         message = original(*args, **kwargs)
         result = message.tool_call_result
-        assert result is not None and result.origin.id is not None and isinstance(result.result, str)
+        assert result is not None
+        assert result.origin.id is not None
+        assert isinstance(result.result, str)
         sent[result.origin.id] = result.result
         return message
 
@@ -85,7 +87,8 @@ async def detail_of(app: DiagnoseApp, pilot: Any, tool_call_id: str) -> tuple[st
         if node is not None and node.data == ("call", tool_call_id):
             break
         await pilot.press("down")
-    assert timeline.cursor_node is not None and timeline.cursor_node.data == ("call", tool_call_id)
+    assert timeline.cursor_node is not None
+    assert timeline.cursor_node.data == ("call", tool_call_id)
     await pilot.pause()
     panel = app.investigate.query_one(DetailPanel)
     assert panel.key == ("call", tool_call_id)
@@ -158,15 +161,18 @@ async def test_a_refused_call_shows_the_control_observation_the_model_received(
         received = model_received(app, tool_call_id)
         assert received == answered[tool_call_id]
         sent = json.loads(received)
-        assert sent["evidence_status"] == "NOT_EXECUTED" and sent["control"] == control
+        assert sent["evidence_status"] == "NOT_EXECUTED"
+        assert sent["control"] == control
 
         text, block = await detail_of(app, pilot, tool_call_id)
         assert block is not None, text
         assert compact(block) == received
         assert text.startswith(f"{tool_call_id} {tool} round 2 NOT_EXECUTED")
         assert "Not executed: nothing ran for this call" in text
-        assert "Observation" in text and "Observation" not in text.split("Observation")[0]
-        assert "(tool name not recorded)" not in text and "Observation(" not in text
+        assert "Observation" in text
+        assert "Observation" not in text.split("Observation")[0]
+        assert "(tool name not recorded)" not in text
+        assert "Observation(" not in text
 
 
 @pytest.mark.parametrize(
@@ -212,8 +218,10 @@ async def test_an_invalid_input_shows_the_error_observation_not_a_control(
         received = model_received(app, "call-1")
         assert json.loads(received)["error_code"] == "INVALID_INPUT"
         text, block = await detail_of(app, pilot, "call-1")
-        assert block is not None and compact(block) == received
-        assert "input was refused before anything ran" in text and "NOT_EXECUTED" not in text
+        assert block is not None
+        assert compact(block) == received
+        assert "input was refused before anything ran" in text
+        assert "NOT_EXECUTED" not in text
 
 
 def engine_run(scenario: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]], ScriptedChatGenerator]:
@@ -275,14 +283,17 @@ def test_a_hostile_tool_name_in_a_control_observation_is_shown_inert() -> None:
     message = tool_messages_seen_by_model(generator, 1)[0].tool_call_result
     assert message is not None
     sent = json.loads(message.result)
-    assert sent["tool"] == name and sent["control"] == {"code": "UNKNOWN_TOOL"}
+    assert sent["tool"] == name
+    assert sent["control"] == {"code": "UNKNOWN_TOOL"}
 
     state = RunState()
     state.apply_all(objects)
     text = detail_text(state, "call-1")
-    assert "\x1b" not in text and "\x07" not in text
+    assert "\x1b" not in text
+    assert "\x07" not in text
     assert "[bold red]x[/]" in text  # markup shown as text, never applied
-    assert "exactly what the model saw" in text and "UNKNOWN_TOOL" in text
+    assert "exactly what the model saw" in text
+    assert "UNKNOWN_TOOL" in text
 
 
 def detail_text(state: RunState, tool_call_id: str) -> str:

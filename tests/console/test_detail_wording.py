@@ -20,9 +20,11 @@ def test_a_not_executed_call_says_what_the_model_received(recorded_runs: dict[st
     state = RunState()
     state.apply_all(recorded_runs["stop-required-ignored"])
     text = " ".join(detail_text(state, ("call", "call-3")).split())
-    assert "tool not named" not in text and "(tool name not recorded)" in text
+    assert "tool not named" not in text
+    assert "(tool name not recorded)" in text
     assert "control observation: evidence_status NOT_EXECUTED, control STOP_REQUIRED" in text
-    assert "exactly what the model saw" not in text and "does not hold its exact text" in text
+    assert "exactly what the model saw" not in text
+    assert "does not hold its exact text" in text
     assert '"code": "COLLECTION_STOPPED"' in text  # the protocol event that explains it
 
 
@@ -31,11 +33,13 @@ def test_rounds_and_the_result_are_headed_in_plain_words(recorded_runs: dict[str
     state.apply_all(recorded_runs["evidence-backed-diagnosis"])
     round_1 = detail_text(state, ("round", 1))
     assert round_1.startswith("Model round 1")
-    assert "prompt +" in round_1 and "asked for: call-1 (lookup_knowledge)" in round_1
+    assert "prompt +" in round_1
+    assert "asked for: call-1 (lookup_knowledge)" in round_1
     last = detail_text(state, ("round", max(state.rounds)))
     assert "replied with text (the Draft is in the Result panel)" in last
     finish = detail_text(state, ("finish", None))
-    assert finish.startswith("Run result") and "ExecutionResult" not in finish
+    assert finish.startswith("Run result")
+    assert "ExecutionResult" not in finish
 
 
 def test_long_evidence_lines_wrap_instead_of_being_cut(recorded_runs: dict[str, Any]) -> None:
@@ -59,6 +63,8 @@ def test_the_call_row_keeps_its_duration_and_grows_its_summary_with_the_width() 
         duration_ms=41,
     )
     narrow, wide = call_label(row, True, 60), call_label(row, True, 140)
-    assert "41 ms" in narrow.plain and "41 ms" in wide.plain
+    assert "41 ms" in narrow.plain
+    assert "41 ms" in wide.plain
     assert narrow.cell_len <= 60
-    assert "2026-11-30T03:00:00Z" in wide.plain and "2026-11-30T03:00:00Z" not in narrow.plain
+    assert "2026-11-30T03:00:00Z" in wide.plain
+    assert "2026-11-30T03:00:00Z" not in narrow.plain

@@ -79,16 +79,20 @@ def test_bundled_demo_incidents_score_deterministically_with_the_scripted_model(
     overall = report["overall"]
     assert overall["runs"] == 2 * len(load_cases())
     assert overall["acceptance"] == {"rate": 1.0, "hits": overall["runs"], "total": overall["runs"]}
-    assert overall["honesty"]["rate"] == 1.0 and overall["honesty"]["total"] > 0
-    assert overall["conclusion"]["rate"] == 1.0 and overall["conclusion"]["total"] > 0
+    assert overall["honesty"]["rate"] == 1.0
+    assert overall["honesty"]["total"] > 0
+    assert overall["conclusion"]["rate"] == 1.0
+    assert overall["conclusion"]["total"] > 0
     assert overall["stop_reasons"] == {"COMPLETED": overall["runs"]}
     assert {c["name"] for c in report["cases"]} == {c.name for c in load_cases()}
     runs = overall["runs"]
-    assert "ALL" in out and f"100% ({runs}/{runs})" in out
+    assert "ALL" in out
+    assert f"100% ({runs}/{runs})" in out
     # Not a terminal: one plain progress line per run on stderr.
     assert err.count("expectation met") == overall["runs"]
     markdown = (tmp_path / "out" / "report.md").read_text("utf-8")
-    assert f"| ALL | {runs} |" in markdown and "machine:" in markdown
+    assert f"| ALL | {runs} |" in markdown
+    assert "machine:" in markdown
     assert (tmp_path / "out" / "audit.db").is_file()
     # Like every file the console writes: owner-only.
     for name in ("report.json", "report.md", "audit.db"):
@@ -130,7 +134,8 @@ async def test_scores_against_a_model_server(tmp_path: Path) -> None:
     assert str(overall.expectation) == "75% (3/4)"
     assert overall.stop_reasons == {"COMPLETED": 3, "INVALID_DRAFT": 1}
     assert overall.failures == {"INVALID_DRAFT/NOT_A_JSON_OBJECT": 1}
-    assert overall.max_round_completion_tokens == 120 and overall.tokens_reported
+    assert overall.max_round_completion_tokens == 120
+    assert overall.tokens_reported
     evidence = report.by_case()["evidence"]
     assert (evidence.rounds_max, evidence.rounds_mean) == (2, 1.5)
     runs = {(r.case, r.repetition): r for r in report.runs}
@@ -196,10 +201,13 @@ def test_cli_reports_a_bad_case_without_a_traceback(
     code = main(["eval", "--cases", str(tmp_path / "cases"), "--out", str(tmp_path / "out")])
     _, err = capsys.readouterr()
     assert code == 3
-    assert "bad.yaml" in err and "expect" in err and "Traceback" not in err
+    assert "bad.yaml" in err
+    assert "expect" in err
+    assert "Traceback" not in err
     code = main(["eval", "--case", "nope", "--out", str(tmp_path / "out")])
     _, err = capsys.readouterr()
-    assert code == 3 and "unknown case(s) nope" in err
+    assert code == 3
+    assert "unknown case(s) nope" in err
 
 
 def test_repeat_is_bounded(capsys: pytest.CaptureFixture[str]) -> None:
@@ -398,7 +406,8 @@ async def test_tool_rounds_tool_backed_drafts_and_fabricated_conclusions_are_sco
     overall = report.overall()
     assert str(overall.valid_tool_rounds) == "50% (2/4)"
     assert str(overall.tool_backed_drafts) == "50% (2/4)"
-    assert str(overall.honesty) == "0% (0/1)" and overall.fabricated == 0
+    assert str(overall.honesty) == "0% (0/1)"
+    assert overall.fabricated == 0
     assert report.to_json()["overall"]["valid_tool_rounds"] == {"rate": 0.5, "hits": 2, "total": 4}
     assert report.to_json()["settings"]["request_shaping"] == "off"
 

@@ -62,7 +62,8 @@ def test_run_markdown_and_json() -> None:
     assert "| `call-1` | lookup_knowledge | FOUND | GAINED |" in markdown
 
     payload = json.loads(run_json(rec, "now"))
-    assert payload["result"] == rec.result and payload["events"] == list(rec.events)
+    assert payload["result"] == rec.result
+    assert payload["events"] == list(rec.events)
 
 
 def test_stopped_and_rejected_runs() -> None:
@@ -70,7 +71,8 @@ def test_stopped_and_rejected_runs() -> None:
     assert "## Why there is no Draft\n\nStop reason: `MODEL_CALLS_EXHAUSTED`." in stopped
     assert '- ⚑ STOP_REQUIRED `{"cause": "BUDGET"}`' in stopped
     rejected = run_markdown(record_of("oversized-query-rejected"), "now")
-    assert '"code": "QUERY_TOO_LARGE"' in rejected and "_no model round was started_" in rejected
+    assert '"code": "QUERY_TOO_LARGE"' in rejected
+    assert "_no model round was started_" in rejected
 
 
 def test_write_run_never_overwrites_and_names_files_safely(tmp_path: Path) -> None:

@@ -45,14 +45,20 @@ async def test_below_120_columns_the_first_frame_already_shows_the_tabs(
     first, settled_frame = await first_and_settled_frames(tmp_path, size)
     for frame in (first, settled_frame):
         assert "Timeline  Detail  Result" in frame  # the tab bar
-        assert "budget  calls" in frame and "protocol waiting for a run" in frame  # one-line gauges
-        assert "╭─ Detail" not in frame and "╭─ Budget" not in frame  # no side-by-side panels
+        # One-line gauges.
+        assert "budget  calls" in frame
+        assert "protocol waiting for a run" in frame
+        # No side-by-side panels.
+        assert "╭─ Detail" not in frame
+        assert "╭─ Budget" not in frame
 
 
 async def test_wide_the_first_frame_shows_every_panel_side_by_side(tmp_path: Path) -> None:
     first, settled_frame = await first_and_settled_frames(tmp_path, (160, 45))
     for frame in (first, settled_frame):
-        assert "╭─ Detail" in frame and "╭─ Budget" in frame and "╭─ Progress protocol" in frame
+        assert "╭─ Detail" in frame
+        assert "╭─ Budget" in frame
+        assert "╭─ Progress protocol" in frame
         assert "Timeline  Detail  Result" not in frame
 
 

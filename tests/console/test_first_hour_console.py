@@ -102,7 +102,8 @@ async def test_a_query_of_ones_own_says_the_scripted_scenario_does_not_read_it(t
         assert f"{SCRIPTED_NOTICE} {SCRIPTED_NOTICE_POINTER}" in shown
         assert shown.index(SCRIPTED_NOTICE) < shown.index("DRAFT / COMPLETED")  # read before the answer
         toasts = [n for n in app._notifications if n.title == SCRIPTED_NOTICE]
-        assert len(toasts) == 1 and "diagnose demo model-server" in toasts[0].message
+        assert len(toasts) == 1
+        assert "diagnose demo model-server" in toasts[0].message
 
         await pilot.press("ctrl+f")  # a follow-up carries the Draft: the script does not read it either
         await replace_query(pilot, "and what about the refunds?")
@@ -118,7 +119,8 @@ async def test_a_blank_query_is_rejected_without_the_scripted_notice(tmp_path: P
         await engine_ready(pilot)  # the engine's start puts the scenario's query in the box
         await replace_query(pilot, "")
         await run_to_end(pilot)
-        assert "QUERY_BLANK" in painted_text(app) and SCRIPTED_NOTICE not in painted_text(app)
+        assert "QUERY_BLANK" in painted_text(app)
+        assert SCRIPTED_NOTICE not in painted_text(app)
         assert not [n for n in app._notifications if n.title == SCRIPTED_NOTICE]
 
 
@@ -148,13 +150,15 @@ async def test_enter_on_the_timeline_shows_the_entry_and_no_footer_key_is_cut(
         await run_to_end(pilot)
         await pilot.press("f5", "down", "down", "down")  # round 1, call-1, round 2, call-2
         keys = footer_keys_fit(app)
-        assert "f1 Help" in keys and {"⏎ Detail", "space Fold"} <= set(keys)
+        assert "f1 Help" in keys
+        assert {"⏎ Detail", "space Fold"} <= set(keys)
         await pilot.press("enter")
         await pilot.pause()
         view = app.investigate.run_view
         assert view.query_one(DetailPanel).key == ("call", "call-2")
         if size == SMALL:  # Detail is a tab of its own: it comes forward, with the keyboard
-            assert view.panel == "detail" and view.query_one(DetailPanel).has_focus
+            assert view.panel == "detail"
+            assert view.query_one(DetailPanel).has_focus
             assert "call-2  query_logs" in painted_text(app)
         await pilot.press("ctrl+s")  # the export dialog over it: the footer still fits
         await wait_until(lambda: isinstance(app.screen, ExportDialog), pilot, what="the dialog")
@@ -171,7 +175,8 @@ async def test_a_new_runs_result_opens_at_its_headline(tmp_path: Path) -> None:
         result = app.investigate.query_one(ResultView)
         result.scroll_end(animate=False, immediate=True)
         await pilot.pause()
-        assert result.scroll_y > 0 and "DRAFT / COMPLETED" not in painted_text(app)
+        assert result.scroll_y > 0
+        assert "DRAFT / COMPLETED" not in painted_text(app)
         await run_to_end(pilot)
         assert result.scroll_y == 0
         assert "DRAFT / COMPLETED   exit 0" in painted_text(app)
@@ -183,7 +188,8 @@ async def test_the_one_line_protocol_panel_keeps_the_saturation(tmp_path: Path) 
     async with app.run_test(size=SMALL) as pilot:
         await run_to_end(pilot)
         line = next(line for line in painted_text(app).splitlines() if line.startswith(" protocol"))
-        assert "saturation INFORMATION_SATURATED" in line and "…" not in line
+        assert "saturation INFORMATION_SATURATED" in line
+        assert "…" not in line
 
 
 async def test_the_audit_filters_stay_on_their_line_at_80_columns(
@@ -199,7 +205,8 @@ async def test_the_audit_filters_stay_on_their_line_at_80_columns(
         search, tool = app.screen.query_one("#inv-text", Input), app.screen.query_one("#inv-tool", Select)
         tool.value = "lookup_knowledge"
         await pilot.pause()
-        assert tool.region.height == 1 and search.region.height == 1
+        assert tool.region.height == 1
+        assert search.region.height == 1
         assert cell_len(search.placeholder) <= search.content_region.width  # the hint is read whole
         filters = next(line for line in painted_text(app).splitlines() if search.placeholder in line)
         assert "lookup_knowled…" in filters
@@ -218,11 +225,13 @@ async def test_the_replay_takes_f5_f6_f7_and_its_footer_offers_them(
         keys = footer_keys_fit(app)
         assert {"f5 Timeline", "f6 Detail", "f7 Citations", "esc Back", "f1 Help"} <= set(keys)
         await pilot.press("f6")
-        assert view.panel == "detail" and view.query_one(DetailPanel).has_focus
+        assert view.panel == "detail"
+        assert view.query_one(DetailPanel).has_focus
         await pilot.press("f7")
         assert view.panel == "result"
         await pilot.press("f5")
-        assert view.panel == "timeline" and view.timeline.has_focus
+        assert view.panel == "timeline"
+        assert view.timeline.has_focus
 
 
 # ------------------------------------------------------------------ item 6: gauges and labels
@@ -245,7 +254,8 @@ async def test_the_deadline_gauge_counts_while_the_model_waits(
         screen._tick()  # the screen's one-second timer
         await pilot.pause()
         gauge = plain(screen.run_view.query_one(BudgetGauge).render(), width=200)
-        assert "time 20.4/" in gauge and "running 20 s: model round 1" in screen.activity
+        assert "time 20.4/" in gauge
+        assert "running 20 s: model round 1" in screen.activity
         await pilot.press("escape")
         await wait_until(lambda: not screen.running, pilot, what="the cancel")
         gauge = plain(screen.run_view.query_one(BudgetGauge).render(), width=200)
@@ -264,7 +274,8 @@ async def test_the_model_label_is_spelled_one_way_before_and_after_a_run(
         after = painted_text(app).splitlines()[0]
         for line in (before, after):
             label = line.rstrip().rsplit("│", 1)[-1].strip()
-            assert label == "scripted: evidence-backed-diagnosis" and "model:" not in line
+            assert label == "scripted: evidence-backed-diagnosis"
+            assert "model:" not in line
 
 
 async def test_ctrl_c_with_no_run_says_how_to_quit_and_still_copies_a_selection(tmp_path: Path) -> None:
@@ -274,11 +285,13 @@ async def test_ctrl_c_with_no_run_says_how_to_quit_and_still_copies_a_selection(
         await pilot.press("ctrl+c")
         await pilot.pause()
         said = [n.message for n in app._notifications]
-        assert said and "ctrl+q quits the console" in said[-1]
+        assert said
+        assert "ctrl+q quits the console" in said[-1]
         query = app.investigate.query_one("#query", TextArea)
         query.select_all()
         await pilot.press("ctrl+c")
-        assert app.clipboard == query.text and len(app._notifications) == len(said)
+        assert app.clipboard == query.text
+        assert len(app._notifications) == len(said)
 
 
 async def test_the_palette_lists_what_cannot_act_now_dimmed_with_the_reason(tmp_path: Path) -> None:
@@ -291,7 +304,8 @@ async def test_the_palette_lists_what_cannot_act_now_dimmed_with_the_reason(tmp_
         await pilot.pause(0.5)
         shown = painted_text(app)
         assert "No matches found" not in shown
-        assert "Copy Draft" in shown and "not now: no Draft to copy · ctrl+r runs the query" in shown
+        assert "Copy Draft" in shown
+        assert "not now: no Draft to copy · ctrl+r runs the query" in shown
         prompt = app.screen.query_one(OptionList).get_option_at_index(0).prompt
         assert "dim" in " ".join(str(span.style) for span in getattr(prompt, "spans", []))  # as in the footer
         await pilot.press("enter")  # chosen anyway: it says why, as its key does
@@ -316,7 +330,8 @@ async def test_typing_in_the_scenario_picker_filters_it(tmp_path: Path) -> None:
         await pilot.pause()
         names = [picker.choices[i].name for i in picker.shown]
         assert names == ["model-call-budget-exhausted", "token-budget-exhausted"]
-        assert listed.option_count == 2 and "filter budget ex  2 of 18" in painted_text(app)
+        assert listed.option_count == 2
+        assert "filter budget ex  2 of 18" in painted_text(app)
         await pilot.press("down", "enter")
         await engine_ready(pilot)
         assert app.engine_status.label == "scripted: token-budget-exhausted"

@@ -47,7 +47,8 @@ def boxed_lines(screen: str) -> list[str]:
 def assert_whole_box(screen: str, width: int) -> None:
     """A dialog drawn whole: top and bottom borders on screen, every line closed on the right."""
     box = boxed_lines(screen)
-    assert box[0].rstrip().endswith("╮") and box[-1].rstrip().endswith("╯"), "\n".join(box)
+    assert box[0].rstrip().endswith("╮"), "\n".join(box)
+    assert box[-1].rstrip().endswith("╯"), "\n".join(box)
     assert all(line.rstrip().endswith(("│", "╮", "╯")) for line in box), "\n".join(box)
     assert all(cell_len(line.rstrip()) <= width for line in box)
 
@@ -92,7 +93,8 @@ async def test_the_status_bar_keeps_the_model_and_the_outcome(tmp_path: Path, si
         assert "scripted: evidence-backed-diagnosis" in top_lines(app)
         await run_to_end(pilot)
         shown = top_lines(app)
-        assert "finished: DRAFT (exit 0)" in shown and "scripted: evidence-backed-diagnosis" in shown
+        assert "finished: DRAFT (exit 0)" in shown
+        assert "scripted: evidence-backed-diagnosis" in shown
 
 
 LONG_ERROR = (
@@ -173,7 +175,8 @@ async def test_help_fits_and_every_key_can_be_read(tmp_path: Path, size: tuple[i
                 break
         words = " ".join(seen.replace("│", " ").split())
         assert "Quit (during a run it asks first: quitting cancels the run)" in words
-        assert "Export dialog" in words and "Write the files" in words
+        assert "Export dialog" in words
+        assert "Write the files" in words
 
 
 # ------------------------------------------------------------------ audit lists
@@ -240,7 +243,8 @@ async def test_the_export_and_quit_dialogs_fit(tmp_path: Path, size: tuple[int, 
         await pilot.press("ctrl+q")
         await pilot.pause()
         screen = painted_text(app)
-        assert "A run is in progress." in screen and "or escape stays" in screen
+        assert "A run is in progress." in screen
+        assert "or escape stays" in screen
         await pilot.press("n")
 
 
@@ -253,6 +257,9 @@ def test_the_status_bar_neutralises_what_the_model_named() -> None:
     bar.activity = "running: call-1\n\x1b[2J\x1b]52;c;cGF5bG9hZA==\x07 query_logs · escape cancels"
     for width in (60, 80, 120):
         lines = bar.lines(width)
-        assert len(lines) <= 2 and all(line.cell_len <= width for line in lines)
+        assert len(lines) <= 2
+        assert all(line.cell_len <= width for line in lines)
         painted = "".join(line.plain for line in lines)
-        assert "\x1b" not in painted and "\n" not in painted and "\x07" not in painted
+        assert "\x1b" not in painted
+        assert "\n" not in painted
+        assert "\x07" not in painted

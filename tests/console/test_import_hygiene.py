@@ -52,6 +52,8 @@ async def main() -> None:
             if app.engine_status.state != "loading":
                 break
             await pilot.pause(0.02)
+        else:
+            raise AssertionError("timed out after 30 s waiting for the engine to load")
         await pilot.press("ctrl+r")
         await pilot.pause()
         await app.workers.wait_for_complete()

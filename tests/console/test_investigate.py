@@ -56,22 +56,28 @@ async def test_evidence_backed_diagnosis(app_factory: AppFactory) -> None:
         assert labels[-1].startswith("■ DRAFT / COMPLETED exit 0")
 
         gauge = gauge_text(app)
-        assert "4 / 8" in gauge and "12,346 / 64,000" in gauge and "6,305 / 262,144" in gauge
+        assert "4 / 8" in gauge
+        assert "12,346 / 64,000" in gauge
+        assert "6,305 / 262,144" in gauge
         assert "— / 300 s" in gauge  # elapsed time is hidden in pinned (snapshot) mode
         assert {app.investigate.query_one(BudgetGauge).level(k) for k in ("model_calls", "tokens")} == {"ok"}
 
         protocol = protocol_text(app)
         # the last FOUND, never evaluated: the Draft came next, and nothing is pending once the run ended
         assert "pending observation none: the run ended (call-3 never evaluated)" in protocol
-        assert "no-gain streak 0 / 3" in protocol and "violations 0 / 3" in protocol
-        assert "STOP_REQUIRED no" in protocol and "saturation —" in protocol
+        assert "no-gain streak 0 / 3" in protocol
+        assert "violations 0 / 3" in protocol
+        assert "STOP_REQUIRED no" in protocol
+        assert "saturation —" in protocol
 
         result = result_text(app)
         assert "DRAFT / COMPLETED exit 0: a Draft was produced" in result
         assert "run run-0001 · 4 model calls · 12,346 tokens" in result
         assert "payment-service v2.14.0" in result
-        assert "FINDING" in result and "↳ call-2 query_logs FOUND eval GAINED" in result
-        assert "Action plan" in result and "Limitations: missing information" in result
+        assert "FINDING" in result
+        assert "↳ call-2 query_logs FOUND eval GAINED" in result
+        assert "Action plan" in result
+        assert "Limitations: missing information" in result
 
 
 async def test_citation_jumps_to_the_call_and_detail_shows_exactly_the_observation(
@@ -94,7 +100,8 @@ async def test_citation_jumps_to_the_call_and_detail_shows_exactly_the_observati
 
         timeline = screen.run_view.timeline
         assert timeline.has_focus
-        assert timeline.cursor_node is not None and timeline.cursor_node.data == ("call", "call-2")
+        assert timeline.cursor_node is not None
+        assert timeline.cursor_node.data == ("call", "call-2")
         assert screen.query_one(DetailPanel).key == ("call", "call-2")
 
         seen = next(
@@ -130,7 +137,8 @@ async def test_stop_required_ignored_is_a_controlled_stop(app_factory: AppFactor
         result = result_text(app)
         assert "CONTROLLED_STOP / INFORMATION_SATURATED exit 10" in result
         assert "stop_required: yes · saturation: INFORMATION_SATURATED" in result
-        assert "call-1 query_logs EMPTY" in result and "call-2 query_logs EMPTY" in result
+        assert "call-1 query_logs EMPTY" in result
+        assert "call-2 query_logs EMPTY" in result
 
 
 async def test_model_call_budget_exhausted_names_the_budget(app_factory: AppFactory) -> None:
@@ -143,8 +151,10 @@ async def test_model_call_budget_exhausted_names_the_budget(app_factory: AppFact
         assert labels[-1].startswith("■ BUDGET_EXHAUSTED / MODEL_CALLS_EXHAUSTED exit 11")
 
         gauge = app.investigate.query_one(BudgetGauge)
-        assert "3 / 3" in gauge_text(app) and "model calls budget ended the run" in gauge_text(app)
-        assert gauge.level("model_calls") == "full" and gauge.level("tokens") == "ok"
+        assert "3 / 3" in gauge_text(app)
+        assert "model calls budget ended the run" in gauge_text(app)
+        assert gauge.level("model_calls") == "full"
+        assert gauge.level("tokens") == "ok"
 
         protocol = protocol_text(app)
         assert "pending observation none: the run ended (call-2 never evaluated)" in protocol
@@ -161,7 +171,8 @@ async def test_missing_context_is_an_explicit_no_conclusion(app_factory: AppFact
     async with app.run_test(size=SIZE) as pilot:
         await run_to_end(pilot)
         labels = timeline_labels(app)
-        assert len(labels) == 2 and has_row(labels, "round 1", "final text")
+        assert len(labels) == 2
+        assert has_row(labels, "round 1", "final text")
         result = result_text(app)
         assert "DRAFT / COMPLETED" in result
         assert "No conclusion: the evidence does not support one (conclusion: null)." in result
@@ -199,10 +210,8 @@ async def test_copy_draft_and_export(app_factory: AppFactory, tmp_path: Any) -> 
         assert exported["result"]["outcome"] == "DRAFT"
         assert [e["type"] for e in exported["events"]][-1] == "run_finished"
         markdown = (tmp_path / "diagnosis-run-0001.md").read_text(encoding="utf-8")
-        assert (
-            markdown.startswith("# Diagnosis run run-0001")
-            and "Exported: 2026-11-30T03:00:00+00:00" in markdown
-        )
+        assert markdown.startswith("# Diagnosis run run-0001")
+        assert "Exported: 2026-11-30T03:00:00+00:00" in markdown
 
 
 async def test_follow_up_sends_exactly_the_carried_previous_turn(app_factory: AppFactory) -> None:
@@ -212,7 +221,8 @@ async def test_follow_up_sends_exactly_the_carried_previous_turn(app_factory: Ap
         screen = app.investigate
         first_query = screen.state.query
         draft = screen.state.draft
-        assert draft is not None and first_query
+        assert draft is not None
+        assert first_query
 
         await pilot.press("ctrl+f")
         expected = {
@@ -229,7 +239,8 @@ async def test_follow_up_sends_exactly_the_carried_previous_turn(app_factory: Ap
         await run_to_end(pilot)
 
         started = next(e for e in screen.state.events if e["type"] == "run_started")
-        assert started["previous_turn"] == expected and started["query"] == "rollback?"
+        assert started["previous_turn"] == expected
+        assert started["query"] == "rollback?"
         user = next(m for m in screen.use_case.chat_generator.received[0] if m.role.value == "user")
         assert json.loads(user.text) == {"query": "rollback?", "previous_turn": expected}
         assert screen.carry is None  # consumed by the run that sent it
@@ -248,7 +259,8 @@ async def test_escape_when_idle_and_a_failed_engine(app_factory: AppFactory) -> 
         await pilot.press("escape")
         await pilot.press("ctrl+r")
         await pilot.pause()
-        assert app.investigate.state.phase == "idle" and app.investigate.use_case is None
+        assert app.investigate.state.phase == "idle"
+        assert app.investigate.use_case is None
 
 
 async def test_scenario_picker_reopens_the_environment(app_factory: AppFactory) -> None:
@@ -267,7 +279,8 @@ async def test_scenario_picker_reopens_the_environment(app_factory: AppFactory) 
         await pilot.press("enter")
         await engine_ready(pilot)
         assert app.engine_status.label == "scripted: stop-required-ignored"
-        assert app.env is not None and app.env.scenario is not None
+        assert app.env is not None
+        assert app.env.scenario is not None
         assert app.investigate.query_one("#query", TextArea).text == app.env.scenario.query
         await run_to_end(pilot)
         assert app.investigate.state.outcome == "CONTROLLED_STOP"
@@ -292,7 +305,9 @@ async def test_scenario_picker_lists_a_trainers_folder(app_factory: AppFactory, 
         picker = app.screen
         assert isinstance(picker, ScenarioPicker)
         usable = [c for c in picker.choices if c.usable]
-        assert usable[-1].name == "lesson-1" and "broken" not in [c.name for c in usable]
+        assert usable[-1].name == "lesson-1"
+        assert "broken" not in [c.name for c in usable]
         assert usable[-1].source == str(folder / "lesson-1.yaml")
         assert usable[-1].title == "Lesson one"
-        assert picker.choices[-1].name == "broken.yaml" and not picker.choices[-1].usable
+        assert picker.choices[-1].name == "broken.yaml"
+        assert not picker.choices[-1].usable

@@ -28,7 +28,8 @@ async def test_the_palette_offers_what_applies_now_with_keys_from_the_bindings(t
     async with app.run_test(size=SIZE) as pilot:
         await engine_ready(pilot)
         idle = palette(app)
-        assert idle["Run query"].help.endswith("(ctrl+r)") and idle["Help"].help.endswith("(f1)")
+        assert idle["Run query"].help.endswith("(ctrl+r)")
+        assert idle["Help"].help.endswith("(f1)")
         assert (
             not {"Cancel run", "Copy Draft", "Export run", "Investigate"} & idle.keys()
         )  # nothing to act on
@@ -42,13 +43,16 @@ async def test_the_palette_offers_what_applies_now_with_keys_from_the_bindings(t
         await pilot.press("f3")
         await pilot.pause()
         on_audit = palette(app)
-        assert "Investigate" in on_audit and "Run query" not in on_audit
+        assert "Investigate" in on_audit
+        assert "Run query" not in on_audit
         seen |= {command.callback.__name__ for command in on_audit.values()}
 
         on_audit["Screenshot"].callback()
         await pilot.pause()
         saved = [n.message for n in app._notifications if n.title == "Screenshot saved"]
-    assert saved and Path(saved[0]).parent == tmp_path and Path(saved[0]).suffix == ".svg"
+    assert saved
+    assert Path(saved[0]).parent == tmp_path
+    assert Path(saved[0]).suffix == ".svg"
     assert await asyncio.to_thread(os.path.getsize, saved[0]) > 0
     bindings = [b for b in (*DiagnoseApp.BINDINGS, *InvestigateScreen.BINDINGS) if isinstance(b, Binding)]
     for binding in bindings:
@@ -65,11 +69,13 @@ def readme_key_table() -> list[tuple[str, str, str]]:
     lines = README.read_text(encoding="utf-8").split("\n### Keys\n", 1)[1].splitlines()
     from_table = itertools.dropwhile(lambda line: not line.startswith("|"), lines)
     table = list(itertools.takewhile(lambda line: line.startswith("|"), from_table))
-    assert table[0] == "| where | key | what it does |" and table[1] == "|---|---|---|"
+    assert table[0] == "| where | key | what it does |"
+    assert table[1] == "|---|---|---|"
     rows = []
     for line in table[2:]:
         where, keys, what = (cell.strip() for cell in line.strip("|").split(" | "))
-        assert keys.startswith("`") and keys.endswith("`"), line
+        assert keys.startswith("`"), line
+        assert keys.endswith("`"), line
         rows.append((where, keys[1:-1], what))
     return rows
 
@@ -95,7 +101,8 @@ async def test_help_screen_shows_every_key_and_theme_toggles(tmp_path: Path) -> 
         shown = plain(key_table(app.key_sections()), width=120)
         for _, rows in app.key_sections():
             for keys, what in rows:
-                assert keys in shown and what in shown
+                assert keys in shown
+                assert what in shown
         await pilot.press("escape")
         assert app.theme == "textual-dark"
         await pilot.press("ctrl+l")

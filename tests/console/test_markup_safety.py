@@ -32,5 +32,7 @@ async def test_markup_is_never_interpreted(tmp_path: Path) -> None:
         assert app.investigate.state.outcome == "DRAFT"
         assert has_row(timeline_labels(app), "call-1", "[bold red]boom[/]")
         shown = result_text(app)
-        assert shown.count(HOSTILE) == 2 and "[i]scope[/i]" in shown and "[u]runbooks[/u]" in shown
+        assert shown.count(HOSTILE) == 2
+        assert "[i]scope[/i]" in shown
+        assert "[u]runbooks[/u]" in shown
         assert "[s]logs[/s]" in shown

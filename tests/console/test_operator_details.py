@@ -62,13 +62,16 @@ async def test_ctrl_c_cancels_the_run_from_any_screen(tmp_path: Path) -> None:
             await pilot.press("ctrl+c")
             await wait_until(lambda: app.investigate.runs_ended > ended, pilot, what="the run to end")  # noqa: B023
             assert app.investigate.state.outcome == "CANCELLED", where
-            assert app.is_running and app.return_code is None  # cancelled, not quit
+            # Cancelled, not quit.
+            assert app.is_running
+            assert app.return_code is None
             await pilot.press("f2")
             await pilot.pause()
 
         await pilot.press("ctrl+c")  # no run: Textual's meaning (copy in the query box), never quit
         await pilot.pause()
-        assert app.is_running and app.investigate.state.outcome == "CANCELLED"
+        assert app.is_running
+        assert app.investigate.state.outcome == "CANCELLED"
 
 
 # ------------------------------------------------------------------ a dimmed key says why
@@ -144,7 +147,8 @@ async def test_one_run_and_one_model_call_read_as_english(tmp_path: Path) -> Non
     async with app.run_test(size=(120, 40)) as pilot:
         await run_to_end(pilot)
         screen = painted_text(app)
-        assert "1 model call ·" in screen and "1 model calls" not in screen
+        assert "1 model call ·" in screen
+        assert "1 model calls" not in screen
         await pilot.press("f3")
         await wait_until(lambda: "loaded" in painted_text(app), pilot, what="the count")
         assert "1 run loaded · all loaded" in painted_text(app)
@@ -198,7 +202,8 @@ async def test_a_5kb_paste_as_keys_is_a_few_edits_not_one_per_character(tmp_path
         edits[0] = 0
         app.post_message(events.Paste(PASTE))  # a bracketed paste: one edit, as before
         await wait_until(lambda: len(area.text) >= len(PASTE), pilot, what="the bracketed paste")
-        assert area.text == PASTE and edits[0] == 1
+        assert area.text == PASTE
+        assert edits[0] == 1
 
 
 async def test_ctrl_r_right_after_a_burst_sends_every_character(tmp_path: Path) -> None:

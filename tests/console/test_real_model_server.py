@@ -72,7 +72,8 @@ def test_real_model_runs_end_typed_with_a_consistent_audit(
     ]
     assert all(e["completion_tokens"] <= MAX_TOKENS for e in rounds)
     if result["stop_reason"] == "MODEL_ERROR" and result["failure"].get("cause") == "MAX_TOKENS":
-        assert rounds and rounds[-1]["completion_tokens"] == MAX_TOKENS
+        assert rounds
+        assert rounds[-1]["completion_tokens"] == MAX_TOKENS
     if result["outcome"] == "DRAFT" and result["draft"]["conclusion"] is not None:
         # A conclusion is only ever accepted with a FINDING citing FOUND evidence of this run.
         found = {c["tool_call_id"] for c in result["progress"]["checks"] if c["evidence_status"] == "FOUND"}
@@ -82,7 +83,8 @@ def test_real_model_runs_end_typed_with_a_consistent_audit(
         assert cited & found
     audit = AuditReader(audit_db)
     run = audit.run(result["run_id"])
-    assert run is not None and run["outcome"] == result["outcome"]
+    assert run is not None
+    assert run["outcome"] == result["outcome"]
     assert audit.query("SELECT run_id, tool_call_id FROM invocations WHERE status = 'STARTED'") == []
 
 
@@ -92,7 +94,8 @@ def test_eval_over_a_demo_incident_completes(tmp_path: Path, capsys: pytest.Capt
         ["eval", "--config", str(config_file(tmp_path)), "--case", "vague-query", "--out", str(out_dir)]
     )
     out, err = capsys.readouterr()
-    assert code == 0 and "Traceback" not in err
+    assert code == 0
+    assert "Traceback" not in err
     report = json.loads((out_dir / "report.json").read_text("utf-8"))
     assert report["overall"]["runs"] == 1
     assert report["overall"]["max_round_completion_tokens"] <= MAX_TOKENS

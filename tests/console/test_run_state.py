@@ -27,10 +27,13 @@ def test_protocol_violations_mark_calls_not_executed_with_their_codes() -> None:
         "NOT_EXECUTED",
         ["STOP_REQUIRED"],
     )
-    assert state.protocol is not None and state.protocol["protocol_violations"] == 2
-    assert state.collection_stopped and state.stop_cause == "SATURATION"
+    assert state.protocol is not None
+    assert state.protocol["protocol_violations"] == 2
+    assert state.collection_stopped
+    assert state.stop_cause == "SATURATION"
     assert [state.notes[e.key]["code"] for e in state.entries if e.kind == "note"] == ["COLLECTION_STOPPED"]
-    assert state.outcome == "CONTROLLED_STOP" and state.ending_budget is None
+    assert state.outcome == "CONTROLLED_STOP"
+    assert state.ending_budget is None
 
 
 def test_unknown_tool_and_repaired_evaluation() -> None:
@@ -42,17 +45,18 @@ def test_unknown_tool_and_repaired_evaluation() -> None:
     assert unknown.calls["call-1"].tool is None  # no event names the tool of a call that never ran
 
     repaired = fold(record("missing-previous-observation-repaired"))
-    assert (
-        repaired.calls["call-1"].evaluation == "GAINED" and repaired.calls["call-1"].evaluated_by == "call-3"
-    )
+    assert repaired.calls["call-1"].evaluation == "GAINED"
+    assert repaired.calls["call-1"].evaluated_by == "call-3"
     assert repaired.calls["call-3"].evaluates == ("call-1", "GAINED")
     assert repaired.calls["call-2"].controls == ["INVALID_PROGRESS_PROTOCOL"]
 
 
 def test_budget_exhaustion_names_the_budget() -> None:
     state = fold(record("token-budget-exhausted"))
-    assert state.stop_reason == "TOKENS_EXHAUSTED" and state.ending_budget == "tokens"
-    assert state.budget is not None and state.budget["exhausted"] == "TOKENS_EXHAUSTED"
+    assert state.stop_reason == "TOKENS_EXHAUSTED"
+    assert state.ending_budget == "tokens"
+    assert state.budget is not None
+    assert state.budget["exhausted"] == "TOKENS_EXHAUSTED"
 
 
 def test_invalid_input_and_duplicate_calls() -> None:
@@ -102,10 +106,14 @@ def test_changes_accumulate_until_taken() -> None:
     state = RunState()
     state.apply_all(events[:10])
     first = state.take_changes()
-    assert first.new_entries and first.budget and not state.take_changes()
+    assert first.new_entries
+    assert first.budget
+    assert not state.take_changes()
     state.apply_all(events[10:])
     rest = state.take_changes()
-    assert rest.result and "call-3" in rest.new_calls and state.phase == "finished"
+    assert rest.result
+    assert "call-3" in rest.new_calls
+    assert state.phase == "finished"
 
 
 def test_counters_no_event_reports_are_mirrored_until_the_next_protocol_event() -> None:
@@ -123,7 +131,8 @@ def test_counters_no_event_reports_are_mirrored_until_the_next_protocol_event() 
     for event in record("evidence-backed-diagnosis"):
         state.apply(event)
         if event["type"] == "model_round_started" and event["round"] == 2:
-            assert state.protocol is not None and state.protocol["pending_tool_call_id"] == "call-1"
+            assert state.protocol is not None
+            assert state.protocol["pending_tool_call_id"] == "call-1"
 
 
 def test_gauge_colours_warn_from_80_percent_and_name_the_ending_budget() -> None:

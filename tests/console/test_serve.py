@@ -13,8 +13,11 @@ from console.commands.web_server import console_command, is_loopback
 def test_serve_defaults_to_loopback() -> None:
     args = _parser().parse_args(["serve"])
     assert (args.host, args.port, args.config) == ("127.0.0.1", 8000, None)
-    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
-    assert not is_loopback("0.0.0.0") and not is_loopback("example.org")  # noqa: S104 - a string the test checks is not loopback
+    assert is_loopback("127.0.0.1")
+    assert is_loopback("::1")
+    assert is_loopback("localhost")
+    assert not is_loopback("0.0.0.0")  # noqa: S104 - a string the test checks is not loopback
+    assert not is_loopback("example.org")
 
 
 def test_each_session_runs_the_console_with_this_interpreter(tmp_path: Path) -> None:

@@ -79,7 +79,8 @@ async def test_the_page_fetches_nothing_from_another_host(
             assert fetched.status == 200, url  # served here, behind the same guard
     fonts = [url for url in resources.urls if url.endswith((".ttf", ".woff", ".woff2"))]
     assert fonts, "the terminal's font comes from this server"
-    assert "googleapis" not in page and "gstatic" not in page
+    assert "googleapis" not in page
+    assert "gstatic" not in page
 
 
 async def test_the_terminal_takes_the_keyboard_focus_with_its_first_frame(
@@ -93,5 +94,6 @@ async def test_the_terminal_takes_the_keyboard_focus_with_its_first_frame(
     resources = Resources()
     resources.feed(page)
     script = "\n".join(resources.scripts)
-    assert "-first-byte" in script and ".focus(" in script
+    assert "-first-byte" in script
+    assert ".focus(" in script
     assert 'querySelector(".textual-terminal textarea")' in script

@@ -6,7 +6,6 @@ review the SVGs. (Snapshot tests are sync: snap_compare runs the app in its own 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -15,7 +14,15 @@ import pytest
 from textual.pilot import Pilot
 
 from console.app import DiagnoseApp
-from tests.support.console import SIZE, audit_app, audit_loaded, engine_ready, make_app, run_to_end
+from tests.support.console import (
+    SIZE,
+    audit_app,
+    audit_loaded,
+    engine_ready,
+    make_app,
+    run_to_end,
+    wait_until,
+)
 
 SnapCompare = Callable[..., bool]
 
@@ -56,10 +63,8 @@ def test_run_in_progress(snap_compare: SnapCompare, tmp_path: Path) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await engine_ready(pilot)
         await pilot.press("ctrl+r")
-        for _ in range(500):
-            if cast(DiagnoseApp, pilot.app).investigate.state.round_in_flight == 2:
-                break
-            await asyncio.sleep(0.02)
+        screen = cast(DiagnoseApp, pilot.app).investigate
+        await wait_until(lambda: screen.state.round_in_flight == 2, pilot, what="model round 2")
         await pilot.pause(0.1)
 
     assert snap_compare(make_app(tmp_path, str(scenario)), terminal_size=SIZE, run_before=run_before)

@@ -60,7 +60,8 @@ def test_a_bad_start_is_refused_before_the_first_frame_with_the_line_run_prints(
         monkeypatch.setenv(name, value)
     assert main(["run", "--query", "payment-service 超时", *args]) == SETUP_ERROR
     run_line = capsys.readouterr().err
-    assert run_line.startswith("diagnose: ") and run_line.count("\n") == 1
+    assert run_line.startswith("diagnose: ")
+    assert run_line.count("\n") == 1
 
     # The console, as an operator starts it (no `console` word), in its own process.
     done = subprocess.run(
@@ -73,7 +74,9 @@ def test_a_bad_start_is_refused_before_the_first_frame_with_the_line_run_prints(
         check=False,
     )
     assert (done.returncode, done.stderr) == (SETUP_ERROR, run_line)
-    assert done.stdout == "" and ESC not in done.stderr  # no frame was painted, no terminal was taken
+    # No frame was painted, no terminal was taken.
+    assert done.stdout == ""
+    assert ESC not in done.stderr
 
 
 def test_a_console_without_a_terminal_refuses_at_once(tmp_path: Path) -> None:
@@ -89,7 +92,8 @@ def test_a_console_without_a_terminal_refuses_at_once(tmp_path: Path) -> None:
             check=False,
         )
         assert done.returncode == USAGE_ERROR
-        assert done.stdout == "" and ESC not in done.stderr
+        assert done.stdout == ""
+        assert ESC not in done.stderr
         assert done.stderr == (
             "diagnose: the console needs a terminal, and standard input is not one; "
             "for a run without a terminal use diagnose run (diagnose run --help)\n"
@@ -135,7 +139,8 @@ async def test_the_start_up_screen_blocks_every_key_but_quitting(app_factory: Ap
         assert isinstance(app.screen, StartupFailed)
         assert app.startup_error == "audit unavailable: the audit file is not a database"
         shown = painted_text(app)
-        assert "The console could not start." in shown and "the audit file is not a database" in shown
+        assert "The console could not start." in shown
+        assert "the audit file is not a database" in shown
         for key in ("ctrl+r", "f3", "f4", "f1", "ctrl+p", "x"):
             await pilot.press(key)
             await pilot.pause()
@@ -157,7 +162,8 @@ async def test_a_later_failed_reload_does_not_block_and_the_status_says_why(app_
         assert app.investigate.activity == "idle · ctrl+r runs the query"
         app.load_engine("stop-required-ignored")
         await settled(pilot)
-        assert not isinstance(app.screen, StartupFailed) and app.startup_error is None
+        assert not isinstance(app.screen, StartupFailed)
+        assert app.startup_error is None
         assert app.investigate.activity == "no engine: nothing can run · f4 picks another scenario"
         assert app.engine_status.message == "audit unavailable: the disk is gone"  # the status bar's end
         assert "no engine: nothing can run" in painted_text(app)

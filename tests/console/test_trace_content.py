@@ -138,7 +138,8 @@ def test_with_capture_on_the_text_goes_redacted_neutralised_and_bounded(
         sent = receiver.all_bytes()
         spans = receiver.spans()
     assert SECRET.encode() not in sent
-    assert b"\x1b[31m" not in sent and "\u202eevil".encode() not in sent
+    assert b"\x1b[31m" not in sent
+    assert "\u202eevil".encode() not in sent
     found = captured(spans)
     assert set(found) == {
         "gen_ai.input.messages",
@@ -150,11 +151,13 @@ def test_with_capture_on_the_text_goes_redacted_neutralised_and_bounded(
     (query,) = [part["content"] for message in json.loads(messages) for part in message["parts"]]
     assert query == QUERY.replace("\x1b", "\\x1b").replace("\u202e", "\\u202e").replace(SECRET, REDACTED)
     (output,) = found["gen_ai.output.messages"]
-    assert "PLANTED-DRAFT" in output and json.loads(output)[0]["role"] == "assistant"
+    assert "PLANTED-DRAFT" in output
+    assert json.loads(output)[0]["role"] == "assistant"
     (arguments,) = found["gen_ai.tool.call.arguments"]
     assert json.loads(arguments) == {"query": "PLANTED-INPUT zebrafrost outage", "top_k": 1}
     (result,) = found["gen_ai.tool.call.result"]
-    assert "PLANTED-EVIDENCE" in result and REDACTED in result
+    assert "PLANTED-EVIDENCE" in result
+    assert REDACTED in result
 
 
 def test_captured_text_is_cut_at_the_byte_cap(
@@ -198,7 +201,8 @@ def test_a_backfill_hides_a_secret_only_the_exporting_process_knows(
         "--query",
         QUERY,
     )
-    assert run.code == 0 and SECRET in audit_db.read_bytes().decode("utf-8", "replace")
+    assert run.code == 0
+    assert SECRET in audit_db.read_bytes().decode("utf-8", "replace")
     monkeypatch.setenv("PLANTED_KEY", SECRET)
     export_config = write_config(
         tmp_path / "export.toml",

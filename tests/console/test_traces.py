@@ -82,7 +82,8 @@ def test_an_evidence_backed_run_is_one_trace_of_genai_spans_that_matches_its_aud
     root, chats, tools = tree(receiver.spans(), result["run_id"])
     db = tmp_path / "audit.db"
 
-    assert root.name == "invoke_agent diagnosis" and root.kind == SPAN_KIND_INTERNAL
+    assert root.name == "invoke_agent diagnosis"
+    assert root.kind == SPAN_KIND_INTERNAL
     assert root.span_id == f"{span_id_of(result['run_id'], 'run'):016x}"
     assert root.resource["service.name"] == "diagnosis-console"
     assert root.status_code == STATUS_UNSET
@@ -146,7 +147,8 @@ def test_a_no_evidence_stop_keeps_its_empty_results_and_honest_ending(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
     run = traced_run(capsys, tmp_path, receiver.endpoint, "--scenario", "tool-finds-no-evidence")
-    assert run.code == 0 and run.result["draft"]["conclusion"] is None
+    assert run.code == 0
+    assert run.result["draft"]["conclusion"] is None
     root, chats, tools = tree(receiver.spans(), run.result["run_id"])
     assert (root.attributes["diagnose.outcome"], root.attributes["diagnose.stop_reason"]) == (
         "DRAFT",
@@ -167,7 +169,8 @@ def test_a_saturated_run_shows_its_protocol_codes_on_the_root(
     assert root.attributes["diagnose.stop_reason"] == "INFORMATION_SATURATED"
     codes = [attributes["diagnose.protocol.code"] for name, _, attributes in root.events]
     assert {name for name, _, _ in root.events} == {"diagnose.protocol"}
-    assert "SATURATED" in codes and "STOP_REQUIRED" in codes
+    assert "SATURATED" in codes
+    assert "STOP_REQUIRED" in codes
     audited = AuditReader(tmp_path / "audit.db").query(
         "SELECT code, at FROM protocol_events WHERE run_id = ? ORDER BY seq", (run.result["run_id"],)
     )
@@ -175,7 +178,8 @@ def test_a_saturated_run_shows_its_protocol_codes_on_the_root(
         (attributes["diagnose.protocol.code"], at) for _, at, attributes in root.events
     ]
     stop = next(a for _, _, a in root.events if a["diagnose.protocol.code"] == "STOP_REQUIRED")
-    assert stop["diagnose.protocol.cause"] == "SATURATION" and stop["diagnose.protocol.stop_required"] is True
+    assert stop["diagnose.protocol.cause"] == "SATURATION"
+    assert stop["diagnose.protocol.stop_required"] is True
 
 
 def test_a_budget_stop_says_which_budget_ran_out(
@@ -368,7 +372,8 @@ def test_the_configuration_turns_traces_on_and_the_environment_overrides_it(
 
 def test_no_endpoint_no_trace_and_no_opentelemetry(tmp_path: Path) -> None:
     env = open_run_environment(scenario="unknown-tool", audit_db=tmp_path / "audit.db")
-    assert env.traces is None and env.warnings == []
+    assert env.traces is None
+    assert env.warnings == []
     assert type(env.use_case()).__name__ == "DiagnosisUseCase"
 
 
@@ -402,7 +407,9 @@ def test_an_endpoint_with_credentials_or_no_host_is_refused(
         capsys, "run", "--config", config, "--audit-db", tmp_path / "a.db", "--scenario", "unknown-tool"
     )
     assert run.code == 3
-    assert "pw" not in run.err and "abc" not in run.err and run.err.count("\n") == 1
+    assert "pw" not in run.err
+    assert "abc" not in run.err
+    assert run.err.count("\n") == 1
 
 
 def test_the_auth_header_comes_from_its_variable_and_is_a_secret(
@@ -426,9 +433,8 @@ def test_the_auth_header_comes_from_its_variable_and_is_a_secret(
         f"why {token}?",
     )
     assert run.code == 0
-    assert receiver.headers and all(
-        h["authorization"] == f"Bearer {token}" and h["x-tenant"] == "ops" for h in receiver.headers
-    )
+    assert receiver.headers
+    assert all(h["authorization"] == f"Bearer {token}" and h["x-tenant"] == "ops" for h in receiver.headers)
     # The token is a configured secret: the query that held it was redacted before anything kept it.
     assert token not in (tmp_path / "audit.db").read_bytes().decode("utf-8", "replace")
     assert token.encode() not in b"".join(receiver.bodies)
@@ -441,7 +447,8 @@ def test_an_unset_header_variable_turns_traces_off_with_a_warning(
         tmp_path / "diagnose.toml", {"telemetry.traces": {"headers_env": "NOT_SET_ANYWHERE"}}
     )
     run = traced_run(capsys, tmp_path, receiver.endpoint, "--config", config, "--scenario", "unknown-tool")
-    assert run.code == 0 and run.result["outcome"] == "DRAFT"
+    assert run.code == 0
+    assert run.result["outcome"] == "DRAFT"
     assert run.err == (
         "diagnose: warning: traces are off: the variable NOT_SET_ANYWHERE that "
         "[telemetry.traces] headers_env names is not set\n"

@@ -61,7 +61,8 @@ def test_the_trainer_demo_runs_tool_using_investigations_to_accepted_drafts(
             [sys.executable, "-m", "console", "eval", "--config", str(config), "--out", str(out)],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
-        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr, done.stderr[-2000:]
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -59,7 +59,8 @@ def test_a_finished_run_leaves_no_round_waiting() -> None:
             RunFinished(*ids, 3, "t3", outcome="CANCELLED", stop_reason="CANCELLED", result={}),  # type: ignore[arg-type]
         ]
     )
-    assert state.rounds[1].unanswered and not state.rounds[1].finished
+    assert state.rounds[1].unanswered
+    assert not state.rounds[1].finished
     assert state.round_in_flight is None
 
 
@@ -98,5 +99,8 @@ async def test_the_result_panel_says_in_words_why_a_finding_was_refused(
         await run_to_end(pilot)
         result = " ".join(result_text(app).split())
         assert f"failure INVALID_DRAFT (violation: {violation};" in result
-        assert words in result and detail in result
-        assert "HikariPool-1 连接池耗尽" not in result and "流量高峰" not in result  # never the refused text
+        assert words in result
+        assert detail in result
+        # Never the refused text.
+        assert "HikariPool-1 连接池耗尽" not in result
+        assert "流量高峰" not in result

@@ -69,8 +69,10 @@ def test_load_mysql_writes_through_its_admin_account_never_the_evidence_one(
     # Through the admin account: loaded, and the evidence account is told its grant.
     assert main([*load, *as_admin, "--admin-password-env", "DEMO_ADMIN_PASSWORD"]) == 0
     out = capsys.readouterr().out
-    assert f"as '{admin}'" in out and f"GRANT SELECT, SHOW VIEW ON `{demo}`.* TO '{reader}'@'%';" in out
-    assert admin_password not in out and reader_password not in out
+    assert f"as '{admin}'" in out
+    assert f"GRANT SELECT, SHOW VIEW ON `{demo}`.* TO '{reader}'@'%';" in out
+    assert admin_password not in out
+    assert reader_password not in out
     assert "orders" in tables(mysql_env, demo)
 
     # The built-in scenario reads it through the read-only account.
@@ -96,6 +98,8 @@ def test_an_admin_account_without_write_grants_fails_in_one_line(
     dsn = f"mysql://{reader}@{MYSQL_HOST}:{MYSQL_PORT}/{demo}"
     assert main(["demo", "load-mysql", "--config", str(config), "--admin-dsn", dsn]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("diagnose: loading the demo database failed: ") and err.count("\n") == 1
-    assert "denied" in err and "Traceback" not in err
+    assert err.startswith("diagnose: loading the demo database failed: ")
+    assert err.count("\n") == 1
+    assert "denied" in err
+    assert "Traceback" not in err
     assert tables(mysql_env, demo) == []

@@ -193,8 +193,10 @@ def test_planted_secrets_reach_no_output(
     event_list = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
     finished = {e["tool_call_id"]: e for e in event_list if e["type"] == "tool_finished"}
     # The evidence really was read (so the grep below is meaningful) ...
-    assert finished["k1"]["status"] == "FOUND" and finished["l1"]["status"] == "FOUND"
-    assert finished["m1"]["status"] == "FOUND" and finished["m1"]["projection"]["row_count"] == 2
+    assert finished["k1"]["status"] == "FOUND"
+    assert finished["l1"]["status"] == "FOUND"
+    assert finished["m1"]["status"] == "FOUND"
+    assert finished["m1"]["projection"]["row_count"] == 2
     # ... and the foreign schema was refused by the server's grants, with no server text.
     assert (finished["m2"]["error_code"], finished["m2"]["reason"]) == ("POLICY_REJECTED", "ACCESS_DENIED")
 
@@ -211,7 +213,8 @@ def test_planted_secrets_reach_no_output(
     for where, text in outputs.items():
         for secret in SECRETS:
             assert secret not in text, f"{secret!r} leaked into {where}"
-    assert "[REDACTED]" in outputs["events"] and "[REDACTED]" in outputs["audit"]
+    assert "[REDACTED]" in outputs["events"]
+    assert "[REDACTED]" in outputs["audit"]
 
 
 async def test_model_facing_observations_carry_no_secret(leaky_world: dict[str, Path]) -> None:

@@ -246,7 +246,9 @@ def test_the_audit_password_reaches_no_output(
         refused = diagnose(*run, *audit)
         rows = _server_rows(mariadb_audit)
 
-    assert refused[0] == 3 and "audit unavailable" in refused[2] and "Access denied" in refused[2]
+    assert refused[0] == 3
+    assert "audit unavailable" in refused[2]
+    assert "Access denied" in refused[2]
     assert "the audit login is [REDACTED]" in rows  # the run was recorded, its query redacted
     outputs = {
         "stdout": out,

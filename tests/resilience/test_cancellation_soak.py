@@ -148,7 +148,8 @@ class Soak:
                 result = await asyncio.shield(task)
             self.outcomes[f"{mode}:{result.outcome.value}"] += 1
         except asyncio.CancelledError:
-            assert task.cancelled() and not operator
+            assert task.cancelled()
+            assert not operator
             self.outcomes[f"{mode}:raised CancelledError"] += 1
 
     async def close(self) -> None:
@@ -181,7 +182,8 @@ async def _soak(mysql_env: MysqlTestEnv, tmp_path: Path, runs: int, seed: int) -
 
         assert await wait_until(nothing_of_ours_running, timeout_s=2)
         pool = soak.mysql.pool_stats()
-        assert pool["in_use"] == 0 and pool["size"] <= pool["max"], pool
+        assert pool["in_use"] == 0, pool
+        assert pool["size"] <= pool["max"], pool
 
         async def no_orphan_connections() -> bool:
             rows = await mysql_env.admin_async(

@@ -24,7 +24,7 @@ import pytest
 
 import audit.common
 import audit.sqlite.store
-from audit import SqliteAuditStore
+from tests.support.audit_backends import open_sqlite_audit
 from tests.support.audit_reader import AuditReader
 from tests.support.resilience import (
     CliRun,
@@ -124,7 +124,8 @@ def test_a_read_only_audit_file_is_refused_before_the_run(
     with _immutable(db):
         run = run_cli(capsys, "run", "--scenario", "evidence-backed-diagnosis", "--json", "--audit-db", db)
     assert (run.code, run.out) == (3, "")
-    assert run.err.startswith("diagnose: audit unavailable:") and "not writable" in run.err
+    assert run.err.startswith("diagnose: audit unavailable:")
+    assert "not writable" in run.err
     assert _digest(db) == before
 
 
@@ -138,7 +139,8 @@ def test_an_audit_folder_that_cannot_take_new_files_is_refused(
             capsys, "run", "--scenario", "evidence-backed-diagnosis", "--json", "--audit-db", folder / "a.db"
         )
     assert (run.code, run.out) == (3, "")
-    assert "audit unavailable" in run.err and str(folder / "a.db") in run.err
+    assert "audit unavailable" in run.err
+    assert str(folder / "a.db") in run.err
 
 
 def test_an_audit_path_that_is_a_folder_is_refused(
@@ -175,7 +177,8 @@ def test_a_lock_held_longer_than_the_busy_timeout_delays_the_run(
         .execute("SELECT finished_at FROM runs WHERE run_id = ?", (run.result["run_id"],))
         .fetchone()[0]
     )
-    assert holder.released_at is not None and finished > holder.released_at
+    assert holder.released_at is not None
+    assert finished > holder.released_at
     assert_audit_consistent(db)
 
 
@@ -191,7 +194,8 @@ def test_a_lock_held_past_the_retry_deadline_at_open_is_exit_3(
     run = run_cli(capsys, "run", "--scenario", "evidence-backed-diagnosis", "--json", "--audit-db", db)
     holder.join()
     assert (run.code, run.out) == (3, "")
-    assert run.err.startswith("diagnose: audit unavailable:") and "locked" in run.err
+    assert run.err.startswith("diagnose: audit unavailable:")
+    assert "locked" in run.err
     assert_audit_consistent(db)
 
 
@@ -224,7 +228,7 @@ def _run_with_lock_mid_run(tmp_path: Path, hold_s: float, prelude: str) -> tuple
 def test_after_a_lock_past_the_retry_deadline_mid_run_the_audit_recovers(tmp_path: Path) -> None:
     """Whatever the CLI prints, the next open of the audit closes the run: nothing stays STARTED."""
     db, _ = _run_with_lock_mid_run(tmp_path, hold_s=4.0, prelude=SHORT_RETRY)
-    with SqliteAuditStore(db) as store:
+    with open_sqlite_audit(db) as store:
         (row,) = AuditReader(store).runs()
         assert row["finished_at"] is not None
         assert row["outcome"] is not None or row["interrupted"] == 1
@@ -237,7 +241,8 @@ def _ended_by_the_audit(run: CliRun) -> None:
     assert "Traceback" not in run.err, run.err
     assert run.code == 1
     assert (run.result["outcome"], run.result["stop_reason"]) == ("FAILED", "AGENT_ERROR")
-    assert run.result["failure"]["cause"] == "AUDIT_WRITE_FAILED" and run.result["draft"] is None
+    assert run.result["failure"]["cause"] == "AUDIT_WRITE_FAILED"
+    assert run.result["draft"] is None
     (line,) = [line for line in run.err.splitlines() if "audit" in line]
     assert line.startswith("diagnose: the audit could not be written, so the run was stopped:")
 

@@ -161,7 +161,8 @@ def test_a_model_endpoint_out_of_reach_is_named_with_its_cause(
     assert f"why: {model_cause_text(cause)}" in human.out
     assert f"endpoint: {url}" in human.out
     log = (tmp_path / "state" / "diagnosis-console" / "diagnose.log").read_text(encoding="utf-8")
-    assert f"cause {cause} " in log and f"endpoint {url}" in log
+    assert f"cause {cause} " in log
+    assert f"endpoint {url}" in log
 
 
 def test_a_model_failing_after_evidence_keeps_the_progress_and_the_audit(
@@ -229,4 +230,5 @@ def test_the_endpoint_named_in_a_failure_carries_no_credential(
     ]
     seen += [str(row) for row in AuditReader(tmp_path / "audit.db").query("SELECT * FROM runs")]
     for text in seen:
-        assert "s3cr3t-pw" not in text and "k3y-value" not in text, text
+        assert "s3cr3t-pw" not in text, text
+        assert "k3y-value" not in text, text

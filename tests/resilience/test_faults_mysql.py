@@ -147,7 +147,9 @@ async def test_mariadb_restarted_between_runs_the_pool_recovers(
     assert statuses[1] == ("FOUND", None)  # the idle connection the server closed is not handed out
     assert statuses[2] == ("FOUND", None)
     for pool in pools:
-        assert pool["in_use"] == 0 and pool["size"] <= 1, pool  # the dead connection was dropped, not kept
+        # The dead connection was dropped, not kept.
+        assert pool["in_use"] == 0, pool
+        assert pool["size"] <= 1, pool
 
 
 async def test_the_first_run_after_a_mariadb_restart_finds_its_rows(

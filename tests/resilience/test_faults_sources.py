@@ -121,7 +121,8 @@ def test_an_unusable_scenario_file_is_exit_3(
 ) -> None:
     run = run_cli(capsys, "run", "--scenario", make_path(tmp_path), "--json", "--audit-db", tmp_path / "a.db")
     assert (run.code, run.out) == (3, "")
-    assert run.err.startswith("diagnose: ") and message in run.err
+    assert run.err.startswith("diagnose: ")
+    assert message in run.err
 
 
 @pytest.mark.parametrize(

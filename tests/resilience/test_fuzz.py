@@ -1,8 +1,8 @@
 """Property fuzzing of every parser that reads text a model, a file or a caller controls.
 
 Each property says what may come out: a typed rejection or a valid value, never another exception, and
-a valid value that keeps the contract's promises. Default variants run ~200 examples each; the `long`
-variants run 10,000 (`pytest -m long tests/resilience/test_fuzz.py`).
+a valid value that keeps the contract's promises. Each runs ~200 examples; under the `long` Hypothesis
+profile, 10,000 (`pytest --hypothesis-profile long tests/resilience/test_fuzz.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from agent.contracts import DiagnosisDraft, PreviousTurn
 from agent.draft.parser import DraftRejected, parse_draft
 from agent.draft.rules import RunEvidence
 from agent.scenarios import Scenario, ScenarioError, parse_scenario
+from tests.support.hypothesis_budget import examples
+from tests.support.raising import returned_or_raised
 from tools.adapter import ToolError
 from tools.boundary import ToolBoundary
 from tools.definitions import MAX_SQL_BYTES, TOOL_NAMES, ToolName
@@ -31,8 +33,12 @@ from tools.input_models import BUSINESS_INPUTS, QueryMysqlInput
 from tools.logs.logql import MAX_CONTAINS_CHARS, build_logql
 from tools.unicode_text import is_encodable
 
-DEFAULT = settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-LONG = settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+DEFAULT = settings(
+    max_examples=examples(200, long=10_000),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 
 # --- shared strategies -----------------------------------------------------------------------------------
 
@@ -183,10 +189,11 @@ draft_texts = st.one_of(
 
 
 def check_draft(text: str, max_bytes: int) -> None:
-    try:
-        draft = parse_draft(text, max_bytes, RunEvidence.of(KNOWN_CALLS))
-    except DraftRejected as rejected:
-        assert rejected.violation in VIOLATIONS, rejected.violation
+    draft = returned_or_raised(
+        lambda: parse_draft(text, max_bytes, RunEvidence.of(KNOWN_CALLS)), DraftRejected
+    )
+    if isinstance(draft, DraftRejected):
+        assert draft.violation in VIOLATIONS, draft.violation
         return
     assert isinstance(draft, DiagnosisDraft)
     assert all(cited in KNOWN_CALLS for cited in draft.cited_ids()), draft
@@ -196,7 +203,8 @@ def check_draft(text: str, max_bytes: int) -> None:
     else:
         assert any(not is_blank(entry) for entry in draft.limitations.missing_info), draft
     for item in draft.analysis:
-        assert not is_blank(item.statement) and (item.scope is None or not is_blank(item.scope)), item
+        assert not is_blank(item.statement), item
+        assert item.scope is None or not is_blank(item.scope), item
         if item.kind == "FINDING":
             assert all(KNOWN_CALLS.get(i) == "FOUND" for i in item.evidence), item
     assert is_encodable(draft.model_dump_json())  # it can be stored, printed and sent
@@ -206,13 +214,6 @@ def check_draft(text: str, max_bytes: int) -> None:
 @DEFAULT
 @given(draft_texts, st.sampled_from([16_384, 64]))
 def test_draft_parser_rejects_or_accepts_only_valid_drafts(text: str, max_bytes: int) -> None:
-    check_draft(text, max_bytes)
-
-
-@pytest.mark.long
-@LONG
-@given(draft_texts, st.sampled_from([16_384, 64]))
-def test_draft_parser_rejects_or_accepts_only_valid_drafts_long(text: str, max_bytes: int) -> None:
     check_draft(text, max_bytes)
 
 
@@ -263,15 +264,15 @@ def business_inputs(tool: str) -> st.SearchStrategy[Any]:
 
 
 def check_input(tool: str, raw: Any) -> None:
-    try:
-        model = ToolBoundary.validate_input(tool, raw)
-    except ToolError as error:
-        assert (error.code, error.reason) == ("INVALID_INPUT", None)
+    model = returned_or_raised(lambda: ToolBoundary.validate_input(tool, raw), ToolError)
+    if isinstance(model, ToolError):
+        assert (model.code, model.reason) == ("INVALID_INPUT", None)
         return
     assert isinstance(model, BUSINESS_INPUTS[tool])
     assert type(model).model_validate(model.model_dump()) == model  # what is executed validates again
     if tool == ToolName.QUERY_MYSQL:
-        assert isinstance(model, QueryMysqlInput) and len(model.sql.encode("utf-8")) <= MAX_SQL_BYTES
+        assert isinstance(model, QueryMysqlInput)
+        assert len(model.sql.encode("utf-8")) <= MAX_SQL_BYTES
     else:
         texts = [v for v in model.model_dump().values() if isinstance(v, str)]
         assert all(ch.isprintable() or ch == " " or ord(ch) >= 128 for text in texts for ch in text), texts
@@ -288,13 +289,6 @@ def test_envelope_input_is_invalid_input_or_a_valid_model(case: tuple[str, Any])
     check_input(*case)
 
 
-@pytest.mark.long
-@LONG
-@given(tool_and_input)
-def test_envelope_input_is_invalid_input_or_a_valid_model_long(case: tuple[str, Any]) -> None:
-    check_input(*case)
-
-
 # --- 3. PreviousTurn -------------------------------------------------------------------------------------
 
 valid_turns = st.fixed_dictionaries(
@@ -308,7 +302,8 @@ def check_previous_turn(value: Any) -> None:
         turn = PreviousTurn.model_validate(value)
     except ValidationError:
         return
-    assert isinstance(turn, PreviousTurn) and turn.query
+    assert isinstance(turn, PreviousTurn)
+    assert turn.query
     assert isinstance(turn.limitations.checked_scope, list)
     assert PreviousTurn.model_validate(turn.model_dump()) == turn
 
@@ -316,13 +311,6 @@ def check_previous_turn(value: Any) -> None:
 @DEFAULT
 @given(previous_turns)
 def test_previous_turn_is_a_validation_error_or_valid(value: Any) -> None:
-    check_previous_turn(value)
-
-
-@pytest.mark.long
-@LONG
-@given(previous_turns)
-def test_previous_turn_is_a_validation_error_or_valid_long(value: Any) -> None:
     check_previous_turn(value)
 
 
@@ -393,24 +381,17 @@ scenario_texts = st.one_of(
 
 
 def check_scenario(text: str) -> None:
-    try:
-        scenario = parse_scenario(text)
-    except ScenarioError as error:
-        assert str(error).startswith("<scenario>: ")
+    scenario = returned_or_raised(lambda: parse_scenario(text), ScenarioError)
+    if isinstance(scenario, ScenarioError):
+        assert str(scenario).startswith("<scenario>: ")
         return
-    assert isinstance(scenario, Scenario) and scenario.rounds
+    assert isinstance(scenario, Scenario)
+    assert scenario.rounds
 
 
 @DEFAULT
 @given(scenario_texts)
 def test_scenario_loader_answers_scenario_error_or_a_scenario(text: str) -> None:
-    check_scenario(text)
-
-
-@pytest.mark.long
-@LONG
-@given(scenario_texts)
-def test_scenario_loader_answers_scenario_error_or_a_scenario_long(text: str) -> None:
     check_scenario(text)
 
 
@@ -580,13 +561,15 @@ logql_cases = st.tuples(
 
 
 def check_logql(service: str, level: str | None, contains: str | None, level_label: str) -> None:
-    try:
-        query = build_logql(SELECTORS, service, level, contains, level_label)
-    except ToolError as error:
-        assert error.code == "INVALID_INPUT"
+    query = returned_or_raised(
+        lambda: build_logql(SELECTORS, service, level, contains, level_label), ToolError
+    )
+    if isinstance(query, ToolError):
+        assert query.code == "INVALID_INPUT"
         return
     levels, filters = parse_pipeline(query, SELECTORS[service], level_label)
-    assert len(levels) == (level is not None) and len(filters) == (contains is not None)
+    assert len(levels) == (level is not None)
+    assert len(filters) == (contains is not None)
     if contains is not None:
         # The one line filter finds `contains` in any case and nothing else (Python's `re` reads
         # RE2's escapes of metacharacters alike).
@@ -602,15 +585,6 @@ def check_logql(service: str, level: str | None, contains: str | None, level_lab
 @DEFAULT
 @given(logql_cases)
 def test_logql_has_one_selector_and_one_exact_line_filter(
-    case: tuple[str, str | None, str | None, str],
-) -> None:
-    check_logql(*case)
-
-
-@pytest.mark.long
-@LONG
-@given(logql_cases)
-def test_logql_has_one_selector_and_one_exact_line_filter_long(
     case: tuple[str, str | None, str | None, str],
 ) -> None:
     check_logql(*case)

@@ -133,7 +133,8 @@ async def test_hostile_evidence_and_draft_stay_data_on_the_screen(
 ) -> None:
     seen = await _run_console(tmp_path, monkeypatch)
     state = seen["state"]
-    assert seen["running"] and seen["quits"] == [], "the console stays up and no @click action fired"
+    assert seen["running"], "the console stays up and no @click action fired"
+    assert seen["quits"] == [], "the console stays up and no @click action fired"
     assert seen["clicks"] == [], "no painted segment carries an @click action"
     assert (state.outcome, state.stop_reason) == ("DRAFT", "COMPLETED"), state.result
 
@@ -143,22 +144,28 @@ async def test_hostile_evidence_and_draft_stay_data_on_the_screen(
 
     # The 10 MB line reaches the screen cut to the projection cap.
     messages = [entry["message"] for entry in state.calls["call-2"].projection["entries"]]
-    assert len(messages) == 2 and all(len(m) <= MESSAGE_CAP for m in messages)
+    assert len(messages) == 2
+    assert all(len(m) <= MESSAGE_CAP for m in messages)
     assert len(json.dumps(state.calls["call-2"].observation, ensure_ascii=False)) < 64_000
     detail = seen["detail"]
-    assert INJECTION in detail and "A" * 100 in detail
-    assert max(len(run) for run in re.findall("A+", detail)) <= MESSAGE_CAP and len(detail) < 100_000
+    assert INJECTION in detail
+    assert "A" * 100 in detail
+    assert max(len(run) for run in re.findall("A+", detail)) <= MESSAGE_CAP
+    assert len(detail) < 100_000
 
     # Markup is shown literally wherever model or tool text appears.
-    assert "[bold red]x[/]" in seen["result"] and "[@click=app.quit]quit[/]" in seen["result"]
+    assert "[bold red]x[/]" in seen["result"]
+    assert "[@click=app.quit]quit[/]" in seen["result"]
     assert "[bold red]x[/]" in seen["detail"]
     assert "[bold red]x[/]" in seen["painted"]
 
     # The detail panel shows escapes JSON-escaped (data, not terminal control).
-    assert "\x1b" not in detail and "\\u001b[2J" in detail
+    assert "\x1b" not in detail
+    assert "\\u001b[2J" in detail
 
 
 async def test_no_raw_escape_reaches_the_screen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen = await _run_console(tmp_path, monkeypatch)
     for where in ("result", "painted", "svg"):
-        assert "\x1b" not in seen[where] and "\x07" not in seen[where], where
+        assert "\x1b" not in seen[where], where
+        assert "\x07" not in seen[where], where

@@ -152,7 +152,8 @@ def test_hostile_evidence_stays_data_end_to_end(tmp_path: Path, capsys: pytest.C
     assert all("\x1b" not in (r["projection_json"] or "") for r in rows)
 
     raw = events_file.read_bytes()
-    assert b"\x1b" not in raw and b"\r" not in raw
+    assert b"\x1b" not in raw
+    assert b"\r" not in raw
     events = read_events(events_file)  # one JSON object per \n-terminated line
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert "\\u001b[2J" in raw.decode("utf-8"), "the escape travelled as JSON-escaped data"
@@ -162,11 +163,15 @@ def test_hostile_evidence_stays_data_end_to_end(tmp_path: Path, capsys: pytest.C
     messages = [entry["message"] for entry in logs["data"]["entries"]]
     assert all(isinstance(m, str) and len(m) <= MESSAGE_CAP for m in messages)
     assert any(m.startswith(HOSTILE[:100]) for m in messages)  # carried verbatim, only cut
-    assert any(INJECTION in m for m in messages) and any(RICH in m for m in messages)
+    assert any(INJECTION in m for m in messages)
+    assert any(RICH in m for m in messages)
     sizes = [len(json.dumps(o, ensure_ascii=False).encode()) for o in observations.values()]
-    assert max(sizes) < 64_000 and sum(sizes) < 262_144, sizes
+    assert max(sizes) < 64_000, sizes
+    assert sum(sizes) < 262_144, sizes
     knowledge = observations["call-1"]["data"]["documents"][0]
-    assert RICH in knowledge["title"] and "\x1b]0;pwned\x07" in knowledge["title"]  # data, not markup
+    # Data, not markup.
+    assert RICH in knowledge["title"]
+    assert "\x1b]0;pwned\x07" in knowledge["title"]
     assert len(knowledge["snippet"]) <= 300
 
 

@@ -61,7 +61,8 @@ def test_a_url_with_a_password_is_refused_by_every_command_without_echo_or_file(
         cwd=tmp_path,
     )
     assert run.code == 3, run.err
-    assert run.err.count("\n") == 1 and "--audit-db must not carry a password" in run.err
+    assert run.err.count("\n") == 1
+    assert "--audit-db must not carry a password" in run.err
     no_trace_of_the_password(tmp_path, run.out, run.err)
     assert files_under(tmp_path) == before
 
@@ -73,7 +74,8 @@ def test_every_spelling_of_such_a_url_is_refused_alike(
     before = files_under(tmp_path)
     for command in ("run", "audit runs"):
         code, out, err = in_folder(*COMMANDS[command], "--audit-db", url)
-        assert code == 3 and err.startswith(f"diagnose{' audit' if command != 'run' else ''}: ")
+        assert code == 3
+        assert err.startswith(f"diagnose{' audit' if command != 'run' else ''}: ")
         assert "--audit-db must " in err  # not carry a password, or look like mysql://user@host/db
         no_trace_of_the_password(tmp_path, out, err)
     assert files_under(tmp_path) == before
@@ -86,7 +88,8 @@ def test_audit_copy_refuses_such_urls_on_either_side_without_echo(
     for url in WITH_PASSWORD:
         for option, other in (("--from", "--to"), ("--to", "--from")):
             code, out, err = in_folder("audit", "copy", option, url, other, tmp_path / "elsewhere.db")
-            assert code == 3 and f"{option} must " in err
+            assert code == 3
+            assert f"{option} must " in err
             no_trace_of_the_password(tmp_path, out, err)
     assert files_under(tmp_path) == before
 
@@ -100,7 +103,8 @@ def test_a_url_naming_the_evidence_account_is_refused_as_in_the_configuration(
         code, _, err = in_folder(
             *COMMANDS[command], "--config", config, "--audit-db", "mysql://reader@127.0.0.1:3306/audit"
         )
-        assert code == 3 and "names the evidence account" in err
+        assert code == 3
+        assert "names the evidence account" in err
     assert files_under(tmp_path) == before
 
 
@@ -109,11 +113,14 @@ def test_sqlite_urls_name_the_file_as_in_the_configuration(
 ) -> None:
     code, _, err = in_folder(*COMMANDS["run"], "--json", "--audit-db", "sqlite:///runs.db")
     assert code == 0, err
-    assert (tmp_path / "runs.db").is_file() and not (tmp_path / "sqlite:").exists()
+    assert (tmp_path / "runs.db").is_file()
+    assert not (tmp_path / "sqlite:").exists()
     code, out, _ = in_folder("audit", "runs", "--audit-db", "sqlite:///runs.db")
-    assert code == 0 and "DRAFT / COMPLETED" in out
+    assert code == 0
+    assert "DRAFT / COMPLETED" in out
     code, out, _ = in_folder("audit", "runs", "--audit-db", f"sqlite:///{tmp_path / 'runs.db'}")
-    assert code == 0 and "DRAFT / COMPLETED" in out
+    assert code == 0
+    assert "DRAFT / COMPLETED" in out
 
 
 @pytest.mark.mysql
@@ -126,7 +133,10 @@ def test_a_server_url_opens_the_team_audit(
     code, _, err = in_folder(*COMMANDS["run"], "--json", "--audit-db", url)
     assert code == 0, err
     code, out, _ = in_folder("audit", "runs", "--audit-db", url)
-    assert code == 0 and "DRAFT / COMPLETED" in out
+    assert code == 0
+    assert "DRAFT / COMPLETED" in out
     code, out, _ = in_folder("audit", "prune", "--older-than", "30d", "--dry-run", "--audit-db", url)
-    assert code == 0 and out.startswith("would prune 0 runs") and url in out
+    assert code == 0
+    assert out.startswith("would prune 0 runs")
+    assert url in out
     assert not any(p.name.startswith("mysql:") for p in tmp_path.iterdir())

@@ -3,7 +3,8 @@
 Planted triggers and views, unknown tables and indexes, a symlinked path (or symlinked WAL/SHM files),
 a file owned by another user: refused with a clear message and exit 3, before anything in the file can
 run. Our own files are owner-only: folders 0700; the audit, its WAL/SHM, `diagnose.log` and exports
-0600; a too-open mode on our own file is tightened.
+0600; a too-open mode on our own file is tightened. The SQLite store's checks at open are what is
+under test, so these tests build the store directly, not through audit.factory.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def test_the_cli_refuses_such_a_file_with_exit_3_and_no_hang(audit_db: Path, tmp
         "run", "--scenario", "evidence-backed-diagnosis", "--audit-db", audit_db, timeout_s=60
     )
     assert run.code == 3
-    assert run.err.startswith("diagnose: audit unavailable:") and "did not create" in run.err
+    assert run.err.startswith("diagnose: audit unavailable:")
+    assert "did not create" in run.err
     assert "Traceback" not in run.err
 
 
@@ -179,7 +181,8 @@ def test_an_existing_too_open_log_is_tightened(
     (state / "diagnose.log").write_text("old line\n")
     os.chmod(state / "diagnose.log", 0o644)
     run_cli(capsys, "scenarios")
-    assert mode(state) == 0o700 and mode(state / "diagnose.log") == 0o600
+    assert mode(state) == 0o700
+    assert mode(state / "diagnose.log") == 0o600
 
 
 def test_console_exports_are_owner_only_and_never_through_a_link(tmp_path: Path) -> None:
@@ -191,7 +194,8 @@ def test_console_exports_are_owner_only_and_never_through_a_link(tmp_path: Path)
         markdown, json_file = write_run(record, tmp_path, "2026-11-30T02:10:00Z")
     finally:
         os.umask(old_umask)
-    assert mode(markdown) == 0o600 and mode(json_file) == 0o600
+    assert mode(markdown) == 0o600
+    assert mode(json_file) == 0o600
     other = tmp_path / "other"
     other.mkdir()
     (other / "target").write_text("keep")

@@ -112,7 +112,8 @@ def test_a_reconnect_that_reaches_another_server_kills_nobody_there(two_servers:
             proxy.retarget("127.0.0.1", second)
             proxy.freeze()
             store.query("SELECT 1")
-            assert store._conn is not None and store._conn.thread_id() != writer
+            assert store._conn is not None
+            assert store._conn.thread_id() != writer
             with bystander.cursor() as cursor:
                 cursor.execute("SELECT 1")
                 assert cursor.fetchone() == (1,)

@@ -10,7 +10,6 @@ checked. Real MariaDB, no mock.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,7 +38,7 @@ def _server(database: str, *statements: str) -> None:
 
 
 @pytest.fixture
-def migrated(mariadb_audit: AuditTarget) -> Iterator[MysqlLocation]:
+def migrated(mariadb_audit: AuditTarget) -> MysqlLocation:
     """A current audit schema holding one finished run."""
     assert isinstance(mariadb_audit.location, MysqlLocation)
     mariadb_audit.open().close()
@@ -49,7 +48,7 @@ def migrated(mariadb_audit: AuditTarget) -> Iterator[MysqlLocation]:
         " VALUES ('run-1', 's-1', 'q', 'DRAFT',"
         " '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:01.000000Z')",
     )
-    yield mariadb_audit.location
+    return mariadb_audit.location
 
 
 def test_the_migrations_create_exactly_the_tables_the_check_trusts(migrated: MysqlLocation) -> None:
@@ -82,7 +81,8 @@ def test_an_audit_database_holding_what_the_tool_did_not_create_is_refused(
     _server(migrated.database, statement)
     with pytest.raises(AuditStoreError) as refused:
         MysqlAuditStore(migrated, connect_timeout_s=3)
-    assert named in str(refused.value) and "refusing to use it" in str(refused.value)
+    assert named in str(refused.value)
+    assert "refusing to use it" in str(refused.value)
     with root_connection(migrated.database) as conn, conn.cursor() as cursor:
         cursor.execute("SELECT run_id, finished_at IS NOT NULL, interrupted FROM runs")
         assert cursor.fetchall() == (("run-1", 1, 0),)  # untouched: not even recovery ran

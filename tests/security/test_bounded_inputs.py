@@ -57,7 +57,8 @@ def test_devices_and_fifos_are_refused_at_once(tmp_path: Path, option: str, spec
         args += ["--scenario", SCENARIO]
     run = run_cli_process(*args, env=cli_env(tmp_path), timeout_s=60)
     assert run.code == 3, run.err
-    assert run.err.startswith("diagnose: ") and "not a regular file" in run.err
+    assert run.err.startswith("diagnose: ")
+    assert "not a regular file" in run.err
     assert "Traceback" not in run.err
 
 
@@ -76,7 +77,8 @@ def test_an_oversized_input_file_is_refused_without_reading_it_whole(
         capsys, "run", "--scenario", SCENARIO, option, big, "--audit-db", tmp_path / "a.db", "--json"
     )
     if reason is None:
-        assert run.code == 3 and "larger than" in run.err
+        assert run.code == 3
+        assert "larger than" in run.err
     else:
         assert (run.code, run.result["outcome"], run.result["stop_reason"]) == (2, "REJECTED", reason)
 
@@ -88,7 +90,8 @@ def test_a_file_that_is_not_utf8_is_a_message(
     latin = tmp_path / "latin1.txt"
     latin.write_bytes("requête échouée".encode("latin-1"))
     run = run_cli(capsys, "run", "--scenario", SCENARIO, option, latin, "--audit-db", tmp_path / "a.db")
-    assert run.code == 3 and "not UTF-8" in run.err
+    assert run.code == 3
+    assert "not UTF-8" in run.err
 
 
 def test_events_that_cannot_be_written_are_an_error_but_the_result_is_not_lost(tmp_path: Path) -> None:
@@ -127,7 +130,8 @@ def test_a_closed_stdout_ends_quietly_with_the_runs_own_exit_code(tmp_path: Path
     process = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(tmp_path), cwd=REPO
     )
-    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     assert len(process.stdout.read(1)) == 1
     process.stdout.close()  # what `head -c1` does after its byte
     err = process.stderr.read().decode()
@@ -139,7 +143,8 @@ def test_a_closed_stdout_ends_quietly_with_the_runs_own_exit_code(tmp_path: Path
     # The events were what the reader wanted: a run still going when it left is cancelled for it
     # (tests/console/test_cli_failure_paths.py); either way the code is the audited outcome's.
     outcome = AuditReader(tmp_path / "a.db").runs()[0]["outcome"]
-    assert outcome in ("FAILED", "CANCELLED") and code == EXIT_CODE_OF[Outcome(outcome)]
+    assert outcome in ("FAILED", "CANCELLED")
+    assert code == EXIT_CODE_OF[Outcome(outcome)]
 
 
 @pytest.mark.parametrize(
@@ -161,7 +166,9 @@ def test_absurd_audit_arguments_are_usage_errors(
     with pytest.raises(SystemExit) as exited:
         main(["audit", *args, "--audit-db", str(audit)])
     err = capsys.readouterr().err
-    assert exited.value.code == USAGE_ERROR and "Traceback" not in err and "diagnose audit" in err
+    assert exited.value.code == USAGE_ERROR
+    assert "Traceback" not in err
+    assert "diagnose audit" in err
 
 
 @pytest.mark.parametrize(

@@ -138,7 +138,8 @@ def test_both_export_documents_neutralise_every_field(record: RunRecord) -> None
     assert all(neutralize(line) in markdown for line in record.query.splitlines())  # quoted line by line
     exported = json.loads(run_json(record, "now"))
     assert_json_is_safe_and_exact(run_json(record, "now"), exported)
-    assert exported["result"] == record.result and exported["query"] == record.query
+    assert exported["result"] == record.result
+    assert exported["query"] == record.query
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -150,7 +151,8 @@ def test_the_written_files_hold_no_raw_control_character(tmp_path: Path, record:
     markdown, exported = write_run(record, folder, "2026-11-30T03:00:00+00:00")
     assert unsafe(markdown.read_bytes().decode("utf-8")) == []
     text = exported.read_bytes().decode("utf-8")
-    assert unsafe(text) == [] and json.loads(text)["result"] == record.result
+    assert unsafe(text) == []
+    assert json.loads(text)["result"] == record.result
 
 
 async def test_the_console_copies_and_exports_a_hostile_draft_neutralised(tmp_path: Path) -> None:
@@ -160,11 +162,14 @@ async def test_the_console_copies_and_exports_a_hostile_draft_neutralised(tmp_pa
     async with app.run_test(size=SIZE) as pilot:
         await run_to_end(pilot)
         draft = app.investigate.state.draft
-        assert draft is not None and "\x1b" in draft["conclusion"]  # the model's text, kept as data
+        assert draft is not None
+        assert "\x1b" in draft["conclusion"]  # the model's text, kept as data
         await pilot.press("ctrl+g")
-        assert unsafe(app.clipboard) == [] and "\\x1b]0;pwned\\x07" in app.clipboard
+        assert unsafe(app.clipboard) == []
+        assert "\\x1b]0;pwned\\x07" in app.clipboard
         app.investigate.action_copy_draft_json()
-        assert unsafe(app.clipboard) == [] and json.loads(app.clipboard) == draft
+        assert unsafe(app.clipboard) == []
+        assert json.loads(app.clipboard) == draft
 
         await pilot.press("ctrl+s")
         await pilot.pause()
@@ -185,5 +190,6 @@ async def test_the_console_copies_and_exports_a_hostile_draft_neutralised(tmp_pa
         assert (markdown.stat().st_ino, exported.stat().st_ino) == first
         await pilot.press("enter")  # a second enter replaces them (new files, owner-only)
         await pilot.pause()
-        assert markdown.stat().st_ino != first[0] and exported.stat().st_ino != first[1]
+        assert markdown.stat().st_ino != first[0]
+        assert exported.stat().st_ino != first[1]
         assert oct(markdown.stat().st_mode & 0o777) == "0o600"

@@ -146,7 +146,8 @@ def test_a_new_file_is_created_only_where_nothing_is(tmp_path: Path, there: str)
         path.mkdir()
     with pytest.raises(FileExistsError):
         create_new(path)
-    assert target.read_bytes() == b"keep" and not (tmp_path / "nowhere").exists()
+    assert target.read_bytes() == b"keep"
+    assert not (tmp_path / "nowhere").exists()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

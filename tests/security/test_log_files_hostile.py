@@ -222,6 +222,7 @@ async def test_a_credential_across_the_entrys_cut_is_redacted_before_the_cut(
 
     [entry] = (await ask(adapter, service="app")).data["entries"]
 
-    assert entry["cut"] is True and len(entry["message"]) <= 500
+    assert entry["cut"] is True
+    assert len(entry["message"]) <= 500
     assert password[:4] not in entry["message"].split("connecting to")[-1]
     assert entry["labels"]["db_password"] == REDACTED

@@ -103,7 +103,10 @@ def test_haystack_logs_a_malformed_tool_call_on_one_safe_line(
     assert_one_safe_line_per_record(log, len(lines))
     [carrier] = [line for line in lines if "FORGED-RECORD" in line]
     assert " WARNING haystack.components.generators.chat.openai: OpenAI returned a malformed JSON" in carrier
-    assert "\\x1b[2J" in carrier and "\\x07" in carrier and "\\n" + FORGED in carrier  # shown, not acted on
+    # Shown, not acted on.
+    assert "\\x1b[2J" in carrier
+    assert "\\x07" in carrier
+    assert "\\n" + FORGED in carrier
     assert not any(line.startswith(FORGED) for line in lines)
     for secret in SECRETS:
         assert secret not in run.out + run.err

@@ -330,7 +330,8 @@ def test_the_model_client_is_bounded(hostile: str) -> None:
         peak = peak_memory(ask)
     # Timeouts are the SDK's timeout error; a refused answer is a failed connection: MODEL_ERROR.
     expected = openai.APITimeoutError if hostile == "slow drip" else openai.APIConnectionError
-    assert len(failed) == 1 and isinstance(failed[0], expected)
+    assert len(failed) == 1
+    assert isinstance(failed[0], expected)
     assert peak < 48 * MIB  # the cap (16 MiB) read once and joined once, never the 128 MiB
 
 
@@ -383,7 +384,8 @@ def test_the_trace_export_is_bounded(hostile: str) -> None:
             peak = peak_memory(lambda: results.append(exporter.export([span()])))
         assert results == [SpanExportResult.FAILURE]
         assert peak < 8 * MIB
-        assert len(collector.received) == 1 and elsewhere.received == []
+        assert len(collector.received) == 1
+        assert elsewhere.received == []
 
 
 def test_the_trace_backfill_gives_up_on_a_dripping_collector(

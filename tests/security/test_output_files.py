@@ -25,11 +25,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.vocabulary import USAGE_ERROR
-from audit import AuditSink, SqliteAuditStore
+from audit import AuditSink
 from audit.factory import open_audit_store
 from audit.files import MissingFolderError, UnsafeFileError, check_last_folder, make_last_folder
 from audit.location import SqliteLocation
 from audit.output_files import OutputExistsError, OutputFile, write_output
+from tests.support.audit_backends import open_sqlite_audit
 from tests.support.audit_events import Events
 from tests.support.audit_reader import AuditReader
 from tests.support.resilience import cli_env, run_cli_process
@@ -85,7 +86,8 @@ def test_a_new_file_is_created_exclusively_owner_only(tmp_path: Path) -> None:
         write_output(tmp_path / "new.txt", "hello")
     finally:
         os.umask(old_umask)
-    assert (tmp_path / "new.txt").read_text() == "hello" and mode(tmp_path / "new.txt") == 0o600
+    assert (tmp_path / "new.txt").read_text() == "hello"
+    assert mode(tmp_path / "new.txt") == 0o600
     precious = accounts_copy(tmp_path)
     before = fingerprint(precious)
     with pytest.raises(OutputExistsError):
@@ -100,7 +102,8 @@ def test_force_writes_a_new_file_and_never_truncates_the_old_one(tmp_path: Path)
     other_name = tmp_path / "same-data.md"
     os.link(old, other_name)
     write_output(old, "new report", force=True)
-    assert old.read_text() == "new report" and mode(old) == 0o600
+    assert old.read_text() == "new report"
+    assert mode(old) == 0o600
     assert other_name.read_text() == ACCOUNTS
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
@@ -113,7 +116,8 @@ def test_force_never_follows_or_replaces_a_link_nor_a_file_that_is_not_regular(t
     for force in (False, True):
         with pytest.raises((OutputExistsError, UnsafeFileError)):
             write_output(link, "x", force=force)
-    assert fingerprint(target) == before and link.is_symlink()
+    assert fingerprint(target) == before
+    assert link.is_symlink()
     folder = tmp_path / "a-folder"
     folder.mkdir()
     with pytest.raises(UnsafeFileError, match="not a regular file"):
@@ -133,14 +137,19 @@ def test_force_never_replaces_the_audit_whatever_name_reaches_it(audit_db: Path,
     assert fingerprint(audit_db) == before
 
 
+def _write_half_then_fail(path: Path, force: bool) -> None:
+    with OutputFile(path, force=force) as stream:
+        stream.write("half of it")
+        raise RuntimeError("the export failed midway")
+
+
 def test_a_failed_write_leaves_no_partial_file_and_the_old_one_whole(tmp_path: Path) -> None:
     folder = tmp_path / "out"
     folder.mkdir()
     old = accounts_copy(folder, "report.json")
     for path, force in ((folder / "fresh.json", False), (old, True)):
-        with pytest.raises(RuntimeError), OutputFile(path, force=force) as stream:
-            stream.write("half of it")
-            raise RuntimeError("the export failed midway")
+        with pytest.raises(RuntimeError, match="the export failed midway"):  # the export's error, unchanged
+            _write_half_then_fail(path, force)
     assert old.read_text() == ACCOUNTS
     assert sorted(p.name for p in folder.iterdir()) == ["report.json"]
 
@@ -198,19 +207,23 @@ def test_export_output_refuses_an_existing_file_and_the_audit_itself(
     precious = accounts_copy(tmp_path)
     before = fingerprint(precious)
     code, out, err = diagnose(tmp_path, "audit", "export", "--audit-db", audit_db, "--output", precious)
-    assert code == USAGE_ERROR and "already exists; --force replaces it" in err
+    assert code == USAGE_ERROR
+    assert "already exists; --force replaces it" in err
     assert fingerprint(precious) == before
 
     audit_before = fingerprint(audit_db)
     code, _, err = diagnose(
         tmp_path, "audit", "export", "--audit-db", audit_db, "--output", audit_db, "--force"
     )
-    assert code == 3 and "is the audit database in use; it is never replaced" in err
+    assert code == 3
+    assert "is the audit database in use; it is never replaced" in err
     code, _, err = in_folder("audit", "export", "--audit-db", audit_db, "--output", audit_db)
-    assert code == USAGE_ERROR and "already exists" in err
+    assert code == USAGE_ERROR
+    assert "already exists" in err
     assert fingerprint(audit_db)[0] == audit_before[0]  # not one byte of the audit lost
     code, out, _ = in_folder("audit", "runs", "--audit-db", audit_db)
-    assert code == 0 and "run-1" in out
+    assert code == 0
+    assert "run-1" in out
 
 
 def test_export_output_with_force_replaces_a_file_of_ours_with_a_new_private_one(
@@ -236,8 +249,10 @@ def test_export_output_never_writes_through_a_link(
     before = fingerprint(target)
     assert in_folder("audit", "export", "--audit-db", audit_db, "--output", link)[0] == USAGE_ERROR
     code, _, err = in_folder("audit", "export", "--audit-db", audit_db, "--output", link, "--force")
-    assert code == 3 and "symbolic link" in err
-    assert fingerprint(target) == before and link.is_symlink()
+    assert code == 3
+    assert "symbolic link" in err
+    assert fingerprint(target) == before
+    assert link.is_symlink()
 
 
 # --- diagnose run --events --------------------------------------------------------------------------
@@ -253,20 +268,28 @@ def test_events_never_overwrite_follow_a_link_or_come_out_world_readable(
     link.symlink_to(precious)
     before = fingerprint(precious)
     code, out, err = diagnose(tmp_path, *run, "--events", precious)
-    assert code == 3 and "already exists; --force replaces it" in err and out == ""
+    assert code == 3
+    assert "already exists; --force replaces it" in err
+    assert out == ""
     code, out, err = in_folder(*run, "--events", link)
-    assert code == 3 and "already exists" in err
+    assert code == 3
+    assert "already exists" in err
     code, _, err = in_folder(*run, "--events", link, "--force")
-    assert code == 3 and "symbolic link" in err and link.is_symlink()
+    assert code == 3
+    assert "symbolic link" in err
+    assert link.is_symlink()
     assert fingerprint(precious) == before
 
     fresh = tmp_path / "events.ndjson"
     code, _, _ = diagnose(tmp_path, *run, "--events", fresh)
-    assert code == 0 and mode(fresh) == 0o600  # the process's umask is 022
+    assert code == 0
+    assert mode(fresh) == 0o600  # the process's umask is 022
     first = fresh.read_text()
     assert json.loads(first.splitlines()[0])["type"] == "run_started"
     code, _, _ = in_folder(*run, "--events", fresh, "--force")
-    assert code == 0 and fresh.read_text() != first and mode(fresh) == 0o600
+    assert code == 0
+    assert fresh.read_text() != first
+    assert mode(fresh) == 0o600
 
 
 def test_events_never_replace_the_audit_of_the_run(
@@ -276,7 +299,8 @@ def test_events_never_replace_the_audit_of_the_run(
     code, _, err = in_folder(
         "run", "--scenario", SCENARIO, "--audit-db", audit_db, "--events", audit_db, "--force"
     )
-    assert code == 3 and "audit database" in err
+    assert code == 3
+    assert "audit database" in err
     assert AuditReader(audit_db).run("run-1") is not None
     assert len(audit_db.read_bytes()) >= len(before)
 
@@ -295,7 +319,8 @@ def test_a_file_that_is_not_an_audit_is_refused_without_being_touched(
     before = fingerprint(precious)
     code, _, err = diagnose(tmp_path, *command, "--audit-db", precious)
     assert fingerprint(precious) == before  # mode 0644 kept: nothing was chmodded first
-    assert code == 3 and "not a SQLite file" in err
+    assert code == 3
+    assert "not a SQLite file" in err
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("passwd")) == ["passwd"]
 
 
@@ -315,7 +340,7 @@ def test_checking_an_existing_audit_keeps_sqlites_locks(audit_db: Path) -> None:
     lock on the -shm file another process may reset the WAL index under a live connection (runs
     were lost that way when 8 processes shared one file)."""
     os.chmod(audit_db, 0o644)  # too open: there is tightening to do after the schema check
-    with SqliteAuditStore(audit_db) as store:
+    with open_sqlite_audit(audit_db) as store:
         store.recover()
         assert mode(audit_db) == 0o600
         assert _locks_held_on(Path(f"{audit_db}-shm")), "the connection lost its lock on the WAL index"
@@ -326,11 +351,13 @@ def test_a_new_audit_is_created_in_at_most_one_new_folder(
 ) -> None:
     deep = tmp_path / "srv" / "diagnose" / "audit.db"
     code, _, err = diagnose(tmp_path, "run", "--scenario", SCENARIO, "--audit-db", deep)
-    assert code == 3 and f"folder {tmp_path / 'srv'} does not exist" in err
+    assert code == 3
+    assert f"folder {tmp_path / 'srv'} does not exist" in err
     assert not (tmp_path / "srv").exists()
     code, _, err = in_folder("run", "--scenario", SCENARIO, "--audit-db", tmp_path / "audits" / "a.db")
     assert code == 0, err
-    assert mode(tmp_path / "audits") == 0o700 and mode(tmp_path / "audits" / "a.db") == 0o600
+    assert mode(tmp_path / "audits") == 0o700
+    assert mode(tmp_path / "audits" / "a.db") == 0o600
 
 
 # --- diagnose eval --out ----------------------------------------------------------------------------
@@ -344,17 +371,23 @@ def test_eval_keeps_a_previous_report_unless_forced(
     code, _, err = in_folder(*eval_args)
     assert code == 0, err
     report = out / "report.json"
-    assert mode(report) == 0o600 and mode(out / "report.md") == 0o600
+    assert mode(report) == 0o600
+    assert mode(out / "report.md") == 0o600
     before = fingerprint(report)
     code, _, err = diagnose(tmp_path, *eval_args)
-    assert code == 3 and "report.json already exists" in err and "--force" in err
+    assert code == 3
+    assert "report.json already exists" in err
+    assert "--force" in err
     assert fingerprint(report) == before
     code, _, err = in_folder(*eval_args, "--force")
     assert code == 0, err
-    assert report.stat().st_ino != before[2] and mode(report) == 0o600
+    assert report.stat().st_ino != before[2]
+    assert mode(report) == 0o600
 
     code, _, err = in_folder("eval", "--case", "payment-timeout", "--out", tmp_path / "a" / "b")
-    assert code == 3 and f"folder {tmp_path / 'a'} does not exist" in err and not (tmp_path / "a").exists()
+    assert code == 3
+    assert f"folder {tmp_path / 'a'} does not exist" in err
+    assert not (tmp_path / "a").exists()
 
 
 # --- diagnose audit prune ---------------------------------------------------------------------------
@@ -366,10 +399,13 @@ def test_prune_durations_read_one_way_only(tmp_path: Path) -> None:
     assert parse_age("90s").total_seconds() == 90
     assert parse_age("45min").total_seconds() == 45 * 60
     assert parse_age("12h").total_seconds() == 12 * 3600
-    assert parse_age("30d").days == 30 and parse_age("2w").days == 14
-    assert parse_age("6mo").days == 180 and parse_age("1y").days == 365
+    assert parse_age("30d").days == 30
+    assert parse_age("2w").days == 14
+    assert parse_age("6mo").days == 180
+    assert parse_age("1y").days == 365
     code, _, err = diagnose(tmp_path, "audit", "prune", "--older-than", "1m", "--audit-db", tmp_path / "x.db")
-    assert code == USAGE_ERROR and "'1m' is ambiguous: write 1min for minutes or 1mo for months" in err
+    assert code == USAGE_ERROR
+    assert "'1m' is ambiguous: write 1min for minutes or 1mo for months" in err
 
 
 def test_prune_dry_run_counts_and_deletes_nothing(audit_db: Path, tmp_path: Path) -> None:
@@ -378,17 +414,21 @@ def test_prune_dry_run_counts_and_deletes_nothing(audit_db: Path, tmp_path: Path
     )
     assert code == 0, err
     assert out.startswith("would prune 1 run finished before ")
-    assert "invocations" in out and str(audit_db) in out
+    assert "invocations" in out
+    assert str(audit_db) in out
     assert AuditReader(audit_db).run("run-1") is not None
 
 
 def test_prune_off_a_terminal_needs_yes(audit_db: Path, tmp_path: Path) -> None:
     code, out, err = diagnose(tmp_path, "audit", "prune", "--older-than", "0s", "--audit-db", audit_db)
-    assert code == USAGE_ERROR and out == ""
-    assert "prune would delete 1 run " in err and "pass --yes to confirm" in err
+    assert code == USAGE_ERROR
+    assert out == ""
+    assert "prune would delete 1 run " in err
+    assert "pass --yes to confirm" in err
     assert AuditReader(audit_db).run("run-1") is not None
     code, out, _ = diagnose(tmp_path, "audit", "prune", "--older-than", "0s", "--yes", "--audit-db", audit_db)
-    assert code == 0 and out.startswith("pruned 1 run ")
+    assert code == 0
+    assert out.startswith("pruned 1 run ")
 
 
 @pytest.mark.parametrize(("answer", "pruned"), [("n\n", False), ("\n", False), ("y\n", True)])
@@ -403,6 +443,7 @@ def test_prune_on_a_terminal_asks_first(audit_db: Path, tmp_path: Path, answer: 
         os.close(terminal)
         os.close(controller)
     assert code == 0, err
-    assert "delete 1 run finished before " in err and err.rstrip().endswith("[y/N]")
+    assert "delete 1 run finished before " in err
+    assert err.rstrip().endswith("[y/N]")
     assert out.startswith("pruned 1 run " if pruned else "nothing pruned")
     assert (AuditReader(audit_db).run("run-1") is None) is pruned

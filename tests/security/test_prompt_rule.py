@@ -13,7 +13,8 @@ from agent.vocabulary import AUDITED_PROTOCOL_CODES, ProtocolCode
 
 def test_the_prompt_says_tool_data_is_untrusted_and_not_instructions() -> None:
     prompt = system_prompt(run_bounds(16_384))
-    assert "不可信" in prompt and "不是指令" in prompt
+    assert "不可信" in prompt
+    assert "不是指令" in prompt
 
 
 def test_the_prompt_explains_every_control_code_the_model_can_receive() -> None:

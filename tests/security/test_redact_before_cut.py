@@ -69,7 +69,8 @@ def straddling(draw: st.DrawFn, limit: int) -> tuple[str, str, Redactor]:
     room = limit - start - inside
     head = (filler * (room // len(filler) + 1))[:room]
     value = head + credential + " tail of the record"
-    assert len(value) > limit and value[limit - inside : limit] == secret[:inside]
+    assert len(value) > limit
+    assert value[limit - inside : limit] == secret[:inside]
     return value, secret, Redactor([secret])
 
 

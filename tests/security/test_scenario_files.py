@@ -72,7 +72,8 @@ def test_a_scenario_cannot_send_the_password_to_its_author(
     path = write_scenario(tmp_path, hijacking_scenario(attacker_server))
     run = run_cli(capsys, "run", "--scenario", path, "--audit-db", tmp_path / "audit.db", "--json")
     assert run.code == 3
-    assert "settings.model" in run.err and "budget and protocol" in run.err
+    assert "settings.model" in run.err
+    assert "budget and protocol" in run.err
     assert _Recorder.seen == []  # nothing, let alone a Bearer password, reached the author's server
     assert PASSWORD not in run.out + run.err
 
@@ -93,7 +94,8 @@ def test_any_key_but_budget_and_protocol_limits_is_an_error_naming_it(
     path = write_scenario(tmp_path, scenario([{"text": no_conclusion_draft()}], settings=settings))
     run = run_cli(capsys, "run", "--scenario", path, "--audit-db", tmp_path / "audit.db")
     assert run.code == 3
-    assert run.err.startswith("diagnose: ") and named in run.err
+    assert run.err.startswith("diagnose: ")
+    assert named in run.err
     assert not (tmp_path / "audit.db").exists()  # refused before anything was opened
 
 
@@ -128,7 +130,8 @@ def test_such_a_file_of_a_scenario_folder_named_for_the_console_is_refused_befor
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 3
-    assert "lesson.yaml" in done.stderr and "settings.model" in done.stderr
+    assert "lesson.yaml" in done.stderr
+    assert "settings.model" in done.stderr
 
 
 def test_the_picker_lists_such_a_file_with_the_key_instead_of_opening_it(tmp_path: Path) -> None:
@@ -143,4 +146,5 @@ def test_the_picker_lists_such_a_file_with_the_key_instead_of_opening_it(tmp_pat
     assert "innocent-training" not in [choice.name for choice in choices]
     unusable = [choice for choice in choices if not choice.usable]
     assert [choice.name for choice in unusable] == ["evil.yaml"]
-    assert unusable[0].problem is not None and "settings.model" in unusable[0].problem
+    assert unusable[0].problem is not None
+    assert "settings.model" in unusable[0].problem

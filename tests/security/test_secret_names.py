@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.hypothesis_budget import examples
 from tests.support.mysql import mysql_request, root_connection
 from tools.mysql.adapter import MysqlAdapter
 from tools.mysql.guard import SqlPolicyError, guard_sql
@@ -138,16 +139,9 @@ def secret_names(draw: st.DrawFn) -> str:
     return name.upper() if style == "upper" else name
 
 
-@settings(max_examples=150, deadline=None, database=None)
+@settings(max_examples=examples(150, long=5_000), deadline=None, database=None)
 @given(secret_names())
 def test_every_generated_secret_name_is_hidden_by_every_consumer(name: str) -> None:
-    assert hidden_everywhere(name) == [], name
-
-
-@pytest.mark.long
-@settings(max_examples=5_000, deadline=None, database=None)
-@given(secret_names())
-def test_every_generated_secret_name_is_hidden_by_every_consumer_long(name: str) -> None:
     assert hidden_everywhere(name) == [], name
     assert any(trigger in name.lower() for trigger in SECRET_KEY_TRIGGERS)  # the text rule's pre-filter
 

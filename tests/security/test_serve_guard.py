@@ -88,7 +88,8 @@ def serving(tmp_path: Path, *extra: str) -> Iterator[Served]:
             match = URL_LINE.search(line)
         assert match is not None, "no token URL printed"
         while socket.socket().connect_ex(("127.0.0.1", port)) != 0:  # printed just before it listens
-            assert time.monotonic() < deadline and process.poll() is None, "diagnose serve never listened"
+            assert time.monotonic() < deadline, "diagnose serve never listened"
+            assert process.poll() is None, "diagnose serve never listened"
             time.sleep(0.05)
         yield Served(match.group(1), f"http://127.0.0.1:{port}", port, match.group(3), match.group(2))
     finally:
@@ -118,12 +119,16 @@ async def test_the_start_prints_a_token_url_whose_first_visit_sets_a_strict_cook
 ) -> None:
     assert len(served.token) >= 32
     async with http.get(served.url, allow_redirects=False) as response:
-        assert response.status == 303 and response.headers["Location"] == served.path
+        assert response.status == 303
+        assert response.headers["Location"] == served.path
         cookie = response.headers["Set-Cookie"]
     assert f"diagnose_token_{served.port}={served.token}" in cookie
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and f"Path={served.path}" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie
+    assert f"Path={served.path}" in cookie
     async with http.get(served.base, cookies=served.cookie) as response:
-        assert response.status == 200 and "<html" in (await response.text()).lower()
+        assert response.status == 200
+        assert "<html" in (await response.text()).lower()
 
 
 @pytest.mark.parametrize(
@@ -315,6 +320,8 @@ def test_a_busy_port_is_one_line_and_exit_3_without_a_url(tmp_path: Path) -> Non
 
 def test_a_host_that_does_not_resolve_is_one_line_and_exit_3_without_a_url(tmp_path: Path) -> None:
     code, out, err = _serve_once(tmp_path, "--host", "no-such-host.invalid", "--port", str(_free_port()))
-    assert code == 3 and out == ""
+    assert code == 3
+    assert out == ""
     assert err.startswith("diagnose: cannot listen on no-such-host.invalid: the name does not resolve")
-    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err

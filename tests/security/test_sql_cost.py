@@ -71,7 +71,8 @@ def test_strings_built_inside_a_query_are_capped() -> None:
         allowed_schemas=["shop"],
         max_rows=10,
     )
-    assert guarded.sql.count("LEFT(CONCAT(") == 2 and guarded.sql.count(f", {BUILT_STRING_BYTES})") == 2
+    assert guarded.sql.count("LEFT(CONCAT(") == 2
+    assert guarded.sql.count(f", {BUILT_STRING_BYTES})") == 2
 
 
 # --- the property: every allowed function stays within its bound on MariaDB ----------------------------
@@ -373,7 +374,9 @@ async def test_a_hundred_3mb_cells_cost_a_few_mb_not_300(mysql_env: MysqlTestEnv
     finally:
         await adapter.aclose()
     rows = result.data["rows"]
-    assert result.status == "FOUND" and len(rows) == 100 and result.data["truncated"] is True
+    assert result.status == "FOUND"
+    assert len(rows) == 100
+    assert result.data["truncated"] is True
     assert all(len(body) == 200 and set(body) == {"x"} for _, body in rows)  # a prefix, cut to the cell cap
     assert [n for n, _ in rows] == list(range(1, 101))  # the statement's order survives the wrapping
     assert peak < PEAK_BOUND_BYTES, f"peak {peak / 2**20:.1f} MiB for one call"

@@ -39,6 +39,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console.commands.main import main
+from tests.support.hypothesis_budget import examples, long_profile
 from tests.support.mysql import closed_port, mysql_request, root_connection
 from tools.adapter import ToolError
 from tools.canonical import canonical_sql
@@ -49,7 +50,6 @@ from tools.mysql.secret_reads import identifier_names_secret, secret_read
 from tools.secret_names import names_secret
 
 SECRET_COLUMN = "SECRET_COLUMN"
-LONG = os.environ.get("DIAGNOSE_TEST_LONG") == "1"
 
 
 def guard(sql: str) -> GuardedStatement:
@@ -305,18 +305,9 @@ def check_only_the_name_decides(position: str, spelling: Spelling, secret: str, 
     assert secret_outcome == SECRET_COLUMN, (position, spelling.reference(secret))
 
 
-@settings(max_examples=150, deadline=None, database=None)
+@settings(max_examples=examples(150, long=5_000), deadline=None, database=None)
 @given(st.sampled_from(POSITIONS), spellings, st.sampled_from(SECRET_NAMES), st.sampled_from(BENIGN_NAMES))
 def test_only_the_secret_name_turns_an_accepted_statement_into_a_refusal(
-    position: str, spelling: Spelling, secret: str, benign: str
-) -> None:
-    check_only_the_name_decides(position, spelling, secret, benign)
-
-
-@pytest.mark.long
-@settings(max_examples=5_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from(POSITIONS), spellings, st.sampled_from(SECRET_NAMES), st.sampled_from(BENIGN_NAMES))
-def test_only_the_secret_name_turns_an_accepted_statement_into_a_refusal_long(
     position: str, spelling: Spelling, secret: str, benign: str
 ) -> None:
     check_only_the_name_decides(position, spelling, secret, benign)
@@ -408,26 +399,14 @@ def check_no_canary_survives(
         assert hidden == text
 
 
-@settings(max_examples=300, deadline=None, database=None)
-@given(
-    documents(),
-    st.booleans(),
-    st.booleans(),
-    st.sampled_from([1.0, 1.0, 0.9, 0.5, 0.3]),
-    st.sampled_from(["", "x", "svc:"]),
-)
+# The default run cuts at a few lengths after a few prefixes; the `long` profile, anywhere after a quote too.
+CUTS = st.floats(0.05, 1.0) if long_profile() else st.sampled_from([1.0, 1.0, 0.9, 0.5, 0.3])
+PREFIXES = st.sampled_from(["", "x", "svc:", '"'] if long_profile() else ["", "x", "svc:"])
+
+
+@settings(max_examples=examples(300, long=10_000), deadline=None, database=None)
+@given(documents(), st.booleans(), st.booleans(), CUTS, PREFIXES)
 def test_no_secret_member_of_a_generated_document_survives(
-    document: tuple[Any, list[str]], ascii_only: bool, spaced: bool, cut: float, prefix: str
-) -> None:
-    check_no_canary_survives(document, ascii_only, spaced, cut, prefix)
-
-
-@pytest.mark.long
-@settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(
-    documents(), st.booleans(), st.booleans(), st.floats(0.05, 1.0), st.sampled_from(["", "x", "svc:", '"'])
-)
-def test_no_secret_member_of_a_generated_document_survives_long(
     document: tuple[Any, list[str]], ascii_only: bool, spaced: bool, cut: float, prefix: str
 ) -> None:
     check_no_canary_survives(document, ascii_only, spaced, cut, prefix)
@@ -726,19 +705,11 @@ def check_no_canary_leaks(world: SecretWorld, calls: list[Call]) -> None:
 
 
 @pytest.mark.mysql
-@settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(12, long=400), deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 @given(runs)
 def test_generated_statements_leak_no_canary_anywhere(secret_world: SecretWorld, calls: list[Call]) -> None:
-    check_no_canary_leaks(secret_world, calls)
-
-
-@pytest.mark.mysql
-@pytest.mark.long
-@settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(runs)
-def test_generated_statements_leak_no_canary_anywhere_long(
-    secret_world: SecretWorld, calls: list[Call]
-) -> None:
     check_no_canary_leaks(secret_world, calls)
 
 

@@ -40,16 +40,19 @@ def test_one_function_neutralises_every_unsafe_code_point() -> None:
         ch = chr(code)
         shown = neutralize(ch, newlines=False)
         if unicodedata.category(ch) in UNSAFE_CATEGORIES:
-            assert shown != ch and not unsafe(shown, allow_layout=False), f"U+{code:04X}"
+            assert shown != ch, f"U+{code:04X}"
+            assert not unsafe(shown, allow_layout=False), f"U+{code:04X}"
         elif unicodedata.category(ch) != "Cn":  # (format characters of later Unicode versions may be
             assert shown == ch, f"U+{code:04X}"  # neutralised while still unassigned here)
-    assert neutralize("a\nb\tc") == "a\nb\tc" and neutralize("a\nb", newlines=False) == "a\\x0ab"
+    assert neutralize("a\nb\tc") == "a\nb\tc"
+    assert neutralize("a\nb", newlines=False) == "a\\x0ab"
 
 
 def test_the_json_form_stays_json_with_the_same_values() -> None:
     value = {"k" + BIDI: HOSTILE, "n": [SEPARATORS, "\U000e0041"]}
     text = neutralize(json.dumps(value, ensure_ascii=False), form="json")
-    assert not unsafe(text) and json.loads(text) == value
+    assert not unsafe(text)
+    assert json.loads(text) == value
 
 
 @pytest.mark.parametrize("output", [[], ["--json"], ["--events", "-"]])
@@ -60,7 +63,8 @@ def test_run_output_has_no_raw_unsafe_character(
         capsys, "run", "--scenario", hostile_scenario(tmp_path), "--audit-db", tmp_path / "a.db", *output
     )
     assert run.code == 0, run.err
-    assert unsafe(run.out) == [] and unsafe(run.err) == []
+    assert unsafe(run.out) == []
+    assert unsafe(run.err) == []
     if output == ["--json"]:
         assert run.result["draft"]["conclusion"] == HOSTILE  # the same value once decoded
 
@@ -104,7 +108,8 @@ def test_the_audit_cli_shows_every_column_of_a_tampered_file_neutralised(
     ):
         run = run_cli(capsys, "audit", *command, "--audit-db", audit)
         assert run.code == 0, (command, run.err)
-        assert unsafe(run.out) == [] and unsafe(run.err) == [], command
+        assert unsafe(run.out) == [], command
+        assert unsafe(run.err) == [], command
 
 
 def painted(app: Any) -> str:
@@ -138,5 +143,6 @@ def test_the_screen_filter_blanks_what_a_widget_let_through() -> None:
     filtered = TerminalSafeFilter().apply(line, Color(0, 0, 0))
     text = "".join(segment.text for segment in filtered)
     assert unsafe(text, allow_layout=False) == []
-    assert text.startswith("ok evil") and text.endswith("end 中文")
+    assert text.startswith("ok evil")
+    assert text.endswith("end 中文")
     assert TerminalSafeFilter().apply(filtered, Color(0, 0, 0)) is filtered  # clean lines are untouched

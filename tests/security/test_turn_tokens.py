@@ -135,6 +135,7 @@ def test_the_demo_template_keeps_every_turn_where_the_conversation_put_it(
     ]
     text = render(turns, messages)
     # system, user, assistant, user (the tool result), and the generation prompt: five turns, four ends.
-    assert text.count(turns.start) == 5 and text.count(turns.end) == 4
+    assert text.count(turns.start) == 5
+    assert text.count(turns.end) == 4
     assert text.count("<tool_call>") == 2  # the instructions' mention, and the one call
     assert text.count("<tool_response>") == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,7 +10,7 @@ from haystack.components.agents import Agent
 
 
 @pytest.fixture
-def agent_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Agent]]:
+def agent_runs(monkeypatch: pytest.MonkeyPatch) -> list[Agent]:
     """Every `Agent.run_async` call, with the Agent it ran on (proves one Agent, one invocation)."""
     runs: list[Agent] = []
     original = Agent.run_async
@@ -22,4 +21,4 @@ def agent_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Agent]]:
         return await original(self, *args, **kwargs)
 
     monkeypatch.setattr(Agent, "run_async", counting)
-    yield runs
+    return runs

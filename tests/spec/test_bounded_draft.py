@@ -161,7 +161,8 @@ async def test_model_returns_prose_around_json(
         "violation": violation,
         "detail": detail,
     }
-    assert h.generator.calls == 2 and len(h.generator.received) == 2
+    assert h.generator.calls == 2
+    assert len(h.generator.received) == 2
     assert len(agent_runs) == 1
     assert checks(result) == [("t-01", "FOUND", None)]
     assert result.exit_code == 1
@@ -193,7 +194,8 @@ async def test_a_draft_within_the_configured_bytes_is_accepted_however_its_bytes
     long_id = "call_" + "x" * 120  # an ID of 125 characters, cited nowhere
     final = _many_citations_draft(ids)
     steps = final["action_plan"]
-    assert isinstance(steps, list) and len(steps[0]) == 117
+    assert isinstance(steps, list)
+    assert len(steps[0]) == 117
     text = as_text(final)
     assert 1_000 < len(text.encode()) < 2_000
     logs = RecordingAdapter(answer=found(LOG_DATA))
@@ -208,7 +210,8 @@ async def test_a_draft_within_the_configured_bytes_is_accepted_however_its_bytes
     result = await h.run()
 
     assert (result.outcome, result.stop_reason, result.failure) == ("DRAFT", "COMPLETED", None)
-    assert result.draft is not None and result.draft.model_dump(mode="json") == final
+    assert result.draft is not None
+    assert result.draft.model_dump(mode="json") == final
     assert "bounds_reached" not in result.to_json_dict()  # no schema held this model to bounds
 
 
@@ -223,7 +226,8 @@ def test_the_demo_model_servers_block_leaves_a_claim_a_sentence(max_draft_bytes:
     bounds = run_bounds(
         settings.budget.max_draft_bytes, RunEvidence.of({"c" * 32: "FOUND"}), settings.model.max_tokens
     )
-    assert bounds.holds_a_sentence and bounds.max_text_chars >= MIN_CLAIM_CHARS == 120
+    assert bounds.holds_a_sentence
+    assert bounds.max_text_chars >= MIN_CLAIM_CHARS == 120
     assert bounds.max_note_chars >= 40
     prompt = system_prompt(bounds)
     assert f"T=非空白文本，≤{bounds.max_text_chars} 字" in prompt

@@ -84,8 +84,10 @@ async def test_token_exhaustion_prevents_the_tool_calls_of_the_same_round(
 
     assert (result.outcome, result.stop_reason) == ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED")
     assert logs.requests == []  # no adapter ran for the round that spent the budget
-    assert h.of_type("tool_started") == [] and invocations == []
-    assert result.progress is not None and result.progress.checks == []
+    assert h.of_type("tool_started") == []
+    assert invocations == []
+    assert result.progress is not None
+    assert result.progress.checks == []
     assert h.generator.calls == 1
     assert result.usage.total_tokens == 1010
     assert h.of_type("budget_changed")[-1]["exhausted"] == "TOKENS_EXHAUSTED"
@@ -119,7 +121,8 @@ async def test_deadline_passed_during_a_model_round_prevents_its_tool_calls() ->
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("BUDGET_EXHAUSTED", "DEADLINE_EXCEEDED")
-    assert logs.requests == [] and h.of_type("tool_started") == []
+    assert logs.requests == []
+    assert h.of_type("tool_started") == []
     assert h.generator.calls == 1
     assert h.of_type("budget_changed")[-1]["exhausted"] == "DEADLINE_EXCEEDED"
 
@@ -137,7 +140,9 @@ async def test_cancel_during_a_model_round_prevents_its_tool_calls(audit_store: 
     invocations = AuditReader(audit_store).invocations(result.run_id)
 
     assert (result.outcome, result.stop_reason) == ("CANCELLED", "CANCELLED")
-    assert logs.requests == [] and h.of_type("tool_started") == [] and invocations == []
+    assert logs.requests == []
+    assert h.of_type("tool_started") == []
+    assert invocations == []
     assert h.generator.calls == 1
 
 

@@ -53,7 +53,9 @@ async def test_model_ignores_stop_required() -> None:
 
     assert seen(h, 2)[1]["control"] == STOP_REQUIRED
     assert (result.outcome, result.stop_reason) == ("CONTROLLED_STOP", "INFORMATION_SATURATED")
-    assert result.draft is None and result.failure is None and result.exit_code == 10
+    assert result.draft is None
+    assert result.failure is None
+    assert result.exit_code == 10
     assert result.progress is not None
     assert result.progress.model_dump() == {
         "checks": [
@@ -65,7 +67,8 @@ async def test_model_ignores_stop_required() -> None:
     }
     assert [r.tool_call_id for r in logs.requests] == ["t-01", "t-02"]
     assert started_tools(h) == [("t-01", "query_logs"), ("t-02", "query_logs")]
-    assert h.generator.calls == 3 and len(h.generator.received) == 3
+    assert h.generator.calls == 3
+    assert len(h.generator.received) == 3
     stopped = [e for e in h.of_type("protocol_changed") if e["code"] == "COLLECTION_STOPPED"]
     assert [e["detail"] for e in stopped] == [{"tool_call_ids": ["t-03"]}]
     assert_single_finish(h, result)
@@ -97,7 +100,8 @@ async def test_model_ignores_stop_required_after_protocol_violations() -> None:
     assert (result.outcome, result.stop_reason) == ("CONTROLLED_STOP", "PROGRESS_PROTOCOL_VIOLATED")
     assert result.draft is None
     assert checks(result) == [("t-01", "FOUND", None)]
-    assert result.progress is not None and result.progress.saturation == "PROGRESS_PROTOCOL_VIOLATED"
+    assert result.progress is not None
+    assert result.progress.saturation == "PROGRESS_PROTOCOL_VIOLATED"
     assert [r.tool_call_id for r in logs.requests] == ["t-01"]
     assert h.generator.calls == 4
 
@@ -117,10 +121,16 @@ async def test_unclassified_framework_failure(agent_runs: list[Agent]) -> None:
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("FAILED", "AGENT_ERROR")
-    assert result.draft is None and result.progress is None  # no safe progress is fabricated
-    assert result.failure is not None and result.failure.code == "AGENT_ERROR"
+    # No safe progress is fabricated.
+    assert result.draft is None
+    assert result.progress is None
+    assert result.failure is not None
+    assert result.failure.code == "AGENT_ERROR"
     assert "hunter2" not in json.dumps(result.to_json_dict()) + json.dumps(h.events, ensure_ascii=False)
-    assert exploding.calls == 1 and h.generator.calls == 1 and len(agent_runs) == 1  # no retry
+    # No retry.
+    assert exploding.calls == 1
+    assert h.generator.calls == 1
+    assert len(agent_runs) == 1
     assert result.exit_code == 1
     assert_single_finish(h, result)
 
@@ -131,7 +141,8 @@ async def test_unclassified_framework_failure_at_exit() -> None:
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("FAILED", "AGENT_ERROR")
-    assert result.draft is None and result.progress is None
+    assert result.draft is None
+    assert result.progress is None
     assert h.generator.calls == 1
 
 
@@ -148,7 +159,8 @@ async def test_unclassified_framework_failure_before_a_model_round() -> None:
 
     result = await h.run()
 
-    assert h.generator.calls == 1 and len(h.generator.received) == 1  # round 2 never reached the model
+    assert h.generator.calls == 1
+    assert len(h.generator.received) == 1  # round 2 never reached the model
     assert (result.outcome, result.stop_reason) == ("FAILED", "AGENT_ERROR")
     assert result.progress is None
     assert result.usage.model_calls == 1
@@ -260,7 +272,8 @@ async def test_invalid_final_draft_after_verified_checks(
         "saturation": None,
     }
     # No repair round, and the discarded text is nowhere in the result or the run_finished event.
-    assert h.generator.calls == 3 and len(h.generator.received) == 3
+    assert h.generator.calls == 3
+    assert len(h.generator.received) == 3
     assert "LEAKED-MARKER" not in json.dumps(result.to_json_dict(), ensure_ascii=False)
     assert "LEAKED-MARKER" not in json.dumps(h.of_type("run_finished"), ensure_ascii=False)
     assert_single_finish(h, result)
@@ -287,8 +300,10 @@ async def test_invalid_final_draft_without_verified_checks(
         "detail": detail,
     }
     # Nothing is fabricated: no Draft (not even a no-conclusion one) and no progress.
-    assert result.draft is None and result.progress is None
-    assert h.generator.calls == 1 and len(h.generator.received) == 1
+    assert result.draft is None
+    assert result.progress is None
+    assert h.generator.calls == 1
+    assert len(h.generator.received) == 1
 
 
 @pytest.mark.parametrize(
@@ -310,7 +325,8 @@ async def test_invalid_final_draft_without_verified_checks_after_unexecuted_call
 
     assert logs.requests == []
     assert (result.outcome, result.stop_reason) == ("FAILED", "INVALID_DRAFT")
-    assert result.draft is None and result.progress is None
+    assert result.draft is None
+    assert result.progress is None
 
 
 async def test_invalid_final_draft_with_deeply_nested_json_fails_closed() -> None:

@@ -142,7 +142,8 @@ async def test_negative_observations_cite_empty_and_error_calls_beside_findings_
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-    assert result.draft is not None and result.draft.model_dump(mode="json") == final
+    assert result.draft is not None
+    assert result.draft.model_dump(mode="json") == final
 
 
 def no_gain_run(final: dict[str, Any]) -> Any:
@@ -217,7 +218,8 @@ async def test_gained_and_still_pending_results_back_findings_and_no_gain_backs_
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-    assert result.draft is not None and result.draft.model_dump(mode="json") == final
+    assert result.draft is not None
+    assert result.draft.model_dump(mode="json") == final
 
 
 # ------------------------------------------------------------------ item 10 (issue 21 item 6)

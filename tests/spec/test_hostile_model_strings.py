@@ -10,7 +10,7 @@ and nothing on stderr: never an exception from JSON encoding, SQLite, logging or
 
 Through scripted scenario files (JSON, so surrogates travel as escapes) and through the real OpenAI
 client against the local stub. Evidence a source returns is held to the same rule. Default variants
-run a dozen or two examples each; the `long` ones, hundreds.
+run a dozen or two examples each; under the `long` Hypothesis profile, hundreds.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from audit.location import SqliteLocation
 from tests.support import RecordingAdapter, harness, tool_messages_seen_by_model
 from tests.support.audit_reader import AuditReader
 from tests.support.hostile_text import hostile_strings, small_hostile_strings
+from tests.support.hypothesis_budget import examples
 from tests.support.openai_server import completion, fake_openai
 from tests.support.resilience import (
     QUERY,
@@ -61,9 +62,12 @@ NULL_DRAFT: dict[str, Any] = {
     "recommendations": [],
     "limitations": {"checked_scope": ["本次运行"], "missing_info": ["可用的证据"]},
 }
-SCRIPTED = settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-STUB = settings(max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-LONG = settings(max_examples=400, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+SCRIPTED = settings(
+    max_examples=examples(20, long=400), deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+STUB = settings(
+    max_examples=examples(12, long=400), deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
 # pydantic warns when the OpenAI client serializes a usage count that is text; `diagnose` sends
 # warnings to its log (checked in a process of its own below), pytest would only collect them here.
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
@@ -147,7 +151,8 @@ def _check_typed_run(run: CliRun, events_file: Path, audit: Path) -> dict[str, A
     assert run.code == EXIT_CODE_OF[Outcome(result["outcome"])]
     events = read_events(events_file)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    assert [e["type"] for e in events].count("run_finished") == 1 and events[-1]["type"] == "run_finished"
+    assert [e["type"] for e in events].count("run_finished") == 1
+    assert events[-1]["type"] == "run_finished"
     assert events[-1]["result"] == result
     row = assert_audit_consistent(audit, [result["run_id"]])[result["run_id"]]
     assert (row["outcome"], row["stop_reason"]) == (result["outcome"], result["stop_reason"])
@@ -179,15 +184,6 @@ def _check_scripted(capsys: pytest.CaptureFixture[str], folder: Path, place: str
 @SCRIPTED
 @given(place=st.sampled_from(sorted(SCRIPTED_PLACES)), s=small_hostile_strings)
 def test_a_hostile_string_anywhere_in_a_scripted_reply_ends_typed(
-    place: str, s: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _check_scripted(capsys, tmp_path, place, s)
-
-
-@pytest.mark.long
-@LONG
-@given(place=st.sampled_from(sorted(SCRIPTED_PLACES)), s=small_hostile_strings)
-def test_a_hostile_string_anywhere_in_a_scripted_reply_ends_typed_long(
     place: str, s: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _check_scripted(capsys, tmp_path, place, s)
@@ -299,15 +295,6 @@ def test_a_hostile_string_anywhere_in_a_provider_reply_ends_typed(
     _check_stub(capsys, tmp_path, place, s)
 
 
-@pytest.mark.long
-@LONG
-@given(place=st.sampled_from(sorted(STUB_PLACES)), s=hostile_strings)
-def test_a_hostile_string_anywhere_in_a_provider_reply_ends_typed_long(
-    place: str, s: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    _check_stub(capsys, tmp_path, place, s)
-
-
 @pytest.mark.parametrize("place", ["tool_name", "argument_value", "reply_text", "malformed_arguments"])
 def test_a_lone_surrogate_in_a_provider_reply_ends_typed_and_quiet(
     place: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -401,10 +388,12 @@ async def test_any_evidence_string_reaches_the_model_and_the_audit_as_text(
         result = await h.run()
         assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
         (message,) = tool_messages_seen_by_model(h.generator, 1)
-        assert message.tool_call_result is not None and isinstance(message.tool_call_result.result, str)
+        assert message.tool_call_result is not None
+        assert isinstance(message.tool_call_result.result, str)
         seen = json.loads(message.tool_call_result.result)
         assert [d["snippet"] for d in seen["data"]["documents"]] == [encodable(v) for v in values]
         (row,) = AuditReader(store).invocations(result.run_id)
-        assert row["status"] == "FOUND" and json.loads(row["projection_json"]) == seen["data"]
+        assert row["status"] == "FOUND"
+        assert json.loads(row["projection_json"]) == seen["data"]
     finally:
         store.close()

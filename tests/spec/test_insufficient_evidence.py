@@ -78,7 +78,8 @@ async def test_tool_finds_no_evidence() -> None:
     assert started_tools(h) == [("sso-1", "query_logs")]
     assert ("DUPLICATE_CALL", "sso-2") in protocol_codes(h)
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-    assert result.draft is not None and result.draft.conclusion is None
+    assert result.draft is not None
+    assert result.draft.conclusion is None
     assert result.draft.model_dump(mode="json") == final
     assert checks(result) == [("sso-1", "EMPTY", None)]
 
@@ -96,7 +97,8 @@ async def test_tool_finds_no_evidence_so_a_conclusion_is_refused() -> None:
     result = await h.run()
 
     assert (result.outcome, result.stop_reason, result.draft) == ("FAILED", "INVALID_DRAFT", None)
-    assert result.failure is not None and result.failure.violation == "FINDING_CITES_NON_FOUND"
+    assert result.failure is not None
+    assert result.failure.violation == "FINDING_CITES_NON_FOUND"
     assert checks(result) == [("t-01", "EMPTY", None)]
 
 
@@ -108,10 +110,12 @@ async def test_no_bounded_tool_query_is_possible() -> None:
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-    assert result.draft is not None and result.draft.conclusion is None
+    assert result.draft is not None
+    assert result.draft.conclusion is None
     assert result.draft.limitations.missing_info == missing
     assert result.draft.limitations.checked_scope == []
-    assert h.generator.calls == 1 and result.usage.model_calls == 1
+    assert h.generator.calls == 1
+    assert result.usage.model_calls == 1
     assert h.of_type("tool_started") == []
     assert result.progress is not None
     assert result.progress.model_dump() == {"checks": [], "stop_required": False, "saturation": None}
@@ -142,7 +146,8 @@ async def test_no_bounded_tool_query_is_possible_and_no_conclusion_may_be_invent
     result = await h.run()
 
     assert (result.outcome, result.stop_reason, result.draft) == ("FAILED", "INVALID_DRAFT", None)
-    assert result.failure is not None and result.failure.violation == "CONCLUSION_WITHOUT_FOUND_EVIDENCE"
+    assert result.failure is not None
+    assert result.failure.violation == "CONCLUSION_WITHOUT_FOUND_EVIDENCE"
     assert result.progress is None
 
 
@@ -189,11 +194,14 @@ async def test_harness_requires_stop() -> None:
     assert [r.tool_call_id for r in logs.requests] == ["t-01", "t-02"]
     assert h.generator.received[2][-1].role.value == "tool"  # told once, in the observation
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED_AFTER_STOP_REQUIRED")
-    assert result.draft is not None and result.draft.model_dump(mode="json") == final
+    assert result.draft is not None
+    assert result.draft.model_dump(mode="json") == final
     assert checks(result) == [("t-01", "EMPTY", None), ("t-02", "EMPTY", None)]
-    assert result.progress is not None and result.progress.stop_required is True
+    assert result.progress is not None
+    assert result.progress.stop_required is True
     assert result.progress.saturation == "INFORMATION_SATURATED"
-    assert h.generator.calls == 3 and result.exit_code == 0
+    assert h.generator.calls == 3
+    assert result.exit_code == 0
 
 
 async def test_harness_requires_stop_after_a_no_gain_evaluation() -> None:

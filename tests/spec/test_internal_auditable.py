@@ -64,7 +64,8 @@ async def test_internal_audited_execution_completes(audit_store: SqliteAuditStor
     [request] = logs.requests
     assert (request.session_id, request.run_id, request.tool_call_id) == (*ids, "a-1")
     # The canonical invocation is audited under the same identity.
-    assert run_row is not None and (run_row["session_id"], run_row["run_id"]) == ids
+    assert run_row is not None
+    assert (run_row["session_id"], run_row["run_id"]) == ids
     assert [
         (i["run_id"], i["session_id"], i["tool_call_id"], i["tool"], i["status"]) for i in invocations
     ] == [(result.run_id, result.session_id, "a-1", "query_logs", "FOUND")]
@@ -78,7 +79,8 @@ async def test_stage_four_is_archived(agent_runs: list[Agent], tmp_path: Path) -
     second = await h.run()
 
     assert first.outcome == second.outcome == "DRAFT"
-    assert len(agent_runs) == 2 and agent_runs[0] is not agent_runs[1]
+    assert len(agent_runs) == 2
+    assert agent_runs[0] is not agent_runs[1]
     # The engine never imports the console, the audit or the TUI.
     probe = (
         "import sys, agent.use_case, agent.harness, agent.hooks; "

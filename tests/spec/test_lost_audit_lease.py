@@ -90,8 +90,10 @@ async def test_a_run_whose_lease_was_lost_ends_typed_with_its_closing_event(
 
     assert (result.outcome, result.stop_reason, result.draft) == ("FAILED", "AGENT_ERROR", None)
     assert result.exit_code == 1
-    assert result.failure is not None and result.failure.cause == "AUDIT_WRITE_FAILED"
-    assert result.failure.detail is not None and "lost its lease" in result.failure.detail
+    assert result.failure is not None
+    assert result.failure.cause == "AUDIT_WRITE_FAILED"
+    assert result.failure.detail is not None
+    assert "lost its lease" in result.failure.detail
     # The closing event reached the other sinks, carrying the same result.
     assert events[-1]["type"] == "run_finished"
     assert (events[-1]["outcome"], events[-1]["stop_reason"]) == ("FAILED", "AGENT_ERROR")

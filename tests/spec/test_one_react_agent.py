@@ -64,14 +64,16 @@ async def test_diagnosis_needs_tool_evidence(agent_runs: list[Agent]) -> None:
     result = await h.run()
 
     assert (result.outcome, result.stop_reason, result.failure) == ("DRAFT", "COMPLETED", None)
-    assert result.draft is not None and result.draft.model_dump(mode="json") == final
+    assert result.draft is not None
+    assert result.draft.model_dump(mode="json") == final
     # One Agent, invoked once, holding exactly the three frozen tools and the scripted model.
     assert len(agent_runs) == 1
     assert [getattr(t, "name", type(t).__name__) for t in agent_runs[0].tools] == list(TOOL_NAMES)
     generator = agent_runs[0].chat_generator
     assert isinstance(generator, GuardedChatGenerator)
     assert generator.inner is h.generator  # wrapped only to classify model errors
-    assert h.generator.calls == 3 and len(h.generator.received) == 3
+    assert h.generator.calls == 3
+    assert len(h.generator.received) == 3
     # The framework loop carried the tool actions: the final round sees the whole ReAct transcript.
     assert [m.role.value for m in h.generator.received[2]] == [
         "system",
@@ -83,10 +85,14 @@ async def test_diagnosis_needs_tool_evidence(agent_runs: list[Agent]) -> None:
     ]
     kb, logs = seen(h, 2)
     assert kb == seen(h, 1)[0]
-    assert kb["tool_call_id"] == "kb-01" and kb["evidence_status"] == "FOUND"
-    assert kb["evaluation_required"] is True and kb["control"] is None
-    assert kb["data"]["documents"] and len(kb["data"]["documents"]) <= 2
-    assert logs["tool_call_id"] == "logs-02" and logs["evidence_status"] == "FOUND"
+    assert kb["tool_call_id"] == "kb-01"
+    assert kb["evidence_status"] == "FOUND"
+    assert kb["evaluation_required"] is True
+    assert kb["control"] is None
+    assert kb["data"]["documents"]
+    assert len(kb["data"]["documents"]) <= 2
+    assert logs["tool_call_id"] == "logs-02"
+    assert logs["evidence_status"] == "FOUND"
     assert {e["message"] for e in logs["data"]["entries"]} == {
         "HikariPool-1 - Connection is not available, request timed out after 30000ms"
     }
@@ -109,7 +115,8 @@ async def test_agent_execution_fails(agent_runs: list[Agent]) -> None:
     assert (result.outcome, result.stop_reason, result.draft) == ("FAILED", "MODEL_ERROR", None)
     assert result.to_json_dict()["failure"] == {"code": "MODEL_ERROR", "detail": "ScriptExhausted"}
     # Exactly one attempt at round 2 (it raised): no second attempt, no second Agent.
-    assert len(h.generator.received) == 2 and h.generator.calls == 1
+    assert len(h.generator.received) == 2
+    assert h.generator.calls == 1
     assert len(agent_runs) == 1
     assert [r.tool_call_id for r in logs.requests] == ["t-01"]
     assert result.usage.model_calls == 2
@@ -137,7 +144,8 @@ async def test_agent_execution_fails_with_invalid_structured_output(agent_runs: 
         "violation": "NOT_A_JSON_OBJECT",
         "detail": "no JSON object: the text is prose",
     }
-    assert h.generator.calls == 2 and len(h.generator.received) == 2
+    assert h.generator.calls == 2
+    assert len(h.generator.received) == 2
     assert len(agent_runs) == 1
     assert len(logs.requests) == 1
     assert_single_finish(h, result)
@@ -152,6 +160,9 @@ async def test_agent_execution_fails_before_any_check_publishes_no_progress() ->
     second = await h.run()
 
     assert (second.outcome, second.stop_reason) == ("FAILED", "MODEL_ERROR")
-    assert second.progress is None and second.draft is None
-    assert second.run_id != first.run_id and second.session_id == first.session_id
-    assert len(h.generator.received) == 2 and h.generator.calls == 1
+    assert second.progress is None
+    assert second.draft is None
+    assert second.run_id != first.run_id
+    assert second.session_id == first.session_id
+    assert len(h.generator.received) == 2
+    assert h.generator.calls == 1

@@ -330,7 +330,8 @@ async def test_assigned_tool_call_ids_are_unique_in_the_run() -> None:
 
     ids = [r.tool_call_id for r in logs.requests]
     assert len(ids) == len(set(ids)) == 5
-    assert ids[0] == "call-r1-2" and ids[2] == "call-r2-1"
+    assert ids[0] == "call-r1-2"
+    assert ids[2] == "call-r2-1"
     assert "INVALID_PROGRESS_PROTOCOL" not in [code for code, _ in protocol_codes(h)]
     assert [o["tool_call_id"] for o in seen(h, 2)[3:]] == ids[3:]
     assert [m.tool_call_result.origin.id for m in tool_messages_seen_by_model(h.generator, 2)] == ids

@@ -46,7 +46,8 @@ async def test_follow_up_diagnosis_has_a_safe_previous_turn() -> None:
         adapters={"lookup_knowledge": kb},
     )
     first = await h.run(first_query)
-    assert first.outcome == "DRAFT" and first.draft is not None
+    assert first.outcome == "DRAFT"
+    assert first.draft is not None
     previous = PreviousTurn(
         query=first_query, conclusion=first.draft.conclusion, limitations=first.draft.limitations
     )
@@ -54,7 +55,8 @@ async def test_follow_up_diagnosis_has_a_safe_previous_turn() -> None:
     second = await h.run(follow_up, previous)
 
     assert (second.outcome, second.stop_reason) == ("DRAFT", "COMPLETED")
-    assert second.session_id == first.session_id and second.run_id != first.run_id
+    assert second.session_id == first.session_id
+    assert second.run_id != first.run_id
     round_one = h.generator.received[2]
     # Exactly the system prompt and one user message: no history, no prior tool call or result.
     assert [m.role.value for m in round_one] == ["system", "user"]
@@ -68,10 +70,12 @@ async def test_follow_up_diagnosis_has_a_safe_previous_turn() -> None:
         {"query": follow_up, "previous_turn": expected_turn}, ensure_ascii=False, separators=(",", ":")
     )
     transcript = " ".join(m.text or "" for m in round_one)
-    assert "kb-1" not in transcript and "支付超时 runbook" not in transcript
+    assert "kb-1" not in transcript
+    assert "支付超时 runbook" not in transcript
     assert first_draft["analysis"][0]["statement"] not in transcript
     started = [e for e in h.of_type("run_started") if e["run_id"] == second.run_id]
-    assert started[0]["previous_turn"] == expected_turn and started[0]["query"] == follow_up
+    assert started[0]["previous_turn"] == expected_turn
+    assert started[0]["query"] == follow_up
 
 
 async def test_follow_up_diagnosis_cannot_cite_previous_run_evidence() -> None:
@@ -97,8 +101,10 @@ async def test_follow_up_diagnosis_cannot_cite_previous_run_evidence() -> None:
     )
 
     assert (second.outcome, second.stop_reason) == ("FAILED", "INVALID_DRAFT")
-    assert second.failure is not None and second.failure.violation == "UNKNOWN_CITATION"
-    assert second.progress is None and second.draft is None
+    assert second.failure is not None
+    assert second.failure.violation == "UNKNOWN_CITATION"
+    assert second.progress is None
+    assert second.draft is None
 
 
 @pytest.mark.parametrize(
@@ -140,8 +146,10 @@ async def test_follow_up_diagnosis_rejects_anything_but_a_frozen_previous_turn(p
     result = await h.run(QUERY, previous_turn)
 
     assert (result.outcome, result.stop_reason) == ("REJECTED", "PREVIOUS_TURN_INVALID")
-    assert result.failure is not None and result.failure.code == "PREVIOUS_TURN_INVALID"
-    assert h.generator.calls == 0 and h.generator.received == []
+    assert result.failure is not None
+    assert result.failure.code == "PREVIOUS_TURN_INVALID"
+    assert h.generator.calls == 0
+    assert h.generator.received == []
     assert [e["type"] for e in h.events] == ["run_finished"]
 
 
@@ -158,7 +166,8 @@ async def test_follow_up_diagnosis_rejects_an_oversized_previous_turn() -> None:
     result = await h.run(QUERY, turn)
 
     assert (result.outcome, result.stop_reason) == ("REJECTED", "PREVIOUS_TURN_TOO_LARGE")
-    assert h.generator.calls == 0 and h.generator.received == []
+    assert h.generator.calls == 0
+    assert h.generator.received == []
 
 
 async def test_query_exceeds_configured_context_budget() -> None:
@@ -169,15 +178,18 @@ async def test_query_exceeds_configured_context_budget() -> None:
     result = await h.run(query)
 
     assert (result.outcome, result.stop_reason) == ("REJECTED", "QUERY_TOO_LARGE")
-    assert result.failure is not None and result.failure.code == "QUERY_TOO_LARGE"
-    assert result.draft is None and result.progress is None
+    assert result.failure is not None
+    assert result.failure.code == "QUERY_TOO_LARGE"
+    assert result.draft is None
+    assert result.progress is None
     assert result.usage.model_dump() == {
         "model_calls": 0,
         "prompt_tokens": 0,
         "completion_tokens": 0,
         "total_tokens": 0,
     }
-    assert h.generator.calls == 0 and h.generator.received == []
+    assert h.generator.calls == 0
+    assert h.generator.received == []
     assert [e["type"] for e in h.events] == ["run_finished"]
     assert result.exit_code == 2
 
@@ -201,7 +213,8 @@ async def test_blank_query_is_rejected_before_any_model_call(query: str) -> None
     result = await h.run(query)
 
     assert (result.outcome, result.stop_reason) == ("REJECTED", "QUERY_BLANK")
-    assert h.generator.calls == 0 and h.generator.received == []
+    assert h.generator.calls == 0
+    assert h.generator.received == []
 
 
 async def test_query_and_previous_turn_beyond_the_input_budget_are_rejected() -> None:

@@ -73,7 +73,8 @@ def test_a_query_file_is_the_query_byte_for_byte(
 
     code, out, _ = _run(tmp_path, str(path), capsys)
 
-    assert code == 0 and json.loads(out)["outcome"] == "DRAFT"
+    assert code == 0
+    assert json.loads(out)["outcome"] == "DRAFT"
     assert _started_query(tmp_path) == query
     assert _audited_queries(tmp_path) == [query]
 
@@ -87,7 +88,8 @@ def test_a_query_on_standard_input_is_the_query_byte_for_byte(
 
     code, out, _ = _run(tmp_path, "-", capsys)
 
-    assert code == 0 and json.loads(out)["outcome"] == "DRAFT"
+    assert code == 0
+    assert json.loads(out)["outcome"] == "DRAFT"
     assert _started_query(tmp_path) == query
     assert _audited_queries(tmp_path) == [query]
 
@@ -106,10 +108,14 @@ def test_a_query_that_is_not_utf8_is_refused_before_the_run(
     code, out, err = _run(tmp_path, str(path), capsys)
 
     assert (code, out) == (3, "")
-    assert "not UTF-8" in err and str(path) in err and "Traceback" not in err
+    assert "not UTF-8" in err
+    assert str(path) in err
+    assert "Traceback" not in err
     assert _audited_queries(tmp_path) == []  # refused before anything ran
 
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
     code, out, err = _run(tmp_path, "-", capsys)
     assert (code, out) == (3, "")
-    assert "standard input" in err and "not UTF-8" in err and "Traceback" not in err
+    assert "standard input" in err
+    assert "not UTF-8" in err
+    assert "Traceback" not in err

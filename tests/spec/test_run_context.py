@@ -51,7 +51,8 @@ async def test_react_performs_two_model_rounds() -> None:
         "completion_tokens": 150,
         "total_tokens": 1750,
     }
-    assert h.generator.calls == 2 and len(h.generator.received) == 2
+    assert h.generator.calls == 2
+    assert len(h.generator.received) == 2
     assert [e["round"] for e in h.of_type("model_round_started")] == [1, 2]
     assert [
         (e["round"], e["prompt_tokens"], e["completion_tokens"], e["tool_call_ids"], e["has_text"])
@@ -59,7 +60,8 @@ async def test_react_performs_two_model_rounds() -> None:
     ] == [(1, 700, 30, ["t-01"], False), (2, 900, 120, [], True)]
     gauge = h.of_type("budget_changed")[-1]
     assert gauge["model_calls"] == {"used": 2, "limit": 8}
-    assert gauge["tokens"]["used"] == 1750 and gauge["exhausted"] is None
+    assert gauge["tokens"]["used"] == 1750
+    assert gauge["exhausted"] is None
     assert len(logs.requests) == 1
 
 
@@ -79,18 +81,23 @@ async def test_model_call_budget_is_exhausted() -> None:
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("BUDGET_EXHAUSTED", "MODEL_CALLS_EXHAUSTED")
-    assert result.draft is None and result.failure is None and result.exit_code == 11
+    assert result.draft is None
+    assert result.failure is None
+    assert result.exit_code == 11
     # Before the last permitted round the model was told to stop, with nothing else in that message.
     assert last_user_text(h, 1) == '{"control":{"code":"STOP_REQUIRED"}}'
     assert h.generator.received[1][-1].role.value == "user"
     # The model asked for a tool anyway: nothing executed and no further round reached the model.
-    assert h.generator.calls == 2 and len(h.generator.received) == 2
-    assert [r.tool_call_id for r in kb.requests] == ["t-01"] and logs.requests == []
+    assert h.generator.calls == 2
+    assert len(h.generator.received) == 2
+    assert [r.tool_call_id for r in kb.requests] == ["t-01"]
+    assert logs.requests == []
     assert started_tools(h) == [("t-01", "lookup_knowledge")]
     assert result.usage.model_calls == 2
     assert [e["round"] for e in h.of_type("model_round_started")] == [1, 2]
     assert checks(result) == [("t-01", "FOUND", None)]
-    assert result.progress is not None and result.progress.stop_required is True
+    assert result.progress is not None
+    assert result.progress.stop_required is True
     assert result.progress.saturation is None
     assert ("COLLECTION_STOPPED", None) in protocol_codes(h)
     assert h.of_type("budget_changed")[-1]["exhausted"] == "MODEL_CALLS_EXHAUSTED"
@@ -112,7 +119,8 @@ async def test_model_call_budget_is_exhausted_by_tokens() -> None:
 
     assert (result.outcome, result.stop_reason) == ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED")
     # The refused round never reached the chat generator.
-    assert h.generator.calls == 1 and len(h.generator.received) == 1
+    assert h.generator.calls == 1
+    assert len(h.generator.received) == 1
     assert result.usage.model_dump() == {
         "model_calls": 1,
         "prompt_tokens": 950,
@@ -121,5 +129,6 @@ async def test_model_call_budget_is_exhausted_by_tokens() -> None:
     }
     assert [e["round"] for e in h.of_type("model_round_started")] == [1]
     # Round 1 itself spent the budget, so its tool call never ran either (nothing after exhaustion).
-    assert checks(result) == [] and logs.requests == []
+    assert checks(result) == []
+    assert logs.requests == []
     assert result.draft is None

@@ -81,14 +81,16 @@ async def test_the_first_round_admits_a_call_or_the_draft_and_the_model_stops_at
     valid = jsonschema.Draft202012Validator(schema).is_valid
     assert valid(STOP), "the Draft is admitted on a round where a tool may be called"
     assert valid(CALL), "and so is one call"
-    assert not valid({"name": "query_logs"}) and not valid({**STOP, "conclusion": "编造的根因"})
+    assert not valid({"name": "query_logs"})
+    assert not valid({**STOP, "conclusion": "编造的根因"})
     assert [t["function"]["name"] for t in request["tools"]] == [
         "lookup_knowledge",
         "query_logs",
         "query_mysql",
     ]
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-    assert result.draft is not None and result.draft.conclusion is None
+    assert result.draft is not None
+    assert result.draft.conclusion is None
     assert [e for e in events if e["type"] == "tool_started"] == []
     assert result.usage.model_calls == 1
 
@@ -110,7 +112,8 @@ async def test_a_call_written_as_the_reply_is_taken_up_as_that_call() -> None:
     (assistant,) = [m for m in sent_back if m["role"] == "assistant"]
     assert assistant["tool_calls"][0]["id"] == "call-r1-1"
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == CALL["arguments"]
-    assert sent_back[-1]["role"] == "tool" and sent_back[-1]["tool_call_id"] == "call-r1-1"
+    assert sent_back[-1]["role"] == "tool"
+    assert sent_back[-1]["tool_call_id"] == "call-r1-1"
     # The second round may still stop: its schema admits the Draft beside a call that evaluates the
     # pending observation.
     assert jsonschema.Draft202012Validator(_reply_schema(second)).is_valid(STOP)

@@ -53,8 +53,10 @@ async def test_framework_requests_first_rag_evidence() -> None:
 
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
     [request] = kb.requests
-    assert request.tool_call_id == "rag-7" and request.tool == "lookup_knowledge"
-    assert request.run_id == result.run_id and request.session_id == result.session_id
+    assert request.tool_call_id == "rag-7"
+    assert request.tool == "lookup_knowledge"
+    assert request.run_id == result.run_id
+    assert request.session_id == result.session_id
     assert request.session_id == h.use_case.session_id
     # Only the unwrapped business input: no envelope, no previous_observation.
     assert isinstance(request.input, LookupKnowledgeInput)
@@ -244,7 +246,8 @@ async def test_model_omits_required_progress_field_and_cannot_cite_the_unexecute
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("FAILED", "INVALID_DRAFT")
-    assert result.failure is not None and result.failure.violation == "UNKNOWN_CITATION"
+    assert result.failure is not None
+    assert result.failure.violation == "UNKNOWN_CITATION"
 
 
 async def test_tool_execution_fails() -> None:
@@ -290,7 +293,8 @@ async def test_tool_execution_fails() -> None:
         "TIMEOUT",
     )
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-    assert result.draft is not None and result.draft.model_dump(mode="json") == final
+    assert result.draft is not None
+    assert result.draft.model_dump(mode="json") == final
     assert checks(result) == [("t-01", "ERROR", None)]
 
 
@@ -396,7 +400,8 @@ async def test_unknown_tool_is_requested() -> None:
     raw = tool_messages_seen_by_model(h.generator, 1)[0].tool_call_result.result
     assert not any(name in raw for name in TOOL_NAMES)  # the tool list is not leaked
     assert all(adapter.requests == [] for adapter in adapters.values())
-    assert h.of_type("tool_started") == [] and h.of_type("tool_finished") == []
+    assert h.of_type("tool_started") == []
+    assert h.of_type("tool_finished") == []
     assert ("UNKNOWN_TOOL", "x-1") in protocol_codes(h)
     assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
     assert checks(result) == []
@@ -430,5 +435,6 @@ async def test_unknown_tool_is_requested_between_registered_tools() -> None:
     assert started_tools(h) == [("t-1", "query_logs"), ("t-3", "lookup_knowledge")]
     # No canonical evidence record exists for the unknown tool: citing it fails the Draft.
     assert (result.outcome, result.stop_reason) == ("FAILED", "INVALID_DRAFT")
-    assert result.failure is not None and result.failure.violation == "UNKNOWN_CITATION"
+    assert result.failure is not None
+    assert result.failure.violation == "UNKNOWN_CITATION"
     assert checks(result) == [("t-1", "FOUND", None), ("t-3", "FOUND", None)]

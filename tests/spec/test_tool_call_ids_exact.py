@@ -62,7 +62,8 @@ def _answered(generator: ScriptedChatGenerator, round_index: int) -> list[dict[s
     observations = []
     for message in tool_messages_seen_by_model(generator, round_index):
         result = message.tool_call_result
-        assert result is not None and isinstance(result.result, str)
+        assert result is not None
+        assert isinstance(result.result, str)
         observation = json.loads(result.result)
         assert observation["tool_call_id"] == result.origin.id
         observations.append(observation)
@@ -122,7 +123,8 @@ async def _check_exact_everywhere(target: AuditTarget, first: str, second: str) 
 
         assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
         assert [r.tool_call_id for r in run.kb.requests] == [first, second]
-        assert result.draft is not None and result.draft.cited_ids() == [first, second]
+        assert result.draft is not None
+        assert result.draft.cited_ids() == [first, second]
         assert result.progress is not None
         assert [c.tool_call_id for c in result.progress.checks] == [first, second]
         assert run.ids_in_events() == {first, second}
@@ -137,7 +139,8 @@ async def _check_exact_everywhere(target: AuditTarget, first: str, second: str) 
         assert [o["tool_call_id"] for o in _answered(run.generator, 1)] == [first, second]
         assert [r["tool_call_id"] for r in run.audit.invocations(result.run_id)] == [first, second]
         row = run.audit.run(result.run_id)
-        assert row is not None and json.loads(row["result_json"]) == final
+        assert row is not None
+        assert json.loads(row["result_json"]) == final
     finally:
         run.store.close()
 
@@ -190,7 +193,8 @@ def test_diagnose_run_prints_and_audits_the_ids_exactly(
     )
     as_text_out = run_cli(capsys, "run", "--scenario", scenario, "--audit-db", audit)
 
-    assert as_json.code == 0 and as_text_out.code == 0
+    assert as_json.code == 0
+    assert as_text_out.code == 0
     assert as_json.result["draft"]["analysis"][0]["evidence"] == [first, second]
     assert [c["tool_call_id"] for c in as_json.result["progress"]["checks"]] == [first, second]
     assert f"<- {first}, {second}" in as_text_out.out
@@ -230,7 +234,8 @@ async def test_any_two_credential_shaped_ids_are_two_invocations_cited_exactly(
     try:
         result = await run.execute()
         assert (result.outcome, result.stop_reason) == ("DRAFT", "COMPLETED")
-        assert result.draft is not None and result.draft.cited_ids() == [first, second]
+        assert result.draft is not None
+        assert result.draft.cited_ids() == [first, second]
         assert run.ids_in_events() == {first, second}
         assert [r["tool_call_id"] for r in run.audit.invocations(result.run_id)] == [first, second]
     finally:

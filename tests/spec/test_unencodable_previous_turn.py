@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from agent.contracts import Limitations, PreviousTurn
 from agent.scenarios import ScenarioError, parse_scenario
@@ -24,6 +26,8 @@ from tests.support.resilience import assert_audit_consistent, run_cli
 from tests.support.spec_scenarios import NULL_DRAFT, scenario, text_round
 
 FOLLOW_UP = "回滚之后还有超时吗？"
+NOT_UNICODE = "the previous turn is not valid Unicode text (it holds a lone surrogate)"
+LONE_SURROGATE = " is not valid Unicode text (it holds a lone surrogate)"  # after the string's path
 TURN: dict[str, Any] = {
     "query": "payment-service 超时，请诊断。",
     "conclusion": "连接池耗尽。",
@@ -46,10 +50,10 @@ async def test_a_previous_turn_holding_a_lone_surrogate_is_rejected_before_any_m
     result = await h.run(FOLLOW_UP, turn)
 
     assert (result.outcome, result.stop_reason) == ("REJECTED", "PREVIOUS_TURN_INVALID")
-    assert result.failure is not None and result.failure.detail == (
-        "the previous turn is not valid Unicode text (it holds a lone surrogate)"
-    )
-    assert h.generator.calls == 0 and result.usage.model_calls == 0
+    assert result.failure is not None
+    assert result.failure.detail == NOT_UNICODE
+    assert h.generator.calls == 0
+    assert result.usage.model_calls == 0
     assert [e["type"] for e in h.events] == ["run_finished"]
 
 
@@ -62,6 +66,8 @@ async def test_a_previous_turn_built_without_validation_is_rejected_too() -> Non
     result = await h.run(FOLLOW_UP, turn)
 
     assert (result.outcome, result.stop_reason, h.generator.calls) == ("REJECTED", "PREVIOUS_TURN_INVALID", 0)
+    assert result.failure is not None
+    assert result.failure.detail == NOT_UNICODE
 
 
 def test_a_previous_turn_file_with_a_surrogate_escape_is_rejected_exit_2_and_audited(
@@ -81,6 +87,7 @@ def test_a_previous_turn_file_with_a_surrogate_escape_is_rejected_exit_2_and_aud
     assert run.code == 2
     result = run.result
     assert (result["outcome"], result["stop_reason"]) == ("REJECTED", "PREVIOUS_TURN_INVALID")
+    assert result["failure"] == {"code": "PREVIOUS_TURN_INVALID", "detail": NOT_UNICODE}
     assert result["usage"]["model_calls"] == 0
     lines = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
     assert [e["type"] for e in lines] == ["run_finished"]
@@ -104,8 +111,10 @@ def test_a_scenario_whose_previous_turn_holds_a_surrogate_is_refused_at_load_in_
 
     run = run_cli(capsys, "run", "--scenario", path, "--json", "--audit-db", audit)
 
-    assert run.code == 3 and run.out == ""
-    assert run.err.count("\n") == 1 and run.err.startswith("diagnose: ")
+    assert run.code == 3
+    assert run.out == ""
+    assert run.err.count("\n") == 1
+    assert run.err.startswith("diagnose: ")
     assert "previous_turn.limitations.missing_info[1] is not valid Unicode text" in run.err
     assert "\ud83d" not in run.err
 
@@ -127,15 +136,51 @@ hostile_turns = st.fixed_dictionaries(
 )
 
 
+def _lone_surrogate(text: str) -> bool:
+    return any("\ud800" <= char <= "\udfff" for char in text)
+
+
+def _strings(value: dict[str, Any]) -> list[str]:
+    limitations = value["limitations"]
+    return [
+        value["query"],
+        value["conclusion"] or "",
+        *limitations["checked_scope"],
+        *limitations["missing_info"],
+    ]
+
+
+def _validated(value: dict[str, Any]) -> PreviousTurn | list[ErrorDetails]:
+    """The turn, or why it was refused."""
+    try:
+        return PreviousTurn.model_validate(value)
+    except ValidationError as error:
+        return error.errors(include_input=False)
+
+
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(hostile_turns)
 def test_a_previous_turn_is_refused_or_can_be_sent_shown_and_stored(value: dict[str, Any]) -> None:
-    try:
-        turn = PreviousTurn.model_validate(value)
-    except ValueError:  # pydantic's ValidationError is one
+    turn = _validated(value)
+    if isinstance(turn, PreviousTurn):
+        assert not any(map(_lone_surrogate, _strings(value)))
+        # Every string of it is UTF-8 text, so it serializes for the model, the screen and the audit.
+        turn.model_dump_json().encode("utf-8")
         return
-    # Accepted: every string of it is UTF-8 text, so it serializes for the model, the screen and the audit.
-    turn.model_dump_json().encode("utf-8")
+    # Refused for one of two reasons only: a blank query, or a lone surrogate (the turn says where).
+    for problem in turn:
+        if problem["type"] == "string_unicode":  # the field's own check: a query holding one
+            assert problem["loc"] == ("query",)
+            assert _lone_surrogate(value["query"])
+        elif problem["loc"] == ("query",):
+            assert problem["msg"] in {
+                "String should have at least 1 character",
+                "Value error, must not be blank",
+            }
+        else:
+            assert problem["msg"].startswith("Value error, previous_turn."), problem
+            assert problem["msg"].endswith(LONE_SURROGATE), problem
+            assert any(map(_lone_surrogate, _strings(value)))
 
 
 @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
@@ -145,7 +190,17 @@ def test_a_scenario_previous_turn_is_a_scenario_error_or_usable(value: dict[str,
     try:
         loaded = parse_scenario(text)
     except ScenarioError as error:
-        assert "\n" not in str(error)
+        refusal = str(error)
+    else:
+        assert loaded.previous_turn is not None
+        loaded.previous_turn.model_dump_json().encode("utf-8")
         return
-    assert loaded.previous_turn is not None
-    loaded.previous_turn.model_dump_json().encode("utf-8")
+    assert "\n" not in refusal
+    assert refusal.startswith("<scenario>: "), refusal
+    reasons = (
+        LONE_SURROGATE,
+        "unable to parse raw data as a unicode string",
+        "must not be blank",
+        "at least 1 character",
+    )
+    assert refusal.endswith(reasons), refusal

@@ -84,7 +84,8 @@ async def test_a_provider_without_usage_still_exhausts_the_token_budget() -> Non
     result = await h.run()
 
     assert (result.outcome, result.stop_reason) == ("BUDGET_EXHAUSTED", "TOKENS_EXHAUSTED")
-    assert logs.requests == [] and h.generator.calls == 1
+    assert logs.requests == []
+    assert h.generator.calls == 1
     sent = sum(_size(m.text) for m in h.generator.received[0]) + _tool_definitions_size()
     reply = h.generator.rounds[0].tool_calls[0]
     arguments = json.dumps(reply.arguments, ensure_ascii=False, separators=(",", ":"))
@@ -156,7 +157,8 @@ async def test_reported_usage_is_not_marked_estimated(audit_store: SqliteAuditSt
     ]
     assert rounds[1]["prompt_tokens"] > 700  # round 2 resends everything round 1 sent, and more
     gauges = [e["tokens"]["estimated"] for e in h.of_type("budget_changed")]
-    assert gauges[0] is False and gauges[-1] is True
+    assert gauges[0] is False
+    assert gauges[-1] is True
 
 
 @pytest.mark.parametrize(

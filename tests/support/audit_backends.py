@@ -17,6 +17,7 @@ from typing import Any
 from audit.factory import open_audit_store
 from audit.location import AuditLocation, MysqlLocation, SqliteLocation
 from audit.port import AuditStore
+from audit.sqlite.store import SqliteAuditStore
 from tests.support.mysql import MYSQL_HOST, MYSQL_PORT, ROOT_USER, root_connection
 
 
@@ -40,6 +41,14 @@ class AuditTarget:
             assert isinstance(self.location, MysqlLocation), "only the server store takes options"
             return MysqlAuditStore(self.location, **options)
         return open_audit_store(self.location)
+
+
+def open_sqlite_audit(path: Path) -> SqliteAuditStore:
+    """The audit file at `path`, opened through the factory as a run opens it; typed as the SQLite
+    store, for what only it answers (`query`, `has_fts`, `recover` on a file)."""
+    store = open_audit_store(SqliteLocation(path))
+    assert isinstance(store, SqliteAuditStore)
+    return store
 
 
 def sqlite_target(folder: Path) -> AuditTarget:

@@ -6,7 +6,6 @@ gets its own audit file, and what a test asserts on is the text an operator woul
 
 from __future__ import annotations
 
-import asyncio
 import io
 import itertools
 import json
@@ -24,6 +23,7 @@ from console.app import DiagnoseApp
 from console.host import ConsoleOptions
 from console.screens.audit import PagedTable
 from console.widgets.result import ResultView
+from tests.support import waiting
 from tests.support.engine import RecordingAdapter
 from tests.support.recorded import fill_audit
 
@@ -126,11 +126,13 @@ async def engine_ready(pilot: Pilot[Any]) -> None:
 
 async def settled(pilot: Pilot[Any], timeout_s: float = 30.0) -> None:
     """Wait for the engine (re)load to end, whatever its result (it starts after the first refresh)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
     await pilot.pause()
-    while cast(DiagnoseApp, pilot.app).engine_status.state == "loading" and loop.time() < deadline:
-        await pilot.pause(0.02)
+    app = cast(DiagnoseApp, pilot.app)
+
+    def loaded() -> bool:
+        return app.engine_status.state != "loading"
+
+    await waiting.wait_until(loaded, "the engine to load", timeout_s=timeout_s, pause=pilot.pause)
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
 
@@ -155,12 +157,7 @@ async def wait_until(
     condition: Callable[[], bool], pilot: Pilot[Any], timeout_s: float = 30.0, what: str = "a condition"
 ) -> None:
     """Poll `condition` between pauses until it holds; fail loudly (not hang) after `timeout_s`."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        await pilot.pause(0.01)
+    await waiting.wait_until(condition, what, timeout_s=timeout_s, pause=pilot.pause)
     await pilot.pause()
 
 

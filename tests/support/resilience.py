@@ -202,7 +202,8 @@ def run_one_logs_call(
     for text in (run.out, run.err, events_file.read_text(encoding="utf-8"), json.dumps(invocation)):
         assert backend_text not in text
     finished = [event for event in read_events(events_file) if event["type"] == "tool_finished"]
-    assert len(finished) == 1 and finished[0]["status"] == invocation["status"]
+    assert len(finished) == 1
+    assert finished[0]["status"] == invocation["status"]
     return LogsCallRun(run.code, result, invocation, run.seconds)
 
 
@@ -217,7 +218,8 @@ def assert_audit_consistent(db: Path, run_ids: Sequence[str] | None = None) -> d
     for run_id in wanted:
         assert run_id in runs, f"run {run_id} has no audit row"
         row = runs[run_id]
-        assert row["outcome"] is not None and row["finished_at"] is not None, row
+        assert row["outcome"] is not None, row
+        assert row["finished_at"] is not None, row
     started = audit.query("SELECT run_id, tool_call_id, tool FROM invocations WHERE status = 'STARTED'")
     assert started == [], f"invocations left STARTED: {started}"
     return {run_id: runs[run_id] for run_id in wanted}

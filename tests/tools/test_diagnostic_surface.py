@@ -66,7 +66,8 @@ def test_every_equivalent_is_something_the_other_server_answers() -> None:
             continue
         schema, name = view.equivalent.split(".")
         other = diagnostic_view(schema, name)
-        assert other is not None and missing_on in other.servers, view.qualified
+        assert other is not None, view.qualified
+        assert missing_on in other.servers, view.qualified
 
 
 def test_credential_tables_are_not_on_the_list() -> None:

@@ -280,7 +280,8 @@ def test_every_common_severity_spelling(spelling: object, severity: Severity | N
 
 
 def test_a_single_letter_is_no_level_word_in_free_text() -> None:
-    assert severity_of_word("E") is None and severity_of_word("I") is None
+    assert severity_of_word("E") is None
+    assert severity_of_word("I") is None
 
 
 @pytest.mark.parametrize(

@@ -58,9 +58,8 @@ async def test_a_format_none_covers_is_one_regex_in_the_configuration(tmp_path: 
         end="2016-03-13T23:59:59Z",
     )
 
-    assert unknown.status == "EMPTY" and [(f.source, f.reason) for f in bare.skipped_files] == [
-        ("uwsgi.log", "UNKNOWN_FORMAT")
-    ]
+    assert unknown.status == "EMPTY"
+    assert [(f.source, f.reason) for f in bare.skipped_files] == [("uwsgi.log", "UNKNOWN_FORMAT")]
     assert minutes.data["matched"] == 11
     assert endpoint.data["matched"] == 3
     assert endpoint.data["entries"][0]["labels"] == {"pid": "88186", "status": "200"}

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.raising import returned_or_raised
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.canonical import input_key
 from tools.input_models import QueryLogsInput
@@ -66,7 +67,8 @@ async def test_demo_incident_payment_errors_are_found_newest_first(demo: LogFile
     assert all(entry["service"] == "payment-service" and entry["level"] == "ERROR" for entry in entries)
     timestamps = [entry["ts"] for entry in entries]
     assert timestamps == sorted(timestamps, reverse=True)
-    assert timestamps[-1] >= "2026-11-30T02:10:00Z" and timestamps[0] < "2026-11-30T02:54:00Z"
+    assert timestamps[-1] >= "2026-11-30T02:10:00Z"
+    assert timestamps[0] < "2026-11-30T02:54:00Z"
     assert result.data["window"] == {"start": DEMO_START, "end": DEMO_END}
 
 
@@ -76,7 +78,8 @@ async def test_demo_incident_tells_the_deploy_and_rollback_story(demo: LogFileAd
     gateway = await query(demo, service="api-gateway", level="ERROR", contains="/api/v1/payments")
 
     versions = [(entry["ts"][:16], entry["labels"]["version"]) for entry in deploys.data["entries"]]
-    assert ("2026-11-30T02:05", "v2.14.0") in versions and ("2026-11-30T02:52", "v2.13.4") in versions
+    assert ("2026-11-30T02:05", "v2.14.0") in versions
+    assert ("2026-11-30T02:52", "v2.13.4") in versions
     assert "ent-20931" in {entry["labels"]["enterprise_id"] for entry in callbacks.data["entries"]}
     assert all("status=504" in entry["message"] for entry in gateway.data["entries"])
     assert gateway.status == "FOUND"
@@ -179,7 +182,8 @@ async def test_limit_is_clamped_and_truncation_reported(demo: LogFileAdapter) ->
 
     assert clamped.data["returned"] == len(clamped.data["entries"]) == 5
     assert clamped.data["truncated"] is True
-    assert exact.data["returned"] == 2 and exact.data["truncated"] is False
+    assert exact.data["returned"] == 2
+    assert exact.data["truncated"] is False
 
 
 async def test_equal_timestamps_keep_the_later_line_first(tmp_path: Path) -> None:
@@ -215,7 +219,8 @@ async def test_every_record_of_a_crowded_second_is_reachable_by_narrowing_the_wi
 
     assert (newest.data["matched"], newest.data["returned"]) == (300, 200)
     assert oldest_shown == "2026-11-30T02:00:00.000100Z"
-    assert rest.data["matched"] == 100 and not rest.data["truncated"]
+    assert rest.data["matched"] == 100
+    assert not rest.data["truncated"]
     seen = [entry["message"] for entry in newest.data["entries"] + rest.data["entries"]]
     assert seen == [f"m{n}" for n in reversed(range(300))]
     assert input_key("query_logs", QueryLogsInput(**second)) != input_key(
@@ -348,7 +353,8 @@ async def test_cancelled_query_leaves_the_adapter_usable(demo: LogFileAdapter) -
 
     result = await query(demo, service="payment-service", level="ERROR", limit=200)
 
-    assert result.status == "FOUND" and not result.data["truncated"]
+    assert result.status == "FOUND"
+    assert not result.data["truncated"]
     assert demo.skipped_lines == 1
 
 
@@ -367,7 +373,8 @@ async def test_a_deeply_nested_line_is_skipped_not_fatal(tmp_path: Path) -> None
 
     result = await query(adapter, service="svc")
 
-    assert result.data["returned"] == 1 and adapter.skipped_lines == 1
+    assert result.data["returned"] == 1
+    assert adapter.skipped_lines == 1
 
 
 async def test_a_file_replaced_by_another_of_the_same_size_and_time_is_read_again(tmp_path: Path) -> None:
@@ -422,7 +429,8 @@ async def test_a_first_query_parses_only_around_its_window(
     cold_parsed = len(parsed)
     whole = await query(LogFileAdapter(path, block_bytes=16 * 1024, max_window_minutes=360), **hour)
 
-    assert cold.data["matched"] == 241 and cold.data["returned"] == 200
+    assert cold.data["matched"] == 241
+    assert cold.data["returned"] == 200
     assert cold == whole
     assert cold_parsed < len(day) // 4
 
@@ -447,7 +455,8 @@ def reference_answer(
     """The answer and the skipped-line count by the rule, computed the plain way: read every line of
     every file as a JSON record, keep every match, sort. What the scan must return, however it reads."""
     start, end = reference_ns(params.start), reference_ns(params.end)
-    assert start is not None and end is not None
+    assert start is not None
+    assert end is not None
     if end < start:
         raise ToolError("INVALID_INPUT", "WINDOW_INVERTED")
     start = max(start, end - max_window_minutes * 60 * NS)
@@ -702,13 +711,15 @@ async def test_streamed_answers_equal_parsing_everything(
 
     async def check(fields: dict[str, Any]) -> None:
         params = QueryLogsInput(**fields)
-        try:
-            expected, skipped = reference_answer(paths, params, max_line_bytes=300, **options)
-        except ToolError as error:
+        answer = returned_or_raised(
+            lambda: reference_answer(paths, params, max_line_bytes=300, **options), ToolError
+        )
+        if isinstance(answer, ToolError):
             with pytest.raises(ToolError) as raised:
                 await query(adapter, **fields)
-            assert (raised.value.code, raised.value.reason) == (error.code, error.reason)
+            assert (raised.value.code, raised.value.reason) == (answer.code, answer.reason)
             return
+        expected, skipped = answer
         assert await query(adapter, **fields) == expected
         if fields["contains"] is None:
             assert adapter.skipped_lines == skipped

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from agent.evidence import build_adapters
 from agent.settings import ConfigError, load_settings
 from tests.support.journald import journalctl, write_journal
+from tests.support.waiting import wait_until
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.definitions import ToolName
 from tools.input_models import QueryLogsInput
@@ -301,17 +302,15 @@ async def test_an_endless_journalctl_is_killed_at_the_output_cap(tmp_path: Path)
 
     result = await query(JournaldLogAdapter(endless, max_output_bytes=1_000_000), service="app")
 
-    assert result.data["truncated"] is True and result.data["matched"] > 1000
+    assert result.data["truncated"] is True
+    assert result.data["matched"] > 1000
     assert_gone(tmp_path)
 
 
 async def test_a_cancelled_call_kills_journalctl(tmp_path: Path) -> None:
     silent = stand_in(tmp_path, "time.sleep(60)\n")
     call = asyncio.ensure_future(query(JournaldLogAdapter(silent), service="app"))
-    for _ in range(200):
-        if (tmp_path / "pid").exists():
-            break
-        await asyncio.sleep(0.02)
+    await wait_until((tmp_path / "pid").exists, "journalctl to start")
 
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -340,7 +339,8 @@ async def test_journalctl_never_sees_the_consoles_secrets(
     await query(JournaldLogAdapter(script), service="app")
 
     environment = (tmp_path / "env").read_text()
-    assert "never-handed" not in environment and "sk-never" not in environment
+    assert "never-handed" not in environment
+    assert "sk-never" not in environment
 
 
 async def test_a_failing_journalctl_is_unavailable_and_its_text_stays_in_the_log(

@@ -266,11 +266,18 @@ def test_unknown_service_is_invalid_input() -> None:
 
 
 @pytest.mark.parametrize(
-    ("matchers", "level_label"),
-    [({}, "level"), ({"svc": 'app="svc"'}, "level"), ({"svc": "{}"}, "level"), (MATCHERS, "le vel")],
+    ("matchers", "level_label", "reason"),
+    [
+        ({}, "level", "at least one service matcher is required"),
+        ({"svc": 'app="svc"'}, "level", "matcher for service 'svc' is not a LogQL stream selector"),
+        ({"svc": "{}"}, "level", "matcher for service 'svc' is not a LogQL stream selector"),
+        (MATCHERS, "le vel", "level label 'le vel' is not a LogQL label name"),
+    ],
 )
-def test_broken_configuration_fails_at_wiring(matchers: dict[str, str], level_label: str) -> None:
-    with pytest.raises(ValueError):
+def test_broken_configuration_fails_at_wiring(
+    matchers: dict[str, str], level_label: str, reason: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(reason)):
         validate_config(matchers, level_label)
 
 
@@ -461,7 +468,8 @@ async def test_a_compressed_body_is_read_and_a_compressed_bomb_is_cut_at_the_dec
     found = [stream({"service": "payment"}, (str(END_NS), "gzip ok"))]
     loki.reply_raw(gzip.compress(streams_body(found)), {"Content-Encoding": "gzip"})
     result = await make().execute(request_for())
-    assert result.data is not None and [entry["message"] for entry in result.data["entries"]] == ["gzip ok"]
+    assert result.data is not None
+    assert [entry["message"] for entry in result.data["entries"]] == ["gzip ok"]
 
     # 3 MB of spaces inside valid JSON, 3 KiB on the wire: the cap counts what it inflates to.
     loki.reply_raw(gzip.compress(b" " * 3_000_000 + streams_body([])), {"Content-Encoding": "gzip"})
@@ -535,7 +543,9 @@ async def test_streams_merge_newest_first_with_nanosecond_timestamps(
         ("2026-11-30T03:20:00.000000001Z", "a", "ERROR"),
         ("2026-11-30T03:20:00Z", "z", "WARN"),
     ]
-    assert result.status == "FOUND" and result.data["returned"] == 4 and result.data["truncated"] is False
+    assert result.status == "FOUND"
+    assert result.data["returned"] == 4
+    assert result.data["truncated"] is False
 
 
 async def test_page_is_cut_to_limit_and_flagged_truncated(
@@ -565,7 +575,8 @@ async def test_long_lines_and_labels_are_cut_and_flagged(
     entry = (await make(message_chars=500).execute(request_for())).data["entries"][0]
 
     assert entry["message"] == "m" * 500
-    assert len(entry["labels"]) == 8 and set(entry["labels"]) <= set(labels) - {"password", "ip"}
+    assert len(entry["labels"]) == 8
+    assert set(entry["labels"]) <= set(labels) - {"password", "ip"}
     assert all(len(value) <= 100 for value in entry["labels"].values())
 
 

@@ -185,7 +185,8 @@ async def test_a_count_loki_refuses_leaves_the_evidence_and_says_nothing_it_does
 
     result = await query(make(), level="ERROR")
 
-    assert result.data["returned"] == 1 and "without_level" not in result.data
+    assert result.data["returned"] == 1
+    assert "without_level" not in result.data
     assert "did not count the lines without a level (INVALID_INPUT)" in caplog.text
     assert "parse error" not in caplog.text
 
@@ -215,6 +216,8 @@ async def test_a_count_that_stalls_ends_before_the_evidence_is_lost(
     )
 
     assert outcome.status == "FOUND", outcome  # a full deadline for the count would have hit the limit
-    assert outcome.data is not None and outcome.data["returned"] == 1 and "without_level" not in outcome.data
+    assert outcome.data is not None
+    assert outcome.data["returned"] == 1
+    assert "without_level" not in outcome.data
     assert "did not count the lines without a level (TIMEOUT)" in caplog.text
     assert loki.hangs_ended == 0  # the count was still hanging when the call answered

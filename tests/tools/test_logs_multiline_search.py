@@ -138,7 +138,8 @@ async def test_a_multi_line_json_object_is_found_by_a_word_on_any_of_its_lines(
 
         result = await LogFileAdapter(path).execute(ToolRequest("r", "s", "c", "query_logs", request))
 
-        assert len(record) == 41 and "RuntimeException" in record[39]
+        assert len(record) == 41
+        assert "RuntimeException" in record[39]
         assert [entry["level"] for entry in result.data["entries"]] == ["ERROR"], piece
 
 

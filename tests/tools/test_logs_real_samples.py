@@ -56,14 +56,17 @@ async def test_bsd_syslog_tags_are_services_and_a_misspelt_one_lists_them(tmp_pa
     errors = await ask(path, service="automount", level="ERROR", contains="failed", **window)
     misspelt = await ask(path, service="automounter", **window)
 
-    assert automount.data["matched"] == 3 and (await ask(path, service="sudo", **window)).data["matched"] == 1
+    assert automount.data["matched"] == 3
+    assert (await ask(path, service="sudo", **window)).data["matched"] == 1
     assert messages(failed) == [
         "lookup(file): lookup for opt failed",
         "lookup(file): lookup for foobar failed",
     ]
     # No severity in a BSD syslog file: a level filter says so instead of answering "no errors".
-    assert errors.status == "EMPTY" and errors.data["without_level"] == 2
-    assert misspelt.status == "EMPTY" and misspelt.data["services_in_window"] == ["automount", "sudo"]
+    assert errors.status == "EMPTY"
+    assert errors.data["without_level"] == 2
+    assert misspelt.status == "EMPTY"
+    assert misspelt.data["services_in_window"] == ["automount", "sudo"]
 
 
 async def test_a_bsd_stamp_takes_the_latest_year_not_after_the_files_modification(tmp_path: Path) -> None:
@@ -85,7 +88,8 @@ async def test_openssh_failed_logins_are_found_in_any_case(tmp_path: Path) -> No
 
     assert failed.data["matched"] == 3  # 16:45:20, :22 and :26 of the 8 in the file
     assert fatal.data["matched"] == 2
-    assert leveled.data["matched"] == 0 and leveled.data["without_level"] == 20
+    assert leveled.data["matched"] == 0
+    assert leveled.data["without_level"] == 20
 
 
 # ------------------------------------------------------------------ web servers
@@ -112,10 +116,12 @@ async def test_nginx_error_log_continuation_lines_belong_to_their_record() -> No
 
     assert in_2019.data["matched"] == 2
     [record] = third_line.data["entries"]
-    assert record["ts"] == "2019-10-30T23:26:34Z" and record["level"] == "ERROR"
+    assert record["ts"] == "2019-10-30T23:26:34Z"
+    assert record["level"] == "ERROR"
     assert record["message"].startswith('*180289 FastCGI sent in stderr: "PHP message: PHP Warning')
     assert record["cut"] is True  # three lines, longer than an entry shows
-    assert errors.data["matched"] == 4 and errors.data["without_level"] == 0
+    assert errors.data["matched"] == 4
+    assert errors.data["without_level"] == 0
 
 
 async def test_apache_error_levels_2_2_and_2_4() -> None:
@@ -143,14 +149,16 @@ async def test_bunyan_numeric_levels() -> None:
 
     assert messages(info) == ["Dependency extraction complete"]
     assert debug.data["matched"] == 10
-    assert pending.data["matched"] == 3 and through_18.data["matched"] == 5
+    assert pending.data["matched"] == 3
+    assert through_18.data["matched"] == 5
 
 
 async def test_pino_epoch_milliseconds_and_ecs_service_name() -> None:
     result = await ask(SAMPLES / "pino" / "payment.log", service="payment", level="INFO")
 
     [entry] = result.data["entries"]
-    assert entry["ts"] == "2025-04-24T22:08:37.537Z" and entry["message"] == "Charge request received."
+    assert entry["ts"] == "2025-04-24T22:08:37.537Z"
+    assert entry["message"] == "Charge request received."
 
 
 async def test_ecs_log_level_with_critical_as_fatal() -> None:
@@ -185,7 +193,8 @@ async def test_logfmt_levels_and_fields() -> None:
     warned = await ask(path, service="virtual-kubelet", level="WARN")
     missing = await ask(path, service="virtual-kubelet", contains="podnotfound")
 
-    assert errors.data["matched"] == 2 and warned.data["matched"] == 3
+    assert errors.data["matched"] == 2
+    assert warned.data["matched"] == 3
     assert missing.data["matched"] == 3
     assert warned.data["entries"][1]["labels"]["error"].endswith("PodNotFound")
 
@@ -201,9 +210,11 @@ async def test_elasticsearch_json_stack_trace_found_by_a_word_on_its_40th_line()
     everything = await ask(path, service="es_json_logs_tests", timezone="Europe/Berlin", **window)
 
     [record] = cause.data["entries"]
-    assert record["ts"] == "2019-01-10T10:18:58.560Z" and record["level"] == "ERROR"
+    assert record["ts"] == "2019-01-10T10:18:58.560Z"
+    assert record["level"] == "ERROR"
     assert record["message"].startswith("error message\njava.lang.Exception: exception message\nat org.")
-    assert record["cut"] is True and "RuntimeException" not in record["message"]
+    assert record["cut"] is True
+    assert "RuntimeException" not in record["message"]
     assert messages(errors)[1] == "This is an error message"
     # The plain text line among the JSON has no zone: read in the configured one (Berlin, +01:00).
     assert everything.data["matched"] == 9
@@ -217,7 +228,8 @@ async def test_docker_json_file_lines_carry_their_containers_levels() -> None:
     warned = await ask(path, service="nginx-json", level="WARN")
     favicon = await ask(path, service="nginx-json", contains="favicon")
 
-    assert errors.data["matched"] == 4 and warned.data["matched"] == 6
+    assert errors.data["matched"] == 4
+    assert warned.data["matched"] == 6
     assert favicon.data["entries"][0]["ts"] == "2016-10-25T14:49:34Z"
 
 
@@ -230,7 +242,8 @@ async def test_log4j_text_zookeeper_lines() -> None:
     last_minute = await ask(path, service="farm", start="2025-01-24T07:05:00Z", end="2025-01-24T07:06:00Z")
 
     assert zookeeper.data["matched"] == 3
-    assert errors.status == "EMPTY" and errors.data["without_level"] == 0
+    assert errors.status == "EMPTY"
+    assert errors.data["without_level"] == 0
     assert last_minute.data["matched"] == 1
 
 
@@ -253,7 +266,8 @@ async def test_spark_two_digit_years_within_a_window() -> None:
     window_only = await ask(path, service="executor", **window)
 
     assert result.data["matched"] == 4
-    assert window_only.data["matched"] == 58 and window_only.data["truncated"] is False
+    assert window_only.data["matched"] == 58
+    assert window_only.data["truncated"] is False
 
 
 async def test_glog_letters_and_year_less_stamps(tmp_path: Path) -> None:
@@ -312,7 +326,8 @@ async def test_every_sample_is_read_whole_without_configuration(sample: str, ser
 
     result = await adapter.execute(request)
 
-    assert result.status == "FOUND" and adapter.skipped_lines == 0
+    assert result.status == "FOUND"
+    assert adapter.skipped_lines == 0
 
 
 # (sample, modified, time zone, service, window start, window end, level, contains, matched, without_level)

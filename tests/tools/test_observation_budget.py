@@ -25,7 +25,8 @@ def logs_request(limit: int) -> ToolRequest:
 async def test_a_long_log_answer_is_cut_to_the_budget_and_says_so() -> None:
     settings = load_settings(None, overrides={"budget": {"max_observation_bytes": 2048}})
     outcome = await build_boundary(settings).invoke(logs_request(50))
-    assert outcome.status == "FOUND" and outcome.data is not None
+    assert outcome.status == "FOUND"
+    assert outcome.data is not None
     assert projection_bytes(outcome.data) <= 2048
     assert outcome.data["truncated"] is True
     assert 0 < outcome.data["returned"] == len(outcome.data["entries"]) < 50
@@ -50,10 +51,12 @@ def test_the_default_budget_holds_the_default_log_limit_uncut() -> None:
 def test_counts_are_corrected_per_tool() -> None:
     rows = {"columns": ["a"], "rows": [["x" * 100]] * 10, "row_count": 10, "truncated": False}
     cut = fit_projection("query_mysql", rows, 400)
-    assert cut["row_count"] == len(cut["rows"]) < 10 and cut["truncated"] is True
+    assert cut["row_count"] == len(cut["rows"]) < 10
+    assert cut["truncated"] is True
     docs = {"documents": [{"title": "t", "snippet": "y" * 200}] * 5, "returned": 5}
     cut = fit_projection("lookup_knowledge", docs, 600)
-    assert cut["returned"] == len(cut["documents"]) < 5 and cut["truncated"] is True
+    assert cut["returned"] == len(cut["documents"]) < 5
+    assert cut["truncated"] is True
     assert projection_bytes(cut) <= 600
 
 

@@ -333,7 +333,8 @@ def test_value_never_mutates_its_input() -> None:
     snapshot = copy.deepcopy(source)
     result = NOOP.value(source)
     assert source == snapshot
-    assert result is not source and result["items"][0] is not source["items"][0]
+    assert result is not source
+    assert result["items"][0] is not source["items"][0]
 
 
 def test_value_is_idempotent() -> None:

@@ -4,7 +4,6 @@ legitimate one is accepted with the exact text that will run, and random stateme
 
 from __future__ import annotations
 
-import os
 import re
 import typing
 
@@ -13,6 +12,8 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.hypothesis_budget import examples
+from tests.support.raising import returned_or_raised
 from tests.support.sql_corpus import ALLOWED_SCHEMAS, DATABASE, HOSTILE, LEGIT
 from tools.mysql.guard import (
     ALLOWED_FUNCTIONS,
@@ -397,7 +398,7 @@ def test_text_that_cannot_be_sent_is_a_parse_error() -> None:
 
 
 def test_invalid_limits_are_programming_errors() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_rows and max_bytes must be positive"):
         guard("SELECT 1", max_rows=0)
 
 
@@ -461,10 +462,12 @@ def assert_read_only(guarded: GuardedStatement) -> None:
     with the guard."""
     bare = unquoted(guarded.sql)
     words = [word.upper() for word in _WORD.findall(bare)]
-    assert words and words[0] in _READ_STARTS, guarded.sql
+    assert words, guarded.sql
+    assert words[0] in _READ_STARTS, guarded.sql
     allowed = {schema.lower() for schema in ALLOWED_SCHEMAS}
     if guarded.kind == "SHOW" and _DIAGNOSTIC_SHOW.fullmatch(guarded.sql):
-        assert set(guarded.schemas) <= allowed and guarded.row_limit is None
+        assert set(guarded.schemas) <= allowed
+        assert guarded.row_limit is None
         return
     for marker in ("@", "--", "#", "/*", ";", ":=", "?", "\\"):
         assert marker not in bare, (marker, guarded.sql)
@@ -489,7 +492,8 @@ def assert_read_only(guarded: GuardedStatement) -> None:
         assert re.search(r"\bLIMIT \d+( OFFSET \d+)?\Z", guarded.sql), guarded.sql
         assert outer_limit(guarded) <= CAP
     else:
-        assert guarded.kind in ("SHOW", "DESCRIBE") and guarded.row_limit is None
+        assert guarded.kind in ("SHOW", "DESCRIBE")
+        assert guarded.row_limit is None
 
 
 def assert_other_sessions_text_only_shown(sql: str) -> None:
@@ -499,7 +503,8 @@ def assert_other_sessions_text_only_shown(sql: str) -> None:
         before, after = sql[: match.start()], sql[match.end() :]
         if after.startswith((" IS NULL", " IS NOT NULL")):
             continue
-        assert before.endswith(_SHOWN_BEFORE) and after.startswith(_SHOWN_AFTER), sql
+        assert before.endswith(_SHOWN_BEFORE), sql
+        assert after.startswith(_SHOWN_AFTER), sql
 
 
 def first_word_is_read(sql: str) -> bool:
@@ -620,10 +625,9 @@ def statements(draw: st.DrawFn) -> str:
 
 
 def check_random_statement(sql: str) -> None:
-    try:
-        guarded = guard(sql)
-    except SqlPolicyError as rejected:
-        assert rejected.reason in REASONS
+    guarded = returned_or_raised(lambda: guard(sql), SqlPolicyError)
+    if isinstance(guarded, SqlPolicyError):
+        assert guarded.reason in REASONS
         return
     assert first_word_is_read(sql), sql
     assert "@" not in unquoted(sql), sql
@@ -631,17 +635,14 @@ def check_random_statement(sql: str) -> None:
     assert guard(guarded.sql) == guarded  # what runs is itself an accepted statement, unchanged
 
 
-@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(300, long=10_000),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(statements())
 def test_random_statements_are_rejected_or_read_only(sql: str) -> None:
-    check_random_statement(sql)
-
-
-@pytest.mark.long
-@pytest.mark.skipif(os.environ.get("DIAGNOSE_TEST_LONG") != "1", reason="set DIAGNOSE_TEST_LONG=1")
-@settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(statements())
-def test_random_statements_are_rejected_or_read_only_long(sql: str) -> None:
     check_random_statement(sql)
 
 
@@ -701,16 +702,14 @@ def check_sql(sql: str) -> None:
     check_random_statement(sql)
 
 
-@settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(200, long=10_000),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(more_statements())
 def test_sql_guard_rejects_or_is_read_only(sql: str) -> None:
-    check_sql(sql)
-
-
-@pytest.mark.long
-@settings(max_examples=10_000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-@given(more_statements())
-def test_sql_guard_rejects_or_is_read_only_long(sql: str) -> None:
     check_sql(sql)
 
 

@@ -228,7 +228,8 @@ class JournaldLogAdapter:
         except OSError as exc:  # journalctl removed or not executable since the configuration was read
             raise ToolError(ErrorCode.UNAVAILABLE) from exc
         reading = _Reading()
-        assert process.stdout is not None and process.stderr is not None  # noqa: S101 - invariant for the type checker
+        assert process.stdout is not None  # noqa: S101 - invariant for the type checker
+        assert process.stderr is not None  # noqa: S101 - invariant for the type checker
         stderr = asyncio.ensure_future(_kept_text(process.stderr))
         try:
             position = 0

@@ -35,7 +35,8 @@ from tools.vocabulary import EvidenceStatus
 
 async def read_whole(adapter: KnowledgeAdapter, run_id: str, source: str) -> tuple[str, list[str]]:
     first = await adapter.execute(request(run_id, {"source": source}))
-    assert first.status == "FOUND" and first.data["part"] == 1
+    assert first.status == "FOUND"
+    assert first.data["part"] == 1
     texts = [first.data["text"]]
     for part in range(2, first.data["parts"] + 1):
         result = await adapter.execute(request(run_id, {"source": source, "part": part}))
@@ -91,7 +92,8 @@ async def test_every_runbook_is_readable_whole_part_by_part(
 async def test_a_part_begins_at_a_heading_where_one_is_near() -> None:
     text = "# Runbook\n\n" + "".join(f"## Step {n}\n\n" + "word " * 60 + "\n\n" for n in range(1, 8))
     parts = split_parts(text, 700)
-    assert len(parts) > 2 and "".join(parts) == text
+    assert len(parts) > 2
+    assert "".join(parts) == text
     assert all(part.startswith("## Step") for part in parts[1:])
 
 
@@ -164,7 +166,8 @@ async def test_redaction_never_pushes_a_part_past_the_budget(tmp_path: Path) -> 
     boundary = ToolBoundary({"lookup_knowledge": adapter}, redactor=Redactor(), max_observation_bytes=1024)
     assert (await boundary.invoke(request("r", {"query": "creds"}))).status == "FOUND"
     outcome = await boundary.invoke(request("r", {"source": "creds.md", "part": 2}))
-    assert outcome.status == "FOUND" and outcome.data is not None
+    assert outcome.status == "FOUND"
+    assert outcome.data is not None
     assert projection_bytes(outcome.data) <= 1024
     assert "ab\n" not in outcome.data["text"]
 
@@ -196,4 +199,5 @@ async def test_a_draft_cites_a_read_like_any_found_call() -> None:
     assert [(e["tool_call_id"], e["status"]) for e in finished] == [("kb-1", "FOUND"), ("kb-2", "FOUND")]
     observation = json.loads(json.dumps(finished[1]["observation"]))
     assert observation["data"]["source"] == "payment-timeout-connection-pool.md"
-    assert observation["data"]["part"] == 1 and observation["data"]["text"].startswith("# 支付服务超时")
+    assert observation["data"]["part"] == 1
+    assert observation["data"]["text"].startswith("# 支付服务超时")

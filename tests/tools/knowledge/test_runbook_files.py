@@ -30,7 +30,8 @@ def test_front_matter_gives_title_and_meta_and_is_not_body() -> None:
     assert runbook.title == "Kube Pod Crash Looping"
     assert runbook.meta == ("KubePodCrashLooping", "warning", "kubernetes", "workload", "KubePodCrashLooping")
     assert runbook.headings == ("KubePodCrashLooping", "Meaning")
-    assert runbook.body.startswith("\n# KubePodCrashLooping") and "weight" not in runbook.body
+    assert runbook.body.startswith("\n# KubePodCrashLooping")
+    assert "weight" not in runbook.body
 
 
 def test_title_falls_back_to_the_first_heading_then_the_file_name() -> None:
@@ -47,7 +48,8 @@ def test_front_matter_that_is_not_a_yaml_mapping_is_text() -> None:
     for block in ("- a list\n- of items\n", "title: [unclosed\n", "title: *alias\n"):
         text = f"---\n{block}---\n# Heading\n"
         runbook = parse_runbook("a.md", text)
-        assert runbook.title == "Heading" and runbook.body == text
+        assert runbook.title == "Heading"
+        assert runbook.body == text
 
 
 async def test_tags_and_alert_names_in_front_matter_are_searched(tmp_path: Path) -> None:

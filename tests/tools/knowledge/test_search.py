@@ -82,7 +82,8 @@ async def test_projection_is_a_bounded_whitelist(bundled: KnowledgeAdapter) -> N
     for document in result.data["documents"]:
         assert set(document) == {"title", "source", "snippet", "score"}
         assert 0 < len(document["snippet"]) <= 80
-        assert isinstance(document["score"], float) and document["score"] > 0
+        assert isinstance(document["score"], float)
+        assert document["score"] > 0
         assert document["score"] == round(document["score"], 3)
         assert not document["source"].startswith("/")
 
