@@ -51,7 +51,13 @@ def _use_case(url: str, max_model_calls: int = 3) -> tuple[DiagnosisUseCase, lis
     settings = load_settings(
         None,
         overrides={
-            "model": {"provider": "openai", "base_url": url, "name": "m", "timeout_s": 5, "max_tokens": 1024},
+            "model": {
+                "provider": "openai",
+                "base_url": url,
+                "name": "m",
+                "timeout_s": 30,
+                "max_tokens": 1024,
+            },
             "budget": {"max_model_calls": max_model_calls},
         },
     )

@@ -322,6 +322,8 @@ class FileScan:
             first = self._record_start(chunk, position, chunk.rfind(b"\n", position, hit) + 1 or position)
             if first is None:  # no record start between here and the hit: read the rest plainly
                 return self._lines(offset, chunk, position, end)
+            if first > position:  # records before the hit's go unread: the file's span stays unknown
+                self._skipped_pieces = True
             last = chunk.find(b"\n", hit, end) + 1 or end
             if self._format.multiline:
                 last = self._multiline_tail(chunk, last, end)
