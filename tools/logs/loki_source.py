@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from itertools import islice
 
 import httpx
@@ -62,7 +61,6 @@ DEFAULT_LABEL_WHITELIST = (
     "enterprise_id",
     "trace_id",
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NS_PER_S = 1_000_000_000
 _MAX_NS = 2**63 - 1  # Loki timestamps are int64 nanoseconds
 
@@ -119,7 +117,10 @@ class LokiLogAdapter:
         query = build_logql(
             self._service_matchers, params.service, params.level, params.contains, self._level_label
         )
-        start_ns, end_ns = self._window(params)
+        # The clamp every log source shares; Loki's own end is exclusive, so the window's `through`
+        # (a whole-second end covering its second) is not used here.
+        asked = Window.asked(params.start, params.end, self._max_window_ns)
+        start_ns, end_ns = asked.start_ns, asked.end_ns
         limit = min(params.limit, self._max_lines)
         body = await exchange(
             self._client,
@@ -179,13 +180,6 @@ class LokiLogAdapter:
         except ToolError as exc:
             logger.warning("Loki did not count the lines without a level (%s)", exc.code)
             return None
-
-    def _window(self, params: QueryLogsInput) -> tuple[int, int]:
-        """Clamp to the configured maximum, keeping `end`: the latest minutes matter most in an incident."""
-        start, end = _to_ns(params.start), _to_ns(params.end)
-        if end < start:
-            raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
-        return max(start, end - self._max_window_ns), end
 
     def _record(self, service: str, ns: int, stream: dict[str, str], text: str) -> LogRecord:
         present = (key for key in self._label_whitelist if key in stream)
@@ -297,9 +291,3 @@ def _parse_count(body: bytes) -> int:
     if not (isinstance(count, str) and count.isascii() and count.isdigit() and len(count) <= 18):
         raise ToolError(ErrorCode.BACKEND_ERROR)
     return int(count)
-
-
-def _to_ns(value: str) -> int:
-    """Exact integer nanoseconds (the input model already guarantees an aware RFC3339 time)."""
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return (moment - _EPOCH) // timedelta(microseconds=1) * 1000
