@@ -31,7 +31,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
-from zoneinfo import ZoneInfo
 
 from tools.adapter import AdapterResult, ToolError, ToolRequest
 from tools.file_trust import SkippedFile, walk_folder
@@ -69,8 +68,6 @@ _MAX_CACHED_FILES = 10_000
 # A log file has no size cap: a scan's memory does not grow with it (`tools.logs.file_scan`).
 _NO_FILE_CAP = 2**63 - 1
 _GZIP_MAGIC = b"\x1f\x8b"
-_UTC = Clock(ZoneInfo("UTC"), 0)
-US = 1000  # nanoseconds
 
 
 def bundled_logs_path() -> Path:
@@ -173,13 +170,9 @@ class LogFileAdapter:
             raise
 
     def _query(self, params: QueryLogsInput, stop: threading.Event) -> AdapterResult:
-        start, end = _instant_us(params.start), _instant_us(params.end)
-        if end < start:
-            raise ToolError(ErrorCode.INVALID_INPUT, "WINDOW_INVERTED")
         # An end on a whole second covers that second: records stamped to the second, and those a
         # tie spread over it (tools.logs.file_scan), are in.
-        through = end + NS_PER_S - US if end % NS_PER_S == 0 else end
-        window = Window(max(start, end - self._max_window_ns), end, through)
+        window = Window.asked(params.start, params.end, self._max_window_ns)
         level = None if params.level is None else Severity[params.level]
         contains = None if params.contains is None else params.contains.lower()
         limit = min(params.limit, self._max_lines)
@@ -370,15 +363,6 @@ def _opened(raw: BinaryIO, compressed: bool) -> Iterator[BinaryIO]:
     finally:
         with suppress(OSError, EOFError, zlib.error):
             stream.close()
-
-
-def _instant_us(text: str) -> int:
-    """The instant in nanoseconds, cut to the microsecond: the precision the file source reads (and
-    the one equivalent calls are told apart by, tools.canonical). The input model checked RFC 3339."""
-    parsed = _UTC.iso(text)
-    if parsed is None or parsed[1] != len(text):
-        raise ToolError(ErrorCode.INVALID_INPUT)
-    return parsed[0] // US * US
 
 
 async def _wait_for_stop(scan: asyncio.Future[AdapterResult]) -> None:
