@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from itertools import islice
+from typing import Any
 
 import httpx
 
@@ -222,16 +223,23 @@ def _raise_for_status(status: int) -> None:
     raise ToolError(ErrorCode.BACKEND_ERROR)  # redirects (never followed), wrong path
 
 
-def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
-    """(ns, stream labels, line) for every value, or BACKEND_ERROR for anything not Loki's streams shape."""
+def _result_data(body: bytes, result_type: str) -> dict[str, Any]:
+    """The `data` of a successful Loki answer of `result_type` ("streams", "vector"), or BACKEND_ERROR."""
     document = json_document(body)
     data = document.get("data")
     if (
         document.get("status") != "success"
         or not isinstance(data, dict)
-        or data.get("resultType") != "streams"
-        or not isinstance(data.get("result"), list)
+        or data.get("resultType") != result_type
     ):
+        raise ToolError(ErrorCode.BACKEND_ERROR)
+    return data
+
+
+def _parse_streams(body: bytes) -> list[tuple[int, dict[str, str], str]]:
+    """(ns, stream labels, line) for every value, or BACKEND_ERROR for anything not Loki's streams shape."""
+    data = _result_data(body, "streams")
+    if not isinstance(data.get("result"), list):
         raise ToolError(ErrorCode.BACKEND_ERROR)
     lines: list[tuple[int, dict[str, str], str]] = []
     for item in data["result"]:
@@ -273,15 +281,7 @@ def _with_metadata(stream: dict[str, str], categorized: object) -> dict[str, str
 
 def _parse_count(body: bytes) -> int:
     """The one sample of a `sum(...)` instant query (no sample: nothing counted), or BACKEND_ERROR."""
-    document = json_document(body)
-    data = document.get("data")
-    if (
-        document.get("status") != "success"
-        or not isinstance(data, dict)
-        or data.get("resultType") != "vector"
-    ):
-        raise ToolError(ErrorCode.BACKEND_ERROR)
-    result = data.get("result")
+    result = _result_data(body, "vector").get("result")
     if not isinstance(result, list) or len(result) > 1:
         raise ToolError(ErrorCode.BACKEND_ERROR)
     if not result:
