@@ -34,14 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from tests.benchmarks.git_baseline import baseline_file
-from tests.benchmarks.machine import hardware
+from tests.benchmarks.machine import MEMORY_STATUS_SOURCE, hardware
 from tests.support.retrieval import RUNBOOKS, load_questions
 
 REPO = Path(__file__).resolve().parents[2]
 BASELINE = "78839eb"  # tools/knowledge.py: one Haystack BM25 store, rebuilt whenever a file changes
 TEAMS = 100
 
-CHILD = r"""
+CHILD = (
+    MEMORY_STATUS_SOURCE
+    + r"""
 import asyncio, importlib, importlib.util, json, statistics, sys, time
 from pathlib import Path
 
@@ -56,13 +58,6 @@ else:
     KnowledgeAdapter = impl.KnowledgeAdapter
 from tools.adapter import ToolRequest
 from tools.input_models import LookupKnowledgeInput
-
-
-def status(key):
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise KeyError(key)
 
 
 async def lookup(adapter, number, query):
@@ -113,6 +108,7 @@ async def main():
 
 asyncio.run(main())
 """
+)
 
 
 def write_collection(folder: Path, count: int) -> int:

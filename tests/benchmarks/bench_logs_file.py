@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.benchmarks.machine import hardware
+from tests.benchmarks.machine import MEMORY_STATUS_SOURCE, hardware
 
 REPO = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
@@ -52,19 +52,14 @@ WHOLE = {"start": "2026-11-22T00:00:00Z", "end": "2026-12-01T00:00:00Z"}
 FAMILIES = ("ndjson", "ecs", "syslog", "log4j", "gzip")
 STACK = [f"\tat com.example.pay.Gateway{n}.call(Gateway{n}.java:{40 + n})" for n in range(38)]
 
-CHILD = r"""
+CHILD = (
+    MEMORY_STATUS_SOURCE
+    + r"""
 import asyncio, json, sys, time
 from pathlib import Path
 from tools.adapter import ToolRequest
 from tools.input_models import QueryLogsInput
 from tools.logs.file_source import LogFileAdapter
-
-
-def status(key):
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise KeyError(key)
 
 
 log_file, fields = Path(sys.argv[1]), json.loads(sys.argv[2])
@@ -76,6 +71,7 @@ result = asyncio.run(adapter.execute(request))
 seconds = time.perf_counter() - started
 print(json.dumps({"s": seconds, "peak_growth": status("VmHWM") - before, "matched": result.data["matched"]}))
 """
+)
 
 
 def stamp(n: int, lines: int) -> datetime:

@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tests.benchmarks.machine import hardware
+from tests.benchmarks.machine import MEMORY_STATUS_SOURCE, hardware
 from tests.support.journald import journal_remote, journalctl
 from tools.logs.journald_source import OUTPUT_FIELDS, service_matches
 
@@ -44,19 +44,14 @@ WORD = "SocketTimeout"
 INCIDENT = {"start": "2026-11-30T14:00:00Z", "end": "2026-11-30T15:00:00Z"}
 WHOLE = {"start": "2026-11-30T00:00:00Z", "end": "2026-11-30T23:59:59Z"}
 
-CHILD = r"""
+CHILD = (
+    MEMORY_STATUS_SOURCE
+    + r"""
 import asyncio, json, sys, time
 from pathlib import Path
 from tools.adapter import ToolRequest
 from tools.input_models import QueryLogsInput
 from tools.logs.journald_source import JournaldLogAdapter
-
-
-def status(key):
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) * 1024
-    raise KeyError(key)
 
 
 journalctl, folder, fields = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
@@ -69,6 +64,7 @@ seconds = time.perf_counter() - started
 print(json.dumps({"s": seconds, "peak_growth": status("VmHWM") - before, "matched": result.data["matched"],
                   "truncated": result.data["truncated"]}))
 """
+)
 
 
 def export_entry(n: int, entries: int) -> str:
