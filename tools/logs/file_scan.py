@@ -210,7 +210,7 @@ class FileScan:
         self._rank = 0
         self._latest_seen = -(2**63)
         self._earliest_seen = 2**63
-        self._skipped_pieces = False
+        self._lines_unread = False  # some lines went unparsed: the span read is not the file's
         self._at_file_start = True
 
     # ------------------------------------------------------------------ entry points
@@ -322,8 +322,8 @@ class FileScan:
             first = self._record_start(chunk, position, chunk.rfind(b"\n", position, hit) + 1 or position)
             if first is None:  # no record start between here and the hit: read the rest plainly
                 return self._lines(offset, chunk, position, end)
-            if first > position:  # records before the hit's go unread: the file's span stays unknown
-                self._skipped_pieces = True
+            if first > position:  # the records before the hit's go unread
+                self._lines_unread = True
             last = chunk.find(b"\n", hit, end) + 1 or end
             if self._format.multiline:
                 last = self._multiline_tail(chunk, last, end)
@@ -419,7 +419,7 @@ class FileScan:
         """A piece without the word: no record wholly inside it can match. Only the record running
         into it (its continuation lines) and the one running out of it (from its last head, or the
         line opening a JSON object not closed yet) are kept, found from the piece's ends."""
-        self._skipped_pieces = True
+        self._lines_unread = True
         multiline, spans = self._format.multiline, self._format.spans_lines
         if not multiline and not spans:
             return
@@ -608,7 +608,7 @@ class FileScan:
         )
 
     def _summary(self) -> FileSummary | None:
-        if self._skipped_pieces or self._earliest_seen > self._latest_seen:
+        if self._lines_unread or self._earliest_seen > self._latest_seen:
             return None
         return FileSummary(self._earliest_seen, self._latest_seen, self._found.skipped)
 
